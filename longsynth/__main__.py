@@ -1,0 +1,3 @@
+from longsynth.cli.main import main
+
+main()

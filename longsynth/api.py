@@ -1,0 +1,79 @@
+"""Public sample API: a sample is a pure function of (task config, seed, split, index)."""
+import numpy as np
+
+from longsynth import registry
+from longsynth.rng import split_code
+from longsynth.task import unpack
+
+MAX_SEED = (1 << 63) - 1
+
+
+def tasks():
+    """Names of all tasks, in listing order."""
+    return list(registry.all_tasks())
+
+
+def check_seed(seed):
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed: must be an integer in [0, 2**63 - 1], got {seed!r}")
+    return int(seed)
+
+
+def _check_index(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= MAX_SEED:
+        raise ValueError(f"{name}: must be an integer >= 0, got {value!r}")
+    return int(value)
+
+
+def resolve(task, seed, split, params):
+    """(Task, config, seed, split code, fixed draws) after validating everything."""
+    t = registry.get(task)
+    cfg = t.make_config(**params)
+    seed = check_seed(seed)
+    code = split_code(split)
+    return t, cfg, seed, code, t.fixed_draws(cfg, seed)
+
+
+def sample(task, index, *, seed=0, split="train", **params):
+    """Sample ``index`` of ``task`` as a dict of NumPy arrays (keys ``inputs``, ``targets``, extras)."""
+    t, cfg, seed, code, fixed = resolve(task, seed, split, params)
+    index = _check_index("index", index)
+    return unpack(t.generate(cfg, seed, code, index, 1, fixed), 0)
+
+
+def batch(task, start, count, *, seed=0, split="train", out=None, **params):
+    """Samples start..start+count-1 with a leading batch axis, generated in parallel.
+
+    ``out`` (a dict like the one returned) is filled in place when given. Only tasks whose
+    samples all have one shape support this; variable-length tasks raise ValueError.
+    """
+    t, cfg, seed, code, fixed = resolve(task, seed, split, params)
+    start = _check_index("start", start)
+    count = _check_index("count", count)
+    if not t.batchable:
+        raise ValueError(f"task: {task} has variable-length samples; use sample() or a stored dataset")
+    want = t.allocate(cfg, 0)
+    if out is None:
+        out = t.allocate(cfg, count)
+    else:
+        for k, arr in want.items():
+            got = out.get(k)
+            if (
+                not isinstance(got, np.ndarray)
+                or got.dtype != arr.dtype
+                or got.shape != (count,) + arr.shape[1:]
+                or not got.flags.c_contiguous
+            ):
+                raise ValueError(
+                    f"out: {k!r} must be a C-contiguous {arr.dtype} array of shape {(count,) + arr.shape[1:]}"
+                )
+    t.fill(cfg, seed, code, start, out, fixed)
+    return out
+
+
+def vocab(task, **params):
+    """Token strings indexed by id, for token tasks; ValueError for the others."""
+    t = registry.get(task)
+    if t.vocab is None:
+        raise ValueError(f"task: {task} has no token vocabulary")
+    return list(t.vocab(t.make_config(**params)))

@@ -1,0 +1,29 @@
+"""Name -> Task for every generator module. Add a module here to publish its tasks."""
+import importlib
+
+# Each module defines TASK (one task) or TASKS (a family): listed in `longsynth list` order.
+MODULES = [
+    "longsynth.generators.cumsum",
+]
+
+_TASKS = None
+
+
+def all_tasks():
+    global _TASKS
+    if _TASKS is None:
+        found = {}
+        for name in MODULES:
+            mod = importlib.import_module(name)
+            for task in getattr(mod, "TASKS", None) or [mod.TASK]:
+                found[task.name] = task
+        _TASKS = found
+    return _TASKS
+
+
+def get(name):
+    """The Task called ``name``; ValueError listing the known tasks otherwise."""
+    tasks = all_tasks()
+    if name not in tasks:
+        raise ValueError(f"task: unknown task {name!r}; choose from {', '.join(tasks)}")
+    return tasks[name]

@@ -1,0 +1,826 @@
+"""Sharded HDF5 datasets: crash-safe writing, resuming, reading and verification.
+
+Layout of a dataset directory (see docs/format.md):
+    manifest.json          configuration, versions, per-split counts, shards, digests
+    README.md              dataset card
+    {split}-{k:05d}.h5     shard k of a split: samples start..start+count-1
+
+Every shard is written to ``.{name}.tmp``, flushed, fsynced, hashed and renamed; the
+manifest is rewritten atomically (tmp + rename) after each finished shard. Rerunning
+the same ``generate`` keeps the shards whose SHA-256 matches the manifest and redoes the
+rest, so a killed run finishes byte-identical to an uninterrupted one.
+"""
+from __future__ import annotations
+
+import bisect
+import builtins
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+
+import numpy as np
+
+from longsynth import registry
+from longsynth.api import check_seed
+from longsynth.rng import SPLITS, split_code
+from longsynth.task import Ragged
+
+FORMAT = "longsynth-shards"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+CARD = "README.md"
+DIGEST_KEY = "_digest"
+SHARD_RE = re.compile(r"^(train|val|test)-\d{5}\.h5$")
+OURS_RE = re.compile(r"^(\.?(train|val|test)-\d{5}\.h5(\.tmp)?|\.?manifest\.json(\.tmp)?|\.?README\.md(\.tmp)?)$")
+COMPRESSIONS = ("none", "lzf", "gzip")
+SHARD_BYTES = 128 << 20  # default shard size aims at this many bytes
+RAGGED_ROWS = 8192  # assumed rows of a ragged key when sizing shards and chunks
+BLOCK_BYTES = 8 << 20  # samples generated per call to the kernel
+
+
+class LongsynthError(Exception):
+    """A user-facing failure with a one-line message (the CLI prints it as is)."""
+
+
+# ---------------------------------------------------------------- digests and sizing
+
+
+def sample_digest(sample):
+    """SHA-256 of one sample: keys in sorted order, each with dtype, shape and bytes."""
+    h = hashlib.sha256()
+    for k in sorted(sample):
+        a = np.ascontiguousarray(sample[k])
+        h.update(f"{k}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.data if a.size else b"")
+    return h.digest()
+
+
+def block_digests(block, count):
+    """Per-sample digests of a generated block, uint8 [count, 32]."""
+    out = np.empty((count, 32), dtype=np.uint8)
+    for i in range(count):
+        sample = {}
+        for k, col in block.items():
+            if isinstance(col, Ragged):
+                sample[k] = col.values[col.offsets[i] : col.offsets[i + 1]]
+            else:
+                sample[k] = col[i]
+        out[i] = np.frombuffer(sample_digest(sample), dtype=np.uint8)
+    return out
+
+
+def sample_bytes(task, cfg):
+    total = 0
+    for spec in task.keys(cfg).values():
+        n = int(np.prod(spec.shape, dtype=np.int64)) * np.dtype(spec.dtype).itemsize
+        total += n * (RAGGED_ROWS if spec.ragged else 1)
+    return max(total, 1)
+
+
+def default_shard_size(task, cfg):
+    return int(max(1, min(100_000, SHARD_BYTES // sample_bytes(task, cfg))))
+
+
+def file_sha256(path):
+    h = hashlib.sha256()
+    with builtins.open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------- atomic files
+
+
+def _fsync_dir(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_text(path, text):
+    d, name = os.path.split(path)
+    tmp = os.path.join(d, f".{name}.tmp")
+    with builtins.open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(d or ".")
+
+
+# ---------------------------------------------------------------- plan
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    root: str
+    task: str
+    params: dict
+    seed: int
+    split: str
+    shard: int
+    start: int
+    count: int
+    compression: str
+
+    @property
+    def name(self):
+        return f"{self.split}-{self.shard:05d}.h5"
+
+
+def parse_splits(text, num_samples=None):
+    """``train=N,val=N,test=N`` (any subset) -> ordered dict; ValueError if malformed."""
+    counts = {}
+    for part in text.split(","):
+        name, sep, value = part.strip().partition("=")
+        if not sep or name not in SPLITS or not value.strip().isdigit():
+            raise ValueError(f"splits: expected train=N,val=N,test=N with N >= 0, got {text!r}")
+        counts[name] = int(value)
+    return {s: counts[s] for s in SPLITS if s in counts}
+
+
+def default_splits(num_samples):
+    """96/2/2 of num_samples; val and test round down, train takes the rest."""
+    val = test = num_samples * 2 // 100
+    return {"train": num_samples - val - test, "val": val, "test": test}
+
+
+def plan(root, task, params, seed, splits, shard_size, compression):
+    jobs = []
+    for split, n in splits.items():
+        for k, start in enumerate(range(0, n, shard_size)):
+            count = min(shard_size, n - start)
+            jobs.append(ShardJob(root, task, params, seed, split, k, start, count, compression))
+    return jobs
+
+
+# ---------------------------------------------------------------- shard writing
+
+_PROGRESS = None  # shared counter of generated samples, set in pool workers
+
+
+def _worker_init(counter):
+    global _PROGRESS
+    _PROGRESS = counter
+    from numba import set_num_threads
+
+    set_num_threads(1)
+
+
+def _h5_options(compression):
+    if compression == "gzip":
+        return {"compression": "gzip", "compression_opts": 4, "shuffle": True}
+    if compression == "lzf":
+        return {"compression": "lzf", "shuffle": True}
+    return {}
+
+
+def write_shard(job, progress=None):
+    """Generate and write one shard atomically; returns its manifest record and timings."""
+    import h5py
+
+    task = registry.get(job.task)
+    cfg = task.make_config(**job.params)
+    code = split_code(job.split)
+    fixed = task.fixed_draws(cfg, job.seed)
+    specs = task.keys(cfg)
+    final = os.path.join(job.root, job.name)
+    tmp = os.path.join(job.root, f".{job.name}.tmp")
+    block = max(1, min(job.count, BLOCK_BYTES // sample_bytes(task, cfg)))
+    opts = _h5_options(job.compression)
+    t_gen = t_write = t_hash = 0.0
+    digests = np.empty((job.count, 32), dtype=np.uint8)
+    try:
+        with h5py.File(tmp, "w", libver="earliest", track_order=False) as f:
+            f.attrs["format"] = FORMAT
+            f.attrs["format_version"] = FORMAT_VERSION
+            f.attrs["task"] = job.task
+            f.attrs["params"] = json.dumps(job.params, sort_keys=True)
+            f.attrs["seed"] = job.seed
+            f.attrs["split"] = job.split
+            f.attrs["start"] = job.start
+            f.attrs["count"] = job.count
+            dsets = {}
+            for k, spec in specs.items():
+                if spec.ragged:
+                    g = f.create_group(k, track_order=False)
+                    rows = max(1, RAGGED_ROWS // max(1, int(np.prod(spec.shape, dtype=np.int64))))
+                    dsets[k] = (
+                        g.create_dataset("values", shape=(0,) + tuple(spec.shape), maxshape=(None,) + tuple(spec.shape),
+                                         dtype=spec.dtype, chunks=(rows,) + tuple(spec.shape), track_times=False, **opts),
+                        g.create_dataset("offsets", shape=(job.count + 1,), dtype="int64", track_times=False),
+                    )
+                    dsets[k][1][0] = 0
+                else:
+                    shape = (job.count,) + tuple(spec.shape)
+                    chunks = (1,) + tuple(spec.shape) if spec.shape else (min(job.count, 1 << 16),)
+                    dsets[k] = f.create_dataset(k, shape=shape, dtype=spec.dtype, chunks=chunks,
+                                                track_times=False, **opts)
+            for lo in range(0, job.count, block):
+                n = min(block, job.count - lo)
+                t0 = time.perf_counter()
+                data = task.generate(cfg, job.seed, code, job.start + lo, n, fixed)
+                t1 = time.perf_counter()
+                digests[lo : lo + n] = block_digests(data, n)
+                t2 = time.perf_counter()
+                for k, col in data.items():
+                    if isinstance(col, Ragged):
+                        values, offsets = dsets[k]
+                        base = offsets[lo]
+                        values.resize(base + col.values.shape[0], axis=0)
+                        values[base:] = col.values
+                        offsets[lo + 1 : lo + n + 1] = base + col.offsets[1:]
+                    else:
+                        dsets[k][lo : lo + n] = col
+                t3 = time.perf_counter()
+                t_gen += t1 - t0
+                t_hash += t2 - t1
+                t_write += t3 - t2
+                if progress is not None:
+                    progress(n)
+                elif _PROGRESS is not None:
+                    with _PROGRESS.get_lock():
+                        _PROGRESS.value += n
+            t0 = time.perf_counter()
+            f.create_dataset(DIGEST_KEY, data=digests, track_times=False)
+        with builtins.open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        t1 = time.perf_counter()
+        sha = file_sha256(tmp)
+        t_hash += time.perf_counter() - t1
+        t_write += t1 - t0
+        os.replace(tmp, final)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    record = {
+        "file": job.name,
+        "start": job.start,
+        "count": job.count,
+        "bytes": os.path.getsize(final),
+        "sha256": sha,
+    }
+    timing = {"generate_s": t_gen, "write_s": t_write, "hash_s": t_hash}
+    return record, digests, timing
+
+
+# ---------------------------------------------------------------- manifest
+
+
+def versions():
+    import h5py
+    import numba
+
+    return {
+        "longsynth": _package_version(),
+        "python": ".".join(map(str, sys.version_info[:3])),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "h5py": h5py.__version__,
+        "hdf5": h5py.version.hdf5_version,
+    }
+
+
+def _package_version():
+    import longsynth
+
+    return longsynth.__version__
+
+
+def _jsonable(value):
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    return value
+
+
+def config_of(manifest):
+    """The fields that define a dataset: a directory with other values is another dataset."""
+    keys = ("format_version", "task", "params", "seed", "counts", "shard_size", "compression")
+    return {k: manifest.get(k) for k in keys}
+
+
+def read_manifest(root):
+    path = os.path.join(root, MANIFEST)
+    try:
+        with builtins.open(path, encoding="utf-8") as f:
+            m = json.load(f)
+    except FileNotFoundError:
+        raise LongsynthError(f"{root}: no {MANIFEST}; not a longsynth dataset directory") from None
+    except (OSError, ValueError) as e:
+        raise LongsynthError(f"{path}: unreadable manifest ({e})") from None
+    if m.get("format") != FORMAT:
+        raise LongsynthError(f"{path}: not a longsynth manifest")
+    if m.get("format_version") != FORMAT_VERSION:
+        raise LongsynthError(f"{path}: format version {m.get('format_version')} is not {FORMAT_VERSION}")
+    return m
+
+
+def _new_manifest(task, cfg, seed, counts, shard_size, compression, command, fixed):
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "task": task.name,
+        "params": dataclasses.asdict(cfg),
+        "seed": seed,
+        "counts": counts,
+        "shard_size": shard_size,
+        "compression": compression,
+        "versions": versions(),
+        "command": command,
+        "keys": {k: {"dtype": s.dtype, "shape": list(s.shape), "ragged": s.ragged, "doc": s.doc}
+                 for k, s in task.keys(cfg).items()},
+        "fixed": {k: _jsonable(v) for k, v in fixed.items()},
+        "vocab": list(task.vocab(cfg)) if task.vocab is not None else None,
+        "complete": False,
+        "splits": {s: {"count": n, "digest": None, "shards": []} for s, n in counts.items()},
+    }
+
+
+def _write_manifest(root, manifest):
+    for s in manifest["splits"].values():
+        s["shards"].sort(key=lambda r: r["start"])
+    atomic_write_text(os.path.join(root, MANIFEST), json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+# ---------------------------------------------------------------- generate
+
+
+def _prepare_dir(root, want, overwrite):
+    """Existing shard records to keep (by file name) after checking what DIR holds."""
+    if os.path.exists(root) and not os.path.isdir(root):
+        raise LongsynthError(f"{root}: exists and is not a directory")
+    try:
+        os.makedirs(root, exist_ok=True)
+    except OSError as e:
+        raise LongsynthError(f"{root}: cannot create directory ({e.strerror})") from None
+    if not os.access(root, os.W_OK):
+        raise LongsynthError(f"{root}: directory is not writable")
+    entries = os.listdir(root)
+    foreign = [e for e in entries if not OURS_RE.match(e)]
+    mpath = os.path.join(root, MANIFEST)
+    old = None
+    if os.path.exists(mpath):
+        try:
+            old = read_manifest(root)
+        except LongsynthError:
+            if not overwrite:
+                raise
+    elif foreign:
+        raise LongsynthError(f"{root}: directory is not empty and holds no longsynth dataset; choose another --out")
+    keep = {}
+    if old is not None and config_of(old) != config_of(want):
+        if not overwrite:
+            diff = [k for k, v in config_of(want).items() if old.get(k) != v]
+            raise LongsynthError(
+                f"{root}: holds a different dataset ({', '.join(diff)} differ); use --overwrite to replace it"
+            )
+        old = None
+    for e in entries:
+        path = os.path.join(root, e)
+        if e.endswith(".tmp"):
+            os.remove(path)
+        elif old is None and OURS_RE.match(e) and e != MANIFEST:
+            os.remove(path)
+    if old is not None:
+        for split, info in old["splits"].items():
+            for rec in info["shards"]:
+                path = os.path.join(root, rec["file"])
+                if os.path.exists(path) and os.path.getsize(path) == rec["bytes"] and file_sha256(path) == rec["sha256"]:
+                    keep[rec["file"]] = (split, rec)
+    return keep
+
+
+def _split_digest(root, records):
+    import h5py
+
+    h = hashlib.sha256()
+    for rec in records:
+        with h5py.File(os.path.join(root, rec["file"]), "r") as f:
+            h.update(f[DIGEST_KEY][()].tobytes())
+    return h.hexdigest()
+
+
+def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, shard_size=None,
+             compression="none", workers=None, overwrite=False, command="", progress=None):
+    """Write (or resume) a dataset of ``task`` in ``root``; returns the final manifest.
+
+    ``progress(n)`` is called with the number of samples finished since the last call,
+    ``progress(None, total=N)`` once first. Identical output for any ``workers``.
+    """
+    params = dict(params or {})
+    t = registry.get(task)
+    cfg = t.make_config(**params)
+    seed = check_seed(seed)
+    if compression not in COMPRESSIONS:
+        raise ValueError(f"compression: must be one of {', '.join(COMPRESSIONS)}, got {compression!r}")
+    if splits is None:
+        n = t.default_num_samples if num_samples is None else num_samples
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"num_samples: must be an integer >= 1, got {n!r}")
+        splits = default_splits(n)
+    if any(v < 0 for v in splits.values()) or sum(splits.values()) < 1:
+        raise ValueError("splits: counts must be >= 0 and sum to at least 1")
+    if shard_size is None:
+        shard_size = default_shard_size(t, cfg)
+    if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
+        raise ValueError(f"shard_size: must be an integer >= 1, got {shard_size!r}")
+    workers = (os.cpu_count() or 1) if workers is None else workers
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers: must be an integer >= 1, got {workers!r}")
+    root = os.path.abspath(root)
+    fixed = t.fixed_draws(cfg, seed)
+    cparams = dataclasses.asdict(cfg)
+    manifest = _new_manifest(t, cfg, seed, splits, shard_size, compression, command, fixed)
+    keep = _prepare_dir(root, manifest, overwrite)
+    for split, rec in keep.values():
+        manifest["splits"][split]["shards"].append(rec)
+    try:
+        _write_manifest(root, manifest)
+        jobs = [j for j in plan(root, t.name, cparams, seed, splits, shard_size, compression) if j.name not in keep]
+        total = sum(splits.values())
+        if progress is not None:
+            progress(None, total=total)
+            progress(total - sum(j.count for j in jobs))
+        timings = []
+
+        def done(job, record, timing):
+            manifest["splits"][job.split]["shards"].append(record)
+            timings.append(timing)
+            _write_manifest(root, manifest)
+
+        if workers == 1 or len(jobs) <= 1:
+            from numba import get_num_threads, set_num_threads
+
+            threads = get_num_threads()
+            set_num_threads(1 if workers == 1 else min(workers, threads))
+            try:
+                for job in jobs:
+                    record, _, timing = write_shard(job, progress)
+                    done(job, record, timing)
+            finally:
+                set_num_threads(threads)
+        else:
+            _run_pool(jobs, workers, progress, done)
+        for split, info in manifest["splits"].items():
+            info["digest"] = _split_digest(root, info["shards"])
+        manifest["complete"] = True
+        atomic_write_text(os.path.join(root, CARD), dataset_card(t, cfg, manifest))
+        _write_manifest(root, manifest)
+    except OSError as e:
+        what = e.strerror or str(e)
+        raise LongsynthError(f"{root}: write failed ({what}); rerun the same command to resume") from None
+    manifest["timings"] = timings
+    return manifest
+
+
+class _SpawnableMain:
+    """Hide ``__main__.__file__`` while workers spawn when it names no real file (stdin).
+
+    Spawned workers re-import the parent's main script by path; ``python - <<EOF`` has
+    none, and the workers would die. Workers never need the parent's main module.
+    """
+
+    def __enter__(self):
+        main = sys.modules.get("__main__")
+        path = getattr(main, "__file__", None)
+        self.hidden = path is not None and not os.path.isfile(path)
+        if self.hidden:
+            self.main, self.path = main, path
+            del main.__file__
+
+    def __exit__(self, *exc):
+        if self.hidden:
+            self.main.__file__ = self.path
+
+
+def _run_pool(jobs, workers, progress, done):
+    import multiprocessing as mp
+
+    # spawn, not fork: numba's OpenMP threading layer is not fork-safe once the parent
+    # has run a parallel kernel (as tests and notebooks do).
+    ctx = mp.get_context("spawn")
+    counter = ctx.Value("q", 0)
+    seen = 0
+    with _SpawnableMain(), ProcessPoolExecutor(min(workers, len(jobs)), mp_context=ctx, initializer=_worker_init,
+                             initargs=(counter,)) as pool:
+        futures = {pool.submit(write_shard, job): job for job in jobs}
+        pending = set(futures)
+        try:
+            while pending:
+                finished, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    record, _, timing = fut.result()
+                    done(futures[fut], record, timing)
+                if progress is not None:
+                    now = counter.value
+                    progress(now - seen)
+                    seen = now
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            raise
+
+
+def dataset_card(task, cfg, manifest):
+    counts = ", ".join(f"{s} {n}" for s, n in manifest["counts"].items())
+    size = sum(r["bytes"] for s in manifest["splits"].values() for r in s["shards"])
+    keys = "\n".join(
+        f"| `{k}` | {v['dtype']} | {'[n, ' if v['ragged'] else '['}{', '.join(map(str, v['shape']))}] | {v['doc']} |"
+        for k, v in manifest["keys"].items()
+    )
+    params = "\n".join(f"| `{k}` | {v} |" for k, v in manifest["params"].items())
+    digests = "\n".join(f"| {s} | {i['count']} | `{i['digest']}` |" for s, i in manifest["splits"].items())
+    return f"""# {task.name} dataset (longsynth {manifest['versions']['longsynth']})
+
+{task.summary}.
+
+{task.card}
+
+Made by: `{manifest['command'] or 'longsynth.store.generate(...)'}`
+
+Seed {manifest['seed']}; samples: {counts}; {size / 1e6:.1f} MB in
+{sum(len(s['shards']) for s in manifest['splits'].values())} shard(s) ({manifest['compression']} compression).
+
+## Parameters
+| parameter | value |
+|---|---|
+{params}
+
+## Keys (per sample)
+| key | dtype | shape | meaning |
+|---|---|---|---|
+{keys}
+
+## Split digests (SHA-256 over per-sample digests in index order)
+| split | samples | digest |
+|---|---|---|
+{digests}
+
+Read it with `longsynth.open(DIR)` or `longsynth.torch.ShardDataset(DIR)`; check it with
+`longsynth verify DIR --deep`.
+"""
+
+
+# ---------------------------------------------------------------- reading
+
+
+class Split:
+    """Samples of one split as a sequence: ``len(s)``, ``s[i]`` -> dict of arrays.
+
+    HDF5 files are opened lazily, per process: a Split pickled into a DataLoader worker
+    opens its own handles there.
+    """
+
+    def __init__(self, root, name, info, specs):
+        self.root, self.name, self.specs = root, name, specs
+        self.records = info["shards"]
+        self.starts = [r["start"] for r in self.records]
+        self.count = info["count"]
+        self._files, self._pid = {}, None
+
+    def __len__(self):
+        return self.count
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_files"], state["_pid"] = {}, None
+        return state
+
+    def _file(self, k):
+        import h5py
+
+        if self._pid != os.getpid():
+            self._files, self._pid = {}, os.getpid()
+        f = self._files.get(k)
+        if f is None:
+            f = h5py.File(os.path.join(self.root, self.records[k]["file"]), "r")
+            self._files[k] = f
+        return f
+
+    def locate(self, i):
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"index must be an integer, got {type(i).__name__}")
+        if i < 0:
+            i += self.count
+        if not 0 <= i < self.count:
+            raise IndexError(f"index {i} out of range for {self.name} split of {self.count}")
+        k = bisect.bisect_right(self.starts, i) - 1
+        return k, int(i - self.starts[k])
+
+    def __getitem__(self, i):
+        return self.read(i)
+
+    def read(self, i, keys=None):
+        k, j = self.locate(i)
+        f = self._file(k)
+        out = {}
+        for key in keys or self.specs:
+            if self.specs[key].ragged:
+                a, b = f[key]["offsets"][j : j + 2]
+                out[key] = f[key]["values"][a:b]
+            else:
+                out[key] = np.asarray(f[key][j])
+        return out
+
+    def close(self):
+        for f in self._files.values():
+            f.close()
+        self._files = {}
+
+    def __iter__(self):
+        for i in range(self.count):
+            yield self[i]
+
+
+class Dataset:
+    """A stored dataset: ``.manifest``, ``.task``, ``.config``, ``ds["train"]``, ``.splits``."""
+
+    def __init__(self, root):
+        self.root = os.path.abspath(root)
+        self.manifest = read_manifest(self.root)
+        if not self.manifest.get("complete"):
+            raise LongsynthError(f"{root}: dataset is incomplete; rerun its gen command to resume")
+        self.task = registry.get(self.manifest["task"])
+        self.config = self.task.make_config(**self.manifest["params"])
+        specs = self.task.keys(self.config)
+        self.splits = {s: Split(self.root, s, info, specs) for s, info in self.manifest["splits"].items()}
+
+    def __getitem__(self, split):
+        if split not in self.splits:
+            raise KeyError(f"no split {split!r}; this dataset has {', '.join(self.splits)}")
+        return self.splits[split]
+
+    @property
+    def seed(self):
+        return self.manifest["seed"]
+
+    def close(self):
+        for s in self.splits.values():
+            s.close()
+
+
+def open(root):  # noqa: A001 - mirrors builtins.open for datasets
+    """Open a stored dataset directory for reading."""
+    return Dataset(root)
+
+
+# ---------------------------------------------------------------- verify and info
+
+
+def verify(root, deep=False, samples=16, progress=None):
+    """List of problems found (empty when the dataset is intact).
+
+    Checks the manifest, every shard's size and SHA-256, its structure against the
+    manifest, and each split digest. ``deep`` also regenerates ``samples`` indices per
+    split (spread over the range) with the generator and compares their bytes.
+    """
+    import h5py
+
+    m = read_manifest(root)
+    problems = []
+    if not m.get("complete"):
+        problems.append("manifest: dataset is incomplete (generation did not finish)")
+    task = registry.get(m["task"])
+    cfg = task.make_config(**m["params"])
+    specs = task.keys(cfg)
+    for split, info in m["splits"].items():
+        expect = 0
+        h = hashlib.sha256()
+        for rec in info["shards"]:
+            path = os.path.join(root, rec["file"])
+            if progress is not None:
+                progress(rec["file"])
+            if rec["start"] != expect:
+                problems.append(f"{rec['file']}: starts at {rec['start']}, expected {expect}")
+            expect = rec["start"] + rec["count"]
+            if not os.path.exists(path):
+                problems.append(f"{rec['file']}: missing")
+                continue
+            if os.path.getsize(path) != rec["bytes"]:
+                problems.append(f"{rec['file']}: size {os.path.getsize(path)} != {rec['bytes']} in manifest")
+            if file_sha256(path) != rec["sha256"]:
+                problems.append(f"{rec['file']}: SHA-256 mismatch (file changed or corrupt)")
+            try:
+                with h5py.File(path, "r") as f:
+                    problems += _check_structure(rec, f, specs)
+                    h.update(f[DIGEST_KEY][()].tobytes())
+            except Exception as e:  # corrupt HDF5 can fail anywhere in h5py
+                problems.append(f"{rec['file']}: unreadable HDF5 ({type(e).__name__}: {e})")
+        if expect != info["count"]:
+            problems.append(f"{split}: shards cover {expect} samples, manifest says {info['count']}")
+        if m.get("complete") and h.hexdigest() != info["digest"]:
+            problems.append(f"{split}: split digest mismatch")
+    if deep and not problems:
+        problems += _deep_check(root, m, task, cfg, samples)
+    return problems
+
+
+def _check_structure(rec, f, specs):
+    out = []
+    n = rec["count"]
+    for k, spec in specs.items():
+        if k not in f:
+            out.append(f"{rec['file']}: key {k!r} missing")
+            continue
+        if spec.ragged:
+            off = f[k]["offsets"][()]
+            vals = f[k]["values"]
+            if off.shape != (n + 1,) or off[0] != 0 or np.any(np.diff(off) < 0) or off[-1] != vals.shape[0]:
+                out.append(f"{rec['file']}: {k} offsets are inconsistent")
+            if vals.dtype != np.dtype(spec.dtype) or vals.shape[1:] != tuple(spec.shape):
+                out.append(f"{rec['file']}: {k} values have {vals.dtype} {vals.shape[1:]}, expected {spec.dtype} {spec.shape}")
+        else:
+            d = f[k]
+            if d.dtype != np.dtype(spec.dtype) or d.shape != (n,) + tuple(spec.shape):
+                out.append(f"{rec['file']}: {k} is {d.dtype} {d.shape}, expected {spec.dtype} {(n,) + tuple(spec.shape)}")
+    if DIGEST_KEY not in f or f[DIGEST_KEY].shape != (n, 32):
+        out.append(f"{rec['file']}: per-sample digests missing or malformed")
+    return out
+
+
+def _deep_check(root, m, task, cfg, samples):
+    problems = []
+    ds = open(root)
+    fixed = task.fixed_draws(cfg, m["seed"])
+    for k, v in m.get("fixed", {}).items():
+        if not np.array_equal(np.asarray(v), np.asarray(_jsonable(fixed[k]))):
+            problems.append(f"manifest: fixed draw {k!r} differs from the generator's")
+    for split, sp in ds.splits.items():
+        n = len(sp)
+        idx = sorted(set(np.linspace(0, n - 1, min(samples, n)).astype(int).tolist())) if n else []
+        for i in idx:
+            block = task.generate(cfg, m["seed"], split_code(split), i, 1, fixed)
+            fresh = {k: np.asarray(c.values if isinstance(c, Ragged) else c[0]) for k, c in block.items()}
+            stored = sp[i]
+            if sample_digest(fresh) != sample_digest(stored):
+                problems.append(f"{split}[{i}]: stored sample differs from the regenerated one")
+    ds.close()
+    return problems
+
+
+def info(root, preview=4):
+    """Summary of a dataset: configuration, counts, sizes, key shapes/dtypes, value stats."""
+    m = read_manifest(root)
+    out = {
+        "root": os.path.abspath(root),
+        "task": m["task"],
+        "params": m["params"],
+        "seed": m["seed"],
+        "complete": m.get("complete", False),
+        "compression": m["compression"],
+        "versions": m["versions"],
+        "command": m.get("command", ""),
+        "splits": {},
+        "keys": m["keys"],
+        "stats": {},
+    }
+    for split, sp in m["splits"].items():
+        out["splits"][split] = {
+            "count": sp["count"],
+            "shards": len(sp["shards"]),
+            "bytes": sum(r["bytes"] for r in sp["shards"]),
+            "digest": sp["digest"],
+        }
+    if m.get("complete"):
+        ds = open(root)
+        split = next((s for s, sp in ds.splits.items() if len(sp)), None)
+        if split is not None:
+            rows = [ds[split][i] for i in range(min(preview, len(ds[split])))]
+            for k in m["keys"]:
+                v = np.concatenate([np.asarray(r[k], dtype=np.float64).ravel() for r in rows])
+                if v.size:
+                    out["stats"][k] = {"split": split, "samples": len(rows), "min": float(v.min()),
+                                       "max": float(v.max()), "mean": float(v.mean()), "std": float(v.std())}
+        ds.close()
+    val = latest_certificate(root)
+    if val is not None:
+        out["validation"] = val
+    return out
+
+
+def latest_certificate(root):
+    """metrics.json of the newest ``validation/*`` run in the dataset directory, if any."""
+    vdir = os.path.join(root, "validation")
+    if not os.path.isdir(vdir):
+        return None
+    runs = sorted(d for d in os.listdir(vdir) if os.path.exists(os.path.join(vdir, d, "metrics.json")))
+    if not runs:
+        return None
+    with builtins.open(os.path.join(vdir, runs[-1], "metrics.json"), encoding="utf-8") as f:
+        data = json.load(f)
+    data["path"] = os.path.join(vdir, runs[-1])
+    return data

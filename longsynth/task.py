@@ -1,0 +1,155 @@
+"""The task protocol: what a generator module provides to longsynth.
+
+A task module in ``generators/`` defines a frozen config dataclass whose fields are
+exactly the generator's parameters (each declared with :func:`param`), Numba kernels,
+and one :class:`Task` instance that ties them together. The API (``longsynth.sample``,
+``batch``), the shard writer, the CLI and the loaders only talk to :class:`Task`.
+
+A sample is a dict ``{key: np.ndarray}`` with at least ``inputs`` and ``targets``.
+Each key has a :class:`KeySpec`: fixed per-sample shape, or ragged (a variable-length
+leading axis; the block form is :class:`Ragged`).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+
+def param(default, help, *, lo=None, hi=None, choices=None):
+    """A config field with its CLI help and its allowed range (inclusive)."""
+    return field(default=default, metadata={"help": help, "lo": lo, "hi": hi, "choices": choices})
+
+
+def _allowed(f):
+    m = f.metadata
+    if m.get("choices"):
+        return "one of " + ", ".join(str(c) for c in m["choices"])
+    lo, hi = m.get("lo"), m.get("hi")
+    if lo is not None and hi is not None:
+        return f"in [{lo}, {hi}]"
+    if lo is not None:
+        return f">= {lo}"
+    if hi is not None:
+        return f"<= {hi}"
+    return f"of type {f.type}"
+
+
+def check_fields(cfg):
+    """Type and range checks from the field metadata; ValueError naming the field."""
+    for f in dataclasses.fields(cfg):
+        v = getattr(cfg, f.name)
+        kind = f.type if isinstance(f.type, str) else f.type.__name__
+        if v is None and "None" in kind:
+            continue
+        if "int" in kind and "float" not in kind:
+            ok = isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+        elif "float" in kind:
+            ok = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+            ok = ok and np.isfinite(v)
+        elif "bool" in kind:
+            ok = isinstance(v, (bool, np.bool_))
+        else:
+            ok = isinstance(v, str)
+        m = f.metadata
+        if ok and m.get("choices") is not None:
+            ok = v in m["choices"]
+        if ok and m.get("lo") is not None:
+            ok = v >= m["lo"]
+        if ok and m.get("hi") is not None:
+            ok = v <= m["hi"]
+        if not ok:
+            raise ValueError(f"{f.name}: must be {_allowed(f)}, got {v!r}")
+
+
+class Ragged(NamedTuple):
+    """Variable-length values of ``count`` samples: sample i is values[offsets[i]:offsets[i+1]]."""
+
+    values: np.ndarray
+    offsets: np.ndarray  # int64 [count + 1], offsets[0] == 0
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    dtype: str  # numpy dtype name
+    shape: tuple  # per-sample shape; for ragged keys the shape after the variable axis
+    ragged: bool = False
+    doc: str = ""
+
+
+@dataclass
+class Task:
+    """Everything longsynth needs to know about one task.
+
+    ``fill(cfg, seed, split, start, out, fixed)`` writes samples start..start+n-1 into the
+    preallocated arrays ``out[key][:n]`` (fixed-shape tasks; Numba-parallel over samples).
+    ``block(cfg, seed, split, start, count, fixed)`` returns ``{key: array | Ragged}``
+    for tasks with ragged keys. Exactly one of the two is given. ``split`` is the integer
+    code from :data:`longsynth.rng.SPLITS`.
+    """
+
+    name: str
+    config: type
+    summary: str
+    keys: Callable[[Any], dict]  # cfg -> {key: KeySpec}
+    fill: Callable | None = None
+    block: Callable | None = None
+    fixed: Callable[[Any, int], dict] | None = None  # (cfg, seed) -> {name: ndarray}, drawn once
+    check: Callable[[Any], None] | None = None  # cross-field validation beyond param ranges
+    resolve: Callable[[Any], Any] | None = None  # fill derived fields (presets) after checks
+    card: str = ""  # markdown definition for the dataset card
+    default_num_samples: int = 10_000
+    vocab: Callable[[Any], list] | None = None
+    show: Callable | None = None  # (samples, cfg, path) -> None: PNG preview of samples
+    show_dataset: Callable | None = None  # (dataset, split, path) -> None: dataset-level figure
+    exporters: dict = field(default_factory=dict)  # format -> (dataset, out_dir, progress) -> None
+
+    @property
+    def batchable(self):
+        return self.fill is not None
+
+    def make_config(self, **params):
+        """Validated, resolved config; ValueError for unknown or out-of-range parameters."""
+        names = [f.name for f in dataclasses.fields(self.config)]
+        for k in params:
+            if k not in names:
+                raise ValueError(
+                    f"{k}: not a parameter of {self.name}; parameters: {', '.join(names) or 'none'}"
+                )
+        cfg = self.config(**params)
+        check_fields(cfg)
+        if self.check is not None:
+            self.check(cfg)
+        if self.resolve is not None:
+            cfg = self.resolve(cfg)
+        return cfg
+
+    def fixed_draws(self, cfg, seed):
+        return self.fixed(cfg, seed) if self.fixed is not None else {}
+
+    def allocate(self, cfg, count):
+        return {
+            k: np.zeros((count,) + tuple(spec.shape), dtype=spec.dtype)
+            for k, spec in self.keys(cfg).items()
+        }
+
+    def generate(self, cfg, seed, split, start, count, fixed):
+        """Block of samples as ``{key: array[count, ...] | Ragged}``."""
+        if self.fill is not None:
+            out = self.allocate(cfg, count)
+            self.fill(cfg, seed, split, start, out, fixed)
+            return out
+        return self.block(cfg, seed, split, start, count, fixed)
+
+
+def unpack(block, i):
+    """Sample i of a block as ``{key: ndarray}`` (copies)."""
+    sample = {}
+    for k, col in block.items():
+        if isinstance(col, Ragged):
+            sample[k] = np.array(col.values[col.offsets[i] : col.offsets[i + 1]])
+        else:
+            sample[k] = np.array(col[i])
+    return sample
