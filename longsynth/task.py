@@ -37,19 +37,30 @@ def _allowed(f):
     return f"of type {f.type}"
 
 
+def field_kind(f):
+    """'int', 'float', 'bool' or 'str' for a config field; ' | None' kept when optional.
+
+    Fields are annotated ``int``, ``float``, ``bool``, ``str`` or ``X | None`` (None means
+    "derived", e.g. from a preset, by the task's ``resolve``).
+    """
+    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", None) or str(f.type)
+    base = next((k for k in ("bool", "float", "int", "str") if k in kind), "str")
+    return base + (" | None" if "None" in kind else "")
+
+
 def check_fields(cfg):
     """Type and range checks from the field metadata; ValueError naming the field."""
     for f in dataclasses.fields(cfg):
         v = getattr(cfg, f.name)
-        kind = f.type if isinstance(f.type, str) else f.type.__name__
+        kind = field_kind(f)
         if v is None and "None" in kind:
             continue
-        if "int" in kind and "float" not in kind:
+        if kind.startswith("int"):
             ok = isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-        elif "float" in kind:
+        elif kind.startswith("float"):
             ok = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
             ok = ok and np.isfinite(v)
-        elif "bool" in kind:
+        elif kind.startswith("bool"):
             ok = isinstance(v, (bool, np.bool_))
         else:
             ok = isinstance(v, str)
