@@ -478,6 +478,8 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
         for split, info in manifest["splits"].items():
             info["digest"] = _split_digest(root, info["shards"])
         manifest["complete"] = True
+        if t.audit is not None:
+            manifest["audit"] = t.audit(Dataset(root, manifest))
         atomic_write_text(os.path.join(root, CARD), dataset_card(t, cfg, manifest))
         _write_manifest(root, manifest)
     except OSError as e:
@@ -649,9 +651,9 @@ class Split:
 class Dataset:
     """A stored dataset: ``.manifest``, ``.task``, ``.config``, ``ds["train"]``, ``.splits``."""
 
-    def __init__(self, root):
+    def __init__(self, root, manifest=None):
         self.root = os.path.abspath(root)
-        self.manifest = read_manifest(self.root)
+        self.manifest = read_manifest(self.root) if manifest is None else manifest
         if not self.manifest.get("complete"):
             raise LongsynthError(f"{root}: dataset is incomplete; rerun its gen command to resume")
         self.task = registry.get(self.manifest["task"])

@@ -110,12 +110,14 @@ class Task:
     fixed: Callable[[Any, int], dict] | None = None  # (cfg, seed) -> {name: ndarray}, drawn once
     check: Callable[[Any], None] | None = None  # cross-field validation beyond param ranges
     resolve: Callable[[Any], Any] | None = None  # fill derived fields (presets) after checks
+    family: str = "atomic"  # "atomic" | "listops" | "pathfinder": picks the loader's encoding
     card: str = ""  # markdown definition for the dataset card
     default_num_samples: int = 10_000
     vocab: Callable[[Any], list] | None = None
     show: Callable | None = None  # (samples, cfg, path) -> None: PNG preview of samples
     show_dataset: Callable | None = None  # (dataset, split, path) -> None: dataset-level figure
     exporters: dict = field(default_factory=dict)  # format -> (dataset, out_dir, progress) -> None
+    audit: Callable | None = None  # (dataset) -> dict: dataset-wide check after generation, kept in the manifest
 
     @property
     def batchable(self):
