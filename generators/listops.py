@@ -1,0 +1,783 @@
+"""ListOps-Subtrees (per-`]` tagging) and classic LRA ListOps (root value).
+
+Definition (TASKS.md, "ListOps-Subtrees"): trees of the LRA process. A node at depth
+d < max_depth is an operator with probability 1/4, otherwise a leaf; at d = max_depth it
+is a leaf (the root has depth 1). A leaf is a digit uniform in 0..9; an operator has an
+argument count uniform in 2..max_args and an operator uniform in MIN, MAX, MED, SM (sum
+mod 10); MED = int(numpy.median(args)). Token length: leaf 1, operator 2 + its children.
+A tree is kept iff min_length < length < max_length; samples are distributed exactly as
+trees of the process conditioned on that window.
+
+Vocabulary (token id -> string): 0 ``[MIN``, 1 ``[MAX``, 2 ``[MED``, 3 ``[SM``, 4 ``]``,
+5..14 the digits ``0``..``9``.
+
+Keys. listops-subtrees: ``inputs`` uint8 [n] token ids; ``targets`` int8 [n], the value of
+the subtree closed at every ``]`` and -1 elsewhere; ``root`` int8 (root value);
+``length`` int32 (n); ``heights`` and ``operators`` int8 [n_close], for every ``]`` in
+order, the subtree height (leaf 0, operator 1 + max over children) and its operator id
+(0..3); ``template`` uint64, a hash of the expression with its digits removed. Classic
+``listops``: the same without ``root``, and ``targets`` is the root value (int8 scalar).
+
+Worked example (15 tokens):
+    inputs   [MAX 2 6 [MED [SM 3 1 6 ] 8 3 ] 4 5 ]
+    ids      1    7 11 2   3   8 6 11 4 13 8 4 9 10 4
+    targets  -1  -1 -1 -1  -1 -1 -1 -1 0 -1 -1 3 -1 -1 6
+    heights [1, 2, 3], operators [3 (SM), 2 (MED), 1 (MAX)], root 6, length 15
+(SM(3, 1, 6) = 0; MED(0, 8, 3) = 3; MAX(2, 6, 3, 4, 5) = 6.)
+
+Draw order (the reproducibility contract; see ``longsynth.rng``). Sample ``index`` reads
+only the stream ``stream(seed, split, index)``, through a bit reservoir: a request for k
+bits takes the low k bits of the current 64-bit word and shifts them out; if fewer than k
+bits remain, the rest of the word is discarded and a fresh ``next_u64`` word is loaded.
+Uniform choices among m values take ceil(log2 m) bits and redraw while the value is >= m.
+Trees are drawn one after another (attempts) until one is accepted; each attempt has:
+
+1. Structure, in preorder. A node at depth d < max_depth takes 2 bits: it is an
+   operator iff they are 00 (probability exactly 1/4); a node at depth max_depth draws
+   nothing. An operator then draws its argument count 2 + u, u uniform in 0..max_args-2.
+   The attempt is abandoned as soon as the length lower bound (tokens emitted + 1 per
+   pending argument + 1 per pending ``]``) reaches max_length, and otherwise when the
+   tree is complete; it is accepted iff min_length < length (length < max_length holds).
+2. Labels, for the accepted tree only, in token order: every operator token takes 2 bits
+   (MIN, MAX, MED, SM), every leaf a digit uniform in 0..9 (4 bits, redrawn while >= 10).
+
+Why this is exactly the conditioned LRA process. In the LRA process the labels (operator
+kinds and digits) are independent of the shape (operator/leaf decisions and argument
+counts) and the length depends on the shape only. So the law of (shape, labels) given the
+window is law(shape | window) x law(labels | shape): drawing labels only after a shape is
+accepted leaves the accepted distribution unchanged. Rejection sampling of shapes returns
+the first attempt whose shape lies in the window; stopping an attempt early changes
+nothing as long as the early stop happens only for attempts that would be rejected anyway
+and depends only on what was drawn so far: the length lower bound only grows, so once it
+reaches max_length the finished tree could not have length < max_length. A leaf root
+(length 1 <= min_length) is rejected after its single decision, like any complete tree
+outside the window. Attempts consume independent stretches of the stream, so how many
+bits a rejected attempt used does not bias the next one.
+
+Template: h = 0x9E3779B97F4A7C15; for every non-digit token id t in order,
+h = splitmix64_finaliser(h ^ (t + 1)). Equal templates give equal hashes.
+"""
+import csv
+import functools
+import os
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+from longsynth.rng import next_u64, stream
+from longsynth.task import KeySpec, Ragged, Task, param
+
+VOCAB = ["[MIN", "[MAX", "[MED", "[SM", "]", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"]
+OPERATORS = VOCAB[:4]
+CLOSE = 4
+DIGIT0 = 5
+IGNORE = -1  # target of every token that is not a `]`
+OPEN_MARK = 0  # structure placeholders, replaced by the label pass
+LEAF_MARK = 5
+TEMPLATE_SEED = 0x9E3779B97F4A7C15
+MIN_ACCEPTANCE = 1e-6  # configs whose trees land in the window less often are refused
+
+
+@dataclass(frozen=True)
+class ListOpsSubtreesConfig:
+    min_length: int = param(7000, "keep trees whose token length is > min_length", lo=1, hi=65534)
+    max_length: int = param(8180, "keep trees whose token length is < max_length", lo=5, hi=65536)
+    max_args: int = param(9, "most arguments per operator (at least 2)", lo=2, hi=16)
+    max_depth: int = param(15, "depth limit; nodes at this depth are leaves (root depth 1)", lo=2, hi=32)
+
+
+@dataclass(frozen=True)
+class ListOpsConfig:
+    min_length: int = param(500, "keep trees whose token length is > min_length", lo=1, hi=65534)
+    max_length: int = param(2000, "keep trees whose token length is < max_length", lo=5, hi=65536)
+    max_args: int = param(10, "most arguments per operator (at least 2)", lo=2, hi=16)
+    max_depth: int = param(10, "depth limit; nodes at this depth are leaves (root depth 1)", lo=2, hi=32)
+
+
+# ---------------------------------------------------------------- kernels
+
+
+# Numba note: these inlined helpers never reassign their arguments (doing so made every
+# call ~20x slower); each returns the new reservoir (word, left) instead.
+
+
+@njit(cache=True, inline="always")
+def _bits(s, word, left, k):
+    """(k low bits of the reservoir, word, left); reloads a fresh word when fewer than k remain."""
+    mask = (np.uint64(1) << np.uint64(k)) - np.uint64(1)
+    if left < k:
+        fresh = next_u64(s)
+        return np.int64(fresh & mask), fresh >> np.uint64(k), 64 - k
+    return np.int64(word & mask), word >> np.uint64(k), left - k
+
+
+@njit(cache=True, inline="always")
+def _choice(s, word, left, m, k):
+    """(uniform integer in [0, m) from k = ceil(log2 m) bits per try, word, left)."""
+    v, w, n = _bits(s, word, left, k)
+    while v >= m:
+        v, w, n = _bits(s, w, n, k)
+    return v, w, n
+
+
+@njit(cache=True, inline="always")
+def _node1(s, word, left, nargs, kbits, need, max_length):
+    """Length of a subtree at depth max_depth - 1 (0 if the lower bound hits max_length)."""
+    g, w, n = _bits(s, word, left, 2)
+    if g != 0:
+        return 1, w, n, need
+    u, w, n = _choice(s, w, n, nargs, kbits)
+    if need + u + 3 >= max_length:
+        return 0, w, n, need + u + 3
+    return u + 4, w, n, need + u + 3
+
+
+@njit(cache=True, inline="always")
+def _node2(s, word, left, nargs, kbits, need, max_length):
+    """Length of a subtree at depth max_depth - 2 (0 if the lower bound hits max_length)."""
+    g, w, n = _bits(s, word, left, 2)
+    if g != 0:
+        return 1, w, n, need
+    u, w, n = _choice(s, w, n, nargs, kbits)
+    nd = need + u + 3
+    if nd >= max_length:
+        return 0, w, n, nd
+    total = 2
+    for _ in range(u + 2):
+        c, w, n, nd = _node1(s, w, n, nargs, kbits, nd, max_length)
+        if c == 0:
+            return 0, w, n, nd
+        total += c
+    return total, w, n, nd
+
+
+@njit(cache=True, inline="always")
+def _arg_bits(max_args):
+    kbits = 0
+    while (1 << kbits) < max_args - 1:
+        kbits += 1
+    return kbits
+
+
+@njit(cache=True)
+def attempt_length(s, word, left, min_length, max_length, max_args, max_depth, rem):
+    """One attempt, lengths only: (length if accepted else 0, word, left).
+
+    Consumes exactly the draws of :func:`attempt_shape` (the reference order), but keeps
+    subtrees rooted at depth >= max_depth - 2 off the stack: they are most of the nodes.
+    """
+    nargs = max_args - 1
+    kbits = _arg_bits(max_args)
+    pos = 0
+    top = -1
+    need = 1
+    while True:
+        d = top + 2
+        if d <= max_depth - 3:
+            g, word, left = _bits(s, word, left, 2)
+            if g == 0:
+                u, word, left = _choice(s, word, left, nargs, kbits)
+                need += u + 3
+                if need >= max_length:
+                    return 0, word, left
+                pos += 1
+                top += 1
+                rem[top] = u + 2
+                continue
+            n = 1
+        elif d == max_depth - 2:
+            n, word, left, need = _node2(s, word, left, nargs, kbits, need, max_length)
+        elif d == max_depth - 1:
+            n, word, left, need = _node1(s, word, left, nargs, kbits, need, max_length)
+        else:
+            n = 1
+        if n == 0:
+            return 0, word, left
+        pos += n
+        while True:
+            if top < 0:
+                return (pos if pos > min_length else 0), word, left
+            r = rem[top] - 1
+            if r > 0:
+                rem[top] = r
+                break
+            pos += 1
+            top -= 1
+
+
+@njit(cache=True)
+def attempt_shape(s, word, left, min_length, max_length, max_args, max_depth, rem, tokens):
+    """One attempt node by node in preorder (the documented draw order), writing the shape
+    (OPEN_MARK, LEAF_MARK, CLOSE) into tokens: (length if accepted else 0, word, left)."""
+    nargs = max_args - 1
+    kbits = _arg_bits(max_args)
+    pos = 0
+    top = -1
+    need = 1
+    while True:
+        op = False
+        if top + 2 < max_depth:
+            g, word, left = _bits(s, word, left, 2)
+            op = g == 0
+        if op:
+            u, word, left = _choice(s, word, left, nargs, kbits)
+            need += u + 3
+            if need >= max_length:
+                return 0, word, left
+            tokens[pos] = OPEN_MARK
+            pos += 1
+            top += 1
+            rem[top] = u + 2
+            continue
+        tokens[pos] = LEAF_MARK
+        pos += 1
+        while True:
+            if top < 0:
+                return (pos if pos > min_length else 0), word, left
+            rem[top] -= 1
+            if rem[top] > 0:
+                break
+            tokens[pos] = CLOSE
+            pos += 1
+            top -= 1
+
+
+@njit(cache=True, inline="always")
+def _hash_step(h, t):
+    """SplitMix64 finaliser of h ^ (t + 1): one template token into the hash."""
+    a = h ^ np.uint64(t + 1)
+    b = (a ^ (a >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    c = (b ^ (b >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return c ^ (c >> np.uint64(31))
+
+
+@njit(cache=True)
+def _apply(op, vals, lo, hi, buf):
+    """Value of operator op over vals[lo:hi] (MED: numpy.median truncated toward zero)."""
+    if op == 0:
+        v = vals[lo]
+        for i in range(lo + 1, hi):
+            v = min(v, vals[i])
+        return v
+    if op == 1:
+        v = vals[lo]
+        for i in range(lo + 1, hi):
+            v = max(v, vals[i])
+        return v
+    if op == 3:
+        v = 0
+        for i in range(lo, hi):
+            v += vals[i]
+        return v % 10
+    n = hi - lo
+    for i in range(n):
+        x = vals[lo + i]
+        j = i
+        while j > 0 and buf[j - 1] > x:
+            buf[j] = buf[j - 1]
+            j -= 1
+        buf[j] = x
+    if n % 2 == 1:
+        return buf[n // 2]
+    return (buf[n // 2 - 1] + buf[n // 2]) // 2
+
+
+@njit(cache=True)
+def listops_one(seed, split, index, min_length, max_length, max_args, max_depth,
+                tokens, targets, heights, operators):
+    """Sample ``index`` into the row buffers; returns (length, n_close, root, template, attempts)."""
+    s = stream(seed, split, index)
+    saved = np.empty(4, dtype=np.uint64)
+    rem = np.empty(max_depth + 1, dtype=np.int64)
+    word = np.uint64(0)
+    left = 0
+    attempts = 0
+    length = 0
+    while length == 0:
+        attempts += 1
+        saved[:] = s
+        saved_word, saved_left = word, left
+        length, word, left = attempt_length(s, word, left, min_length, max_length, max_args, max_depth, rem)
+    s[:] = saved
+    replay, word, left = attempt_shape(s, saved_word, saved_left, min_length, max_length, max_args,
+                                       max_depth, rem, tokens)
+    if replay != length:
+        raise RuntimeError("listops: shape replay disagrees with the length pass")
+    f_op = np.empty(max_depth + 1, dtype=np.int64)
+    f_base = np.empty(max_depth + 1, dtype=np.int64)
+    f_h = np.empty(max_depth + 1, dtype=np.int64)
+    vals = np.empty(max_depth * max_args + 2, dtype=np.int64)
+    buf = np.empty(max_args, dtype=np.int64)
+    top = -1
+    vtop = 0
+    nclose = 0
+    h = np.uint64(TEMPLATE_SEED)
+    for i in range(length):
+        t = tokens[i]
+        if t == OPEN_MARK:
+            op, word, left = _bits(s, word, left, 2)
+            tokens[i] = op
+            targets[i] = IGNORE
+            h = _hash_step(h, op)
+            top += 1
+            f_op[top] = op
+            f_base[top] = vtop
+            f_h[top] = 0
+        elif t == LEAF_MARK:
+            d, word, left = _choice(s, word, left, 10, 4)
+            tokens[i] = DIGIT0 + d
+            targets[i] = IGNORE
+            vals[vtop] = d
+            vtop += 1
+        else:
+            h = _hash_step(h, CLOSE)
+            op = f_op[top]
+            base = f_base[top]
+            v = _apply(op, vals, base, vtop, buf)
+            ht = f_h[top] + 1
+            top -= 1
+            vals[base] = v
+            vtop = base + 1
+            targets[i] = v
+            heights[nclose] = ht
+            operators[nclose] = op
+            nclose += 1
+            if top >= 0 and f_h[top] < ht:
+                f_h[top] = ht
+    return length, nclose, vals[0], h, attempts
+
+
+@njit(cache=True, parallel=True)
+def listops_fill(seed, split, start, min_length, max_length, max_args, max_depth,
+                 tokens, targets, heights, operators, lengths, ncloses, roots, templates, attempts):
+    """Samples start..start+n-1 into padded rows [n, ...] and per-sample scalars [n]."""
+    for b in prange(tokens.shape[0]):
+        length, nclose, root, tmpl, att = listops_one(
+            seed, split, start + b, min_length, max_length, max_args, max_depth,
+            tokens[b], targets[b], heights[b], operators[b])
+        lengths[b] = length
+        ncloses[b] = nclose
+        roots[b] = root
+        templates[b] = tmpl
+        attempts[b] = att
+
+
+def generate_padded(cfg, seed, split, start, count):
+    """Kernel output for samples start..start+count-1: padded rows, scalars and attempts."""
+    width = cfg.max_length
+    out = {
+        "tokens": np.zeros((count, width), dtype=np.uint8),
+        "targets": np.zeros((count, width), dtype=np.int8),
+        "heights": np.zeros((count, width // 3 + 1), dtype=np.int8),
+        "operators": np.zeros((count, width // 3 + 1), dtype=np.int8),
+        "lengths": np.zeros(count, dtype=np.int32),
+        "ncloses": np.zeros(count, dtype=np.int32),
+        "roots": np.zeros(count, dtype=np.int8),
+        "templates": np.zeros(count, dtype=np.uint64),
+        "attempts": np.zeros(count, dtype=np.int64),
+    }
+    listops_fill(seed, split, start, cfg.min_length, cfg.max_length, cfg.max_args, cfg.max_depth,
+                 out["tokens"], out["targets"], out["heights"], out["operators"], out["lengths"],
+                 out["ncloses"], out["roots"], out["templates"], out["attempts"])
+    return out
+
+
+def _ragged(padded, counts):
+    offsets = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    mask = np.arange(padded.shape[1]) < counts[:, None]
+    return Ragged(padded[mask], offsets)
+
+
+def _block(cfg, seed, split, start, count, fixed, subtrees):
+    p = generate_padded(cfg, seed, split, start, count)
+    out = {"inputs": _ragged(p["tokens"], p["lengths"])}
+    if subtrees:
+        out["targets"] = _ragged(p["targets"], p["lengths"])
+        out["root"] = p["roots"]
+    else:
+        out["targets"] = p["roots"]
+    out["length"] = p["lengths"]
+    out["heights"] = _ragged(p["heights"], p["ncloses"])
+    out["operators"] = _ragged(p["operators"], p["ncloses"])
+    out["template"] = p["templates"]
+    return out
+
+
+def _block_subtrees(cfg, seed, split, start, count, fixed):
+    return _block(cfg, seed, split, start, count, fixed, True)
+
+
+def _block_classic(cfg, seed, split, start, count, fixed):
+    return _block(cfg, seed, split, start, count, fixed, False)
+
+
+# ---------------------------------------------------------------- length law and checks
+
+
+def _convolve(a, b, n):
+    from scipy.signal import fftconvolve
+
+    c = np.convolve(a, b) if n <= 2048 else fftconvolve(a, b)
+    return np.clip(c[:n], 0.0, None)
+
+
+@functools.lru_cache(maxsize=32)
+def _law(max_length, max_args, max_depth):
+    p = np.zeros(max_length)
+    p[1] = 1.0
+    for _ in range(max_depth - 1):
+        q, acc = p, np.zeros(max_length)
+        for _k in range(2, max_args + 1):
+            q = _convolve(q, p, max_length)
+            acc += q
+        nxt = np.zeros(max_length)
+        nxt[1] = 0.75
+        nxt[2:] += 0.25 / (max_args - 1) * acc[: max_length - 2]
+        p = nxt
+    p.setflags(write=False)
+    return p
+
+
+def length_law(cfg):
+    """P(tree length = n) for n in 0..max_length-1 under the unconditioned LRA process."""
+    return _law(cfg.max_length, cfg.max_args, cfg.max_depth)
+
+
+def acceptance(cfg):
+    """Probability that one tree of the process has min_length < length < max_length."""
+    return float(length_law(cfg)[cfg.min_length + 1 :].sum())
+
+
+def _check(cfg):
+    if not cfg.min_length < cfg.max_length - 1:
+        raise ValueError(
+            f"min_length: must be < max_length - 1 (the window min_length < length < max_length "
+            f"is empty), got min_length={cfg.min_length}, max_length={cfg.max_length}")
+    p = acceptance(cfg)
+    if p < MIN_ACCEPTANCE:
+        raise ValueError(
+            f"max_length: trees with max_args={cfg.max_args}, max_depth={cfg.max_depth} land in "
+            f"{cfg.min_length} < length < {cfg.max_length} with probability {p:.3g} "
+            f"(< {MIN_ACCEPTANCE:g}); widen the window or change max_args/max_depth")
+
+
+# ---------------------------------------------------------------- keys and vocabulary
+
+
+def _keys_common(cfg):
+    return {
+        "length": KeySpec("int32", (), doc="number of tokens"),
+        "heights": KeySpec("int8", (), ragged=True, doc="height of the subtree closed by each `]`, in order"),
+        "operators": KeySpec("int8", (), ragged=True, doc="operator id (0 MIN, 1 MAX, 2 MED, 3 SM) of each `]`"),
+        "template": KeySpec("uint64", (), doc="hash of the expression with digits removed"),
+    }
+
+
+def _keys_subtrees(cfg):
+    keys = {
+        "inputs": KeySpec("uint8", (), ragged=True, doc="token ids (see vocab)"),
+        "targets": KeySpec("int8", (), ragged=True, doc="value 0..9 of the subtree closed at each `]`; -1 elsewhere"),
+        "root": KeySpec("int8", (), doc="value of the whole expression"),
+    }
+    keys.update(_keys_common(cfg))
+    return keys
+
+
+def _keys_classic(cfg):
+    keys = {
+        "inputs": KeySpec("uint8", (), ragged=True, doc="token ids (see vocab)"),
+        "targets": KeySpec("int8", (), doc="value 0..9 of the whole expression"),
+    }
+    keys.update(_keys_common(cfg))
+    return keys
+
+
+def _vocab(cfg):
+    return list(VOCAB)
+
+
+# ---------------------------------------------------------------- dataset-level helpers
+
+
+def _shard_paths(dataset, split):
+    return [os.path.join(dataset.root, rec["file"]) for rec in dataset.manifest["splits"][split]["shards"]]
+
+
+def _read_column(dataset, key):
+    """(values concatenated over all splits, split names, indices) of a scalar key."""
+    import h5py
+
+    parts, names, idx = [], [], []
+    for split in dataset.splits:
+        n0 = 0
+        for path in _shard_paths(dataset, split):
+            with h5py.File(path, "r") as f:
+                a = f[key][()]
+            parts.append(a)
+            names.extend([split] * a.shape[0])
+            idx.append(np.arange(n0, n0 + a.shape[0]))
+            n0 += a.shape[0]
+    if not parts:
+        return np.zeros(0), [], np.zeros(0, dtype=np.int64)
+    return np.concatenate(parts), names, np.concatenate(idx)
+
+
+def _template_tokens(tokens):
+    tokens = np.asarray(tokens)
+    return tokens[tokens < DIGIT0]
+
+
+def _audit(dataset, examples=5):
+    """Template uniqueness over all splits: hash clashes, with the first few pairs checked."""
+    hashes, names, idx = _read_column(dataset, "template")
+    order = np.argsort(hashes, kind="stable")
+    sorted_h = hashes[order]
+    dup = np.nonzero(sorted_h[1:] == sorted_h[:-1])[0]
+    pairs = []
+    for j in dup[:examples]:
+        a, b = order[j], order[j + 1]
+        ta = _template_tokens(dataset[names[a]][int(idx[a])]["inputs"])
+        tb = _template_tokens(dataset[names[b]][int(idx[b])]["inputs"])
+        pairs.append({
+            "a": [names[a], int(idx[a])],
+            "b": [names[b], int(idx[b])],
+            "same_template": bool(ta.shape == tb.shape and np.array_equal(ta, tb)),
+        })
+    return {"templates": int(hashes.shape[0]), "distinct": int(np.unique(hashes).shape[0]),
+            "clashes": int(dup.shape[0]), "examples": pairs}
+
+
+@njit(cache=True)
+def subtree_starts(tokens):
+    """Position of the matching operator token for every `]`, in order."""
+    out = np.empty(tokens.shape[0], dtype=np.int64)
+    stack = np.empty(tokens.shape[0], dtype=np.int64)
+    top = 0
+    n = 0
+    for i in range(tokens.shape[0]):
+        t = tokens[i]
+        if t < CLOSE:
+            stack[top] = i
+            top += 1
+        elif t == CLOSE:
+            top -= 1
+            out[n] = stack[top]
+            n += 1
+    return out[:n]
+
+
+def _iter_split(dataset, split, keys, chunk=256):
+    """Samples of one split as dicts, read shard by shard in chunks (memory stays flat)."""
+    import h5py
+
+    specs = dataset.task.keys(dataset.config)
+    for path in _shard_paths(dataset, split):
+        with h5py.File(path, "r") as f:
+            n = f.attrs["count"]
+            for lo in range(0, n, chunk):
+                hi = min(n, lo + chunk)
+                cols = {}
+                for k in keys:
+                    if specs[k].ragged:
+                        off = f[k]["offsets"][lo : hi + 1]
+                        cols[k] = (f[k]["values"][off[0] : off[-1]], off - off[0])
+                    else:
+                        cols[k] = f[k][lo:hi]
+                for i in range(hi - lo):
+                    sample = {}
+                    for k in keys:
+                        if specs[k].ragged:
+                            v, off = cols[k]
+                            sample[k] = v[off[i] : off[i + 1]]
+                        else:
+                            sample[k] = cols[k][i]
+                    yield sample
+
+
+def _join(values):
+    return " ".join(map(str, values))
+
+
+def _export(dataset, out_dir, progress, subtrees):
+    os.makedirs(out_dir, exist_ok=True)
+    vocab = np.array(VOCAB)
+    ops = np.array(OPERATORS)
+    prefix = "subtrees" if subtrees else "basic"
+    header = ["Source", "Target"]
+    keys = ["inputs", "targets"]
+    if subtrees:
+        header += ["SubTreeEvals", "SubTreeLengths", "SubTreeHeights", "SubTreeOps", "SubTreeInds", "Id"]
+        keys += ["root", "heights", "operators"]
+    row_id = 0
+    for split in ("train", "val", "test"):
+        if split not in dataset.splits:
+            continue
+        path = os.path.join(out_dir, f"{prefix}_{split}.tsv")
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh, delimiter="\t")
+            writer.writerow(header)
+            done = 0
+            for s in _iter_split(dataset, split, keys):
+                tokens = s["inputs"]
+                source = " ".join(vocab[tokens].tolist())
+                if not subtrees:
+                    writer.writerow([source, int(s["targets"])])
+                else:
+                    inds = np.nonzero(tokens == CLOSE)[0]
+                    lengths = inds - subtree_starts(tokens) + 1
+                    writer.writerow([
+                        source, int(s["root"]), _join(s["targets"][inds].tolist()), _join(lengths.tolist()),
+                        _join(s["heights"].tolist()), " ".join(ops[s["operators"]].tolist()),
+                        _join(inds.tolist()), row_id,
+                    ])
+                row_id += 1
+                done += 1
+                if progress is not None and done % 256 == 0:
+                    progress(256)
+            if progress is not None and done % 256:
+                progress(done % 256)
+
+
+def _export_subtrees(dataset, out_dir, progress):
+    _export(dataset, out_dir, progress, True)
+
+
+def _export_classic(dataset, out_dir, progress):
+    _export(dataset, out_dir, progress, False)
+
+
+# ---------------------------------------------------------------- previews
+
+
+def render(tokens, tags, width=100):
+    """Expression text with one tag per token aligned under it, wrapped at ``width`` chars."""
+    words = [VOCAB[t] for t in np.asarray(tokens).tolist()]
+    marks = ["-" if int(v) < 0 else str(int(v)) for v in np.asarray(tags).tolist()]
+    lines, top, bottom = [], [], []
+    used = 0
+    for w, m in zip(words, marks):
+        cell = max(len(w), len(m))
+        if used and used + cell + 1 > width:
+            lines += [" ".join(top), " ".join(bottom), ""]
+            top, bottom, used = [], [], 0
+        top.append(w.ljust(cell))
+        bottom.append(m.ljust(cell))
+        used += cell + 1
+    if top:
+        lines += [" ".join(top), " ".join(bottom), ""]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _tags(sample):
+    t = np.asarray(sample["targets"])
+    if t.ndim == 1:
+        return t
+    tokens = np.asarray(sample["inputs"])
+    tags = np.full(tokens.shape[0], IGNORE, dtype=np.int64)
+    tags[np.nonzero(tokens == CLOSE)[0][-1]] = int(t)
+    return tags
+
+
+def _show(samples, cfg, path):
+    """Each sample's expression with its tags under it; also a PNG of the text when path is given."""
+    blocks = []
+    for k, s in enumerate(samples):
+        n_close = len(s["heights"])
+        head = (f"sample {k}: length {int(s['length'])}, root value {int(_tags(s)[-1])}, "
+                f"{n_close} operators, height {int(np.max(s['heights']))}")
+        blocks.append(head + "\n" + render(s["inputs"], _tags(s)))
+    text = "\n".join(blocks)
+    if path is not None:
+        _text_png(text, path)
+    return text
+
+
+def _text_png(text, path, max_lines=400):
+    from PIL import Image, ImageDraw, ImageFont
+
+    lines = text.split("\n")[:max_lines]
+    font = ImageFont.load_default()
+    width = 8 + 6 * max((len(line) for line in lines), default=1)
+    img = Image.new("RGB", (width, 8 + 12 * len(lines)), (255, 255, 255))
+    draw = ImageDraw.Draw(img)
+    for i, line in enumerate(lines):
+        draw.text((4, 4 + 12 * i), line, fill=(30, 30, 30), font=font)
+    img.save(path)
+
+
+def _show_dataset(dataset, split, path):
+    """Histograms of token lengths and of `]` heights for one split (PNG at path)."""
+    from longsynth import plot
+
+    cfg = dataset.config
+    hcounts = np.zeros(cfg.max_depth + 1, dtype=np.int64)
+    for s in _iter_split(dataset, split, ["heights"]):
+        hcounts += np.bincount(s["heights"], minlength=cfg.max_depth + 1)[: cfg.max_depth + 1]
+    lengths = _read_split_column(dataset, split, "length")
+    ledges = np.linspace(cfg.min_length + 1, cfg.max_length, 41)
+    lcounts, _ = np.histogram(lengths, bins=ledges)
+    hedges = np.arange(cfg.max_depth + 2) - 0.5
+    panels = [
+        (f"token length ({lengths.size} samples, median {np.median(lengths):.0f})", ledges, lcounts),
+        ("subtree height at each ] (0..max_depth)", hedges, hcounts),
+    ]
+    plot.bars(panels, path, title=f"{dataset.task.name} {split}")
+    return (f"{split}: {lengths.size} samples, length min {lengths.min()} median {np.median(lengths):.0f} "
+            f"max {lengths.max()}; {int(hcounts.sum())} subtrees, max height {int(np.nonzero(hcounts)[0].max())}")
+
+
+def _read_split_column(dataset, split, key):
+    import h5py
+
+    parts = []
+    for p in _shard_paths(dataset, split):
+        with h5py.File(p, "r") as f:
+            parts.append(f[key][()])
+    return np.concatenate(parts)
+
+
+# ---------------------------------------------------------------- tasks
+
+_CARD = (
+    "Trees of the LRA ListOps process (operator with probability 1/4 below max_depth, "
+    "2..max_args arguments, MIN/MAX/MED/SM, digits 0..9) conditioned exactly on "
+    "min_length < token length < max_length by rejection. Vocabulary: " + " ".join(VOCAB) + ". "
+)
+
+LISTOPS_SUBTREES = Task(
+    name="listops-subtrees",
+    config=ListOpsSubtreesConfig,
+    summary="ListOps expressions tagged with the value of the subtree closed at every `]`",
+    keys=_keys_subtrees,
+    block=_block_subtrees,
+    check=_check,
+    family="listops",
+    card=_CARD + "Targets: the subtree value at each `]`, -1 elsewhere (ignored).",
+    default_num_samples=100_000,
+    vocab=_vocab,
+    show=_show,
+    show_dataset=_show_dataset,
+    exporters={"lra-tsv": _export_subtrees},
+    audit=_audit,
+)
+
+LISTOPS = Task(
+    name="listops",
+    config=ListOpsConfig,
+    summary="classic LRA ListOps: the value of a bracketed expression",
+    keys=_keys_classic,
+    block=_block_classic,
+    check=_check,
+    family="listops",
+    card=_CARD + "Target: the value of the whole expression.",
+    default_num_samples=100_000,
+    vocab=_vocab,
+    show=_show,
+    show_dataset=_show_dataset,
+    exporters={"lra-tsv": _export_classic},
+    audit=_audit,
+)
+
+TASKS = [LISTOPS_SUBTREES, LISTOPS]
