@@ -116,3 +116,104 @@ def cumsum(seed, split, index, L):
     x = Stream(seed, SPLITS[split], index).unit_inf_noise(L)
     y = np.cumsum(x.astype(np.float64)) / np.sqrt(np.arange(1, L + 1))
     return {"inputs": x[:, None], "targets": y.astype(np.float32)[:, None]}
+
+
+# ---------------------------------------------------------------- listops
+
+LISTOPS_VOCAB = ["[MIN", "[MAX", "[MED", "[SM", "]"] + [str(d) for d in range(10)]
+LISTOPS_CLOSE = 4
+
+
+def listops_apply(op, args):
+    """TASKS.md: MIN, MAX, MED = int(numpy.median(args)), SM = sum mod 10."""
+    name = LISTOPS_VOCAB[op]
+    if name == "[MIN":
+        return min(args)
+    if name == "[MAX":
+        return max(args)
+    if name == "[MED":
+        return int(np.median(args))
+    return sum(args) % 10
+
+
+def listops_evaluate(tokens):
+    """Parse a token-id sequence (vocabulary above) and recompute everything from it.
+
+    Returns targets (value at each `]`, -1 elsewhere), heights and operators per `]`,
+    subtree token lengths and `]` positions, root value, length and the template hash
+    (h = 0x9E3779B97F4A7C15; h = mix(h ^ (t + 1)) over the non-digit tokens t).
+    Raises ValueError if the sequence is not one well-formed expression.
+    """
+    tokens = [int(t) for t in tokens]
+    targets = [-1] * len(tokens)
+    heights, operators, lengths, closes = [], [], [], []
+    stack = []  # [op, start, child values, child max height]
+    root = None
+    h = 0x9E3779B97F4A7C15
+    for i, t in enumerate(tokens):
+        if root is not None:
+            raise ValueError("tokens after the end of the expression")
+        if t < LISTOPS_CLOSE:
+            stack.append([t, i, [], 0])
+            h = mix(h ^ (t + 1))
+        elif t == LISTOPS_CLOSE:
+            if not stack or len(stack[-1][2]) < 2:
+                raise ValueError(f"`]` at {i} closes no operator with >= 2 arguments")
+            op, start, args, hmax = stack.pop()
+            value = listops_apply(op, args)
+            height = hmax + 1
+            targets[i] = value
+            heights.append(height)
+            operators.append(op)
+            lengths.append(i - start + 1)
+            closes.append(i)
+            h = mix(h ^ (t + 1))
+            if stack:
+                stack[-1][2].append(value)
+                stack[-1][3] = max(stack[-1][3], height)
+            else:
+                root = value
+        elif t < len(LISTOPS_VOCAB):
+            if not stack:
+                raise ValueError("a bare digit is not an operator expression")
+            stack[-1][2].append(t - 5)
+        else:
+            raise ValueError(f"token id {t} outside the vocabulary")
+    if stack or root is None:
+        raise ValueError("unterminated expression")
+    return {"targets": targets, "heights": heights, "operators": operators, "lengths": lengths,
+            "closes": closes, "root": root, "length": len(tokens), "template": h}
+
+
+def listops_tree(rng, depth, max_depth, max_args):
+    """One tree of the LRA process, straight from TASKS.md (recursive, Python ``random``).
+
+    Returns (tokens, operator of the root or None for a leaf, root arity, height).
+    """
+    if depth < max_depth and rng.random() < 0.25:
+        arity = rng.randint(2, max_args)
+        op = rng.randrange(4)
+        tokens, height = [op], 0
+        for _ in range(arity):
+            sub, _, _, h = listops_tree(rng, depth + 1, max_depth, max_args)
+            tokens += sub
+            height = max(height, h)
+        return tokens + [LISTOPS_CLOSE], op, arity, height + 1
+    return [5 + rng.randrange(10)], None, 0, 0
+
+
+def listops_reference(seed, n, min_length, max_length, max_args, max_depth):
+    """n trees by plain rejection: keep a tree iff min_length < length < max_length.
+
+    Returns (list of (root operator, root arity, height, length), trees drawn).
+    """
+    import random
+
+    rng = random.Random(seed)
+    out, drawn = [], 0
+    while len(out) < n:
+        drawn += 1
+        tokens, op, arity, height = listops_tree(rng, 1, max_depth, max_args)
+        if min_length < len(tokens) < max_length:
+            out.append((op, arity, height, len(tokens)))
+    return out, drawn

@@ -1,0 +1,375 @@
+"""ListOps-Subtrees and classic ListOps: exactness, independent evaluation, storage, export."""
+import csv
+import os
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import longsynth
+from longsynth import registry, store
+from longsynth.generators import listops as lo
+from longsynth.rng import stream
+from longsynth.task import Ragged, unpack
+
+import naive
+
+SMALL = {"min_length": 40, "max_length": 120, "max_args": 5, "max_depth": 6}
+LEVEL = 1e-3  # significance level of every distribution test (seeded, so results are stable)
+
+
+def samples(task, params, count, start=0, split="train", seed=0):
+    t, cfg, seed, code, fixed = longsynth.api.resolve(task, seed, split, params)
+    block = t.generate(cfg, seed, code, start, count, fixed)
+    return [unpack(block, i) for i in range(count)]
+
+
+def check_against_evaluator(task, s, params):
+    cfg = registry.get(task).make_config(**params)
+    ev = naive.listops_evaluate(s["inputs"])
+    assert cfg.min_length < ev["length"] < cfg.max_length
+    assert int(s["length"]) == ev["length"] == s["inputs"].shape[0]
+    assert s["heights"].tolist() == ev["heights"]
+    assert s["operators"].tolist() == ev["operators"]
+    assert max(ev["heights"]) <= cfg.max_depth - 1
+    assert int(s["template"]) == ev["template"]
+    if task == "listops-subtrees":
+        assert s["targets"].tolist() == ev["targets"]
+        assert int(s["root"]) == ev["root"]
+    else:
+        assert s["targets"].shape == () and int(s["targets"]) == ev["root"]
+
+
+# ---------------------------------------------------------------- definition
+
+
+def test_vocab_is_fixed_and_ordered():
+    assert longsynth.vocab("listops-subtrees") == naive.LISTOPS_VOCAB
+    assert longsynth.vocab("listops") == naive.LISTOPS_VOCAB
+    assert len(lo.VOCAB) == 15
+
+
+def test_worked_example_from_tasks_md():
+    text = "[MAX 2 6 [MED [SM 3 1 6 ] 8 3 ] 4 5 ]"
+    ids = [naive.LISTOPS_VOCAB.index(w) for w in text.split()]
+    ev = naive.listops_evaluate(ids)
+    tags = " ".join("-" if v < 0 else str(v) for v in ev["targets"])
+    assert tags == "- - - - - - - - 0 - - 3 - - 6"
+    assert ev["heights"] == [1, 2, 3]
+    assert [naive.LISTOPS_VOCAB[o] for o in ev["operators"]] == ["[SM", "[MED", "[MAX"]
+    assert ev["lengths"] == [5, 9, 15] and ev["closes"] == [8, 11, 14] and ev["root"] == 6
+    shown = lo.render(ids, ev["targets"]).split("\n")
+    assert shown[0].split() == text.split()
+    for word, tag in zip(text.split(), shown[1].split()):
+        assert shown[0].index(word) >= 0 and len(tag) == 1
+    # each tag starts in the same column as its token
+    cols_tok = [i for i, c in enumerate(shown[0]) if c != " " and (i == 0 or shown[0][i - 1] == " ")]
+    cols_tag = [i for i, c in enumerate(shown[1]) if c != " " and (i == 0 or shown[1][i - 1] == " ")]
+    assert cols_tok == cols_tag
+
+
+def test_median_truncates_like_numpy():
+    assert naive.listops_apply(2, [0, 3]) == 1 == int(np.median([0, 3]))
+    med = lo._apply(2, np.array([9, 0, 3, 4]), 0, 4, np.empty(4, dtype=np.int64))
+    assert med == int(np.median([9, 0, 3, 4])) == 3
+
+
+@pytest.mark.parametrize("task", ["listops-subtrees", "listops"])
+def test_evaluator_agrees_on_generated_samples(task):
+    for params, count in [(SMALL, 200), ({"min_length": 200, "max_length": 400}, 100)]:
+        for s in samples(task, params, count, split="val", seed=3):
+            check_against_evaluator(task, s, params)
+    for s in samples(task, {}, 2, start=1000, seed=11):  # the task's default (paper / LRA) setting
+        check_against_evaluator(task, s, {})
+
+
+def test_sample_is_pure_function_of_key():
+    a = samples("listops-subtrees", SMALL, 12, start=5)
+    for i in (0, 7, 11):
+        b = longsynth.sample("listops-subtrees", 5 + i, **SMALL)
+        assert store.sample_digest(a[i]) == store.sample_digest(b)
+    c = samples("listops-subtrees", SMALL, 3, start=5, split="test")
+    assert store.sample_digest(a[0]) != store.sample_digest(c[0])
+
+
+def test_length_pass_and_shape_pass_draw_identically():
+    """The fast length-only attempt consumes exactly the documented node-by-node draws."""
+    for mn, mx, args, depth in [(40, 120, 5, 6), (7000, 8180, 9, 15), (500, 2000, 10, 10),
+                                (4, 30, 2, 4), (2, 5, 3, 2), (4, 12, 4, 3)]:
+        cfg = lo.ListOpsConfig(mn, mx, args, depth)
+        rem_a = np.empty(depth + 1, dtype=np.int64)
+        rem_b = np.empty(depth + 1, dtype=np.int64)
+        tokens = np.empty(mx, dtype=np.uint8)
+        accepted = 0
+        for index in range(40):
+            sa, sb = stream(1, 1, index), stream(1, 1, index)
+            wa = wb = np.uint64(0)
+            la = lb = 0
+            for _ in range(400):
+                na, wa, la = lo.attempt_length(sa, np.uint64(wa), la, mn, mx, args, depth, rem_a)
+                nb, wb, lb = lo.attempt_shape(sb, np.uint64(wb), lb, mn, mx, args, depth, rem_b, tokens)
+                assert (na, int(wa), la) == (nb, int(wb), lb) and np.array_equal(sa, sb)
+                if na:
+                    accepted += 1
+                    assert cfg.min_length < na < cfg.max_length
+                    break
+        assert accepted > 0
+
+
+# ---------------------------------------------------------------- distribution
+
+
+def _stats_of(tokens_list):
+    """(root operator, root arity, height, length) of each token sequence."""
+    out = []
+    for tok in tokens_list:
+        tok = np.asarray(tok)
+        step = np.where(tok < 4, 1, np.where(tok == 4, -1, 0))
+        depth_before = np.concatenate([[0], np.cumsum(step)[:-1]])
+        arity = int(np.sum((depth_before == 1) & (tok != 4)))
+        out.append((int(tok[0]), arity, None, tok.shape[0]))
+    return out
+
+
+def _joint_table(a, b, min_expected=5.0):
+    """2 x K contingency table over joint categories, sparse cells merged into one."""
+    keys = sorted(set(a) | set(b))
+    ca = np.array([a.count(k) for k in keys], dtype=np.float64)
+    cb = np.array([b.count(k) for k in keys], dtype=np.float64)
+    expected = (ca + cb) * min(ca.sum(), cb.sum()) / (ca.sum() + cb.sum())
+    keep = expected >= min_expected
+    table = np.array([np.append(ca[keep], ca[~keep].sum()), np.append(cb[keep], cb[~keep].sum())])
+    return table[:, table.sum(axis=0) > 0]
+
+
+def _categories(rows, cfg):
+    bins = np.linspace(cfg.min_length, cfg.max_length, 5)
+    return [(op, ar, h, int(np.searchsorted(bins, n))) for op, ar, h, n in rows]
+
+
+@pytest.fixture(scope="module")
+def small_draws():
+    n = 20000
+    t, cfg, seed, code, fixed = longsynth.api.resolve("listops-subtrees", 7, "train", SMALL)
+    p = lo.generate_padded(cfg, seed, code, 0, n)
+    toks = [p["tokens"][i, : p["lengths"][i]] for i in range(n)]
+    ours = [(op, ar, int(p["heights"][i, p["ncloses"][i] - 1]), n_)
+            for i, (op, ar, _, n_) in enumerate(_stats_of(toks))]
+    ref, drawn = naive.listops_reference(2024, n, **SMALL)
+    return cfg, ours, int(p["attempts"].sum()), ref, drawn
+
+
+def test_joint_distribution_matches_plain_rejection(small_draws):
+    """Root operator x root arity x height x length quartile: chi-square at LEVEL, plus KS on length."""
+    cfg, ours, _, ref, _ = small_draws
+    table = _joint_table(_categories(ours, cfg), _categories(ref, cfg))
+    chi2, pval, dof, _ = stats.chi2_contingency(table)
+    assert dof > 50 and pval > LEVEL, (chi2, dof, pval)
+    for j in range(4):  # each marginal on its own
+        t = _joint_table([r[j] for r in ours], [r[j] for r in ref])
+        assert stats.chi2_contingency(t)[1] > LEVEL, j
+    assert stats.ks_2samp([r[3] for r in ours], [r[3] for r in ref]).pvalue > LEVEL
+
+
+def test_distribution_test_has_power(small_draws):
+    """The same statistic rejects a reference with one more level of depth (a plausible bug)."""
+    cfg, ours, _, _, _ = small_draws
+    wrong, _ = naive.listops_reference(5, 20000, 40, 120, 5, 7)
+    table = _joint_table(_categories(ours, cfg), _categories(wrong, cfg))
+    assert stats.chi2_contingency(table)[1] < 1e-6
+
+
+def test_length_law_and_acceptance_match_exact_dp(small_draws):
+    cfg, ours, attempts, ref, drawn = small_draws
+    law = lo.length_law(cfg)
+    window = np.arange(cfg.min_length + 1, cfg.max_length)
+    probs = law[window] / law[window].sum()
+    keep = probs * len(ours) >= 5
+    for rows in (ours, ref):
+        counts = np.bincount([r[3] for r in rows], minlength=cfg.max_length)[window]
+        obs = np.append(counts[keep], counts[~keep].sum())
+        exp = np.append(probs[keep], probs[~keep].sum()) * len(rows)
+        assert stats.chisquare(obs[exp > 0], exp[exp > 0]).pvalue > LEVEL
+    p = lo.acceptance(cfg)
+    for n_trees in (attempts, drawn):  # attempts until n acceptances: negative binomial
+        z = (n_trees - len(ours) / p) / (np.sqrt(len(ours) * (1 - p)) / p)
+        assert abs(z) < 4, z
+
+
+def test_dp_law_is_a_distribution():
+    cfg = lo.ListOpsConfig(4, 1 << 14, 3, 8)  # window wide enough to hold every tree of depth <= 8
+    law = lo.length_law(cfg)
+    assert abs(law.sum() - 1.0) < 1e-9 and law[1] == 0.75
+    assert law[4] == pytest.approx(0.25 * 0.5 * 0.75**2)
+
+
+# ---------------------------------------------------------------- config
+
+
+@pytest.mark.parametrize("params, field", [
+    ({"min_length": 10, "max_length": 11}, "min_length"),
+    ({"min_length": 4, "max_length": 7, "max_args": 2, "max_depth": 5}, "max_length"),  # lengths are 1 mod 3
+    ({"min_length": 5000, "max_length": 6000, "max_args": 3, "max_depth": 5}, "max_length"),
+    ({"max_depth": 1}, "max_depth"),
+    ({"max_args": 1}, "max_args"),
+])
+def test_bad_configs_are_refused(params, field):
+    with pytest.raises(ValueError, match=f"^{field}:"):
+        longsynth.sample("listops-subtrees", 0, **params)
+
+
+# ---------------------------------------------------------------- storage, audit, export
+
+GOLDEN = {
+    "listops-subtrees": [
+        "52bb431775615b5d7d700d541a4b02318c7ac114a4e11f2d7dba646bb6574db7",
+        "1e551732847a8cfa8ce5f1b29c28e952ce83719f9bf5e268c003047a00630271",
+    ],
+    "listops": [
+        "2f3fb293fd4381fb3a5d0afaad4fc8a4fb0cdadf25bdf7e720fbe780af3eb1c7",
+        "ad01f740b91d2f93bccdd68c5770ba20f31e9cf4ca7015e4995783301947b5f9",
+    ],
+}
+
+
+@pytest.mark.parametrize("task", ["listops-subtrees", "listops"])
+def test_golden_digests(task):
+    got = [store.sample_digest(longsynth.sample(task, i, seed=0)).hex() for i in range(2)]
+    assert got == GOLDEN[task]
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ds")
+    out = {}
+    for task in ("listops-subtrees", "listops"):
+        d = str(root / task)
+        store.generate(d, task, SMALL, seed=5, splits={"train": 300, "val": 40, "test": 40},
+                       shard_size=128, workers=1)
+        out[task] = d
+    return out
+
+
+@pytest.mark.parametrize("task", ["listops-subtrees", "listops"])
+def test_stored_equals_sample(stored, task):
+    ds = longsynth.open(stored[task])
+    assert ds.manifest["vocab"] == naive.LISTOPS_VOCAB
+    for split, idx in [("train", [0, 127, 128, 299]), ("val", [0, 39]), ("test", [17])]:
+        for i in idx:
+            a = ds[split][i]
+            b = longsynth.sample(task, i, seed=5, split=split, **SMALL)
+            assert store.sample_digest(a) == store.sample_digest(b)
+    assert store.verify(stored[task], deep=True) == []
+
+
+def test_audit_counts_template_clashes(stored, tmp_path):
+    ds = longsynth.open(stored["listops-subtrees"])
+    templates = []
+    for split in ("train", "val", "test"):
+        for s in ds[split]:
+            ev = naive.listops_evaluate(s["inputs"])
+            templates.append(tuple(t for t in s["inputs"].tolist() if t < 5))
+            assert ev["template"] == int(s["template"])
+    audit = ds.manifest["audit"]
+    assert audit["templates"] == 380
+    assert audit["clashes"] == 380 - len(set(templates))
+    # a tiny window forces clashes: the audit finds them and confirms the templates are equal
+    d = str(tmp_path / "tiny")
+    store.generate(d, "listops-subtrees", {"min_length": 4, "max_length": 9}, seed=1,
+                   splits={"train": 150, "val": 20, "test": 20}, workers=1)
+    tiny = longsynth.open(d)
+    tpl = [tuple(t for t in tiny[sp][i]["inputs"].tolist() if t < 5) for sp in ("train", "val", "test")
+           for i in range(len(tiny[sp]))]
+    audit = tiny.manifest["audit"]
+    assert audit["clashes"] == 190 - len(set(tpl)) > 0
+    assert audit["distinct"] == len(set(tpl))
+    assert audit["examples"] and all(e["same_template"] for e in audit["examples"])
+    a, b = audit["examples"][0]["a"], audit["examples"][0]["b"]
+    ta = [t for t in tiny[a[0]][a[1]]["inputs"].tolist() if t < 5]
+    tb = [t for t in tiny[b[0]][b[1]]["inputs"].tolist() if t < 5]
+    assert ta == tb
+
+
+def _read_tsv(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.reader(f, delimiter="\t"))
+
+
+def test_export_subtrees_parses_back(stored, tmp_path):
+    ds = longsynth.open(stored["listops-subtrees"])
+    seen = []
+    registry.get("listops-subtrees").exporters["lra-tsv"](ds, str(tmp_path), seen.append)
+    assert sum(seen) == 380
+    row_id = 0
+    for split in ("train", "val", "test"):
+        rows = _read_tsv(tmp_path / f"subtrees_{split}.tsv")
+        assert rows[0] == ["Source", "Target", "SubTreeEvals", "SubTreeLengths", "SubTreeHeights",
+                           "SubTreeOps", "SubTreeInds", "Id"]
+        assert len(rows) - 1 == len(ds[split])
+        for i, row in enumerate(rows[1:]):
+            s = ds[split][i]
+            words = row[0].split()
+            assert "(" not in words and ")" not in words
+            ids = [naive.LISTOPS_VOCAB.index(w) for w in words]
+            assert ids == s["inputs"].tolist()
+            ev = naive.listops_evaluate(ids)
+            assert int(row[1]) == ev["root"]
+            assert [int(v) for v in row[2].split()] == [ev["targets"][c] for c in ev["closes"]]
+            assert [int(v) for v in row[3].split()] == ev["lengths"]
+            assert [int(v) for v in row[4].split()] == ev["heights"]
+            assert row[5].split() == [naive.LISTOPS_VOCAB[o] for o in ev["operators"]]
+            assert [int(v) for v in row[6].split()] == ev["closes"]
+            assert words[int(row[6].split()[-1])] == "]" and int(row[3].split()[-1]) == len(words)
+            assert int(row[7]) == row_id
+            row_id += 1
+
+
+def test_export_classic_parses_back(stored, tmp_path):
+    ds = longsynth.open(stored["listops"])
+    registry.get("listops").exporters["lra-tsv"](ds, str(tmp_path), None)
+    assert sorted(os.listdir(tmp_path)) == ["basic_test.tsv", "basic_train.tsv", "basic_val.tsv"]
+    for split in ("train", "val", "test"):
+        rows = _read_tsv(tmp_path / f"basic_{split}.tsv")
+        assert rows[0] == ["Source", "Target"] and len(rows) - 1 == len(ds[split])
+        for i, (source, target) in enumerate(rows[1:]):
+            ids = [naive.LISTOPS_VOCAB.index(w) for w in source.split()]
+            assert ids == ds[split][i]["inputs"].tolist()
+            assert int(target) == naive.listops_evaluate(ids)["root"] == int(ds[split][i]["targets"])
+
+
+# ---------------------------------------------------------------- previews and blocks
+
+
+def test_show_and_show_dataset(stored, tmp_path):
+    from PIL import Image
+
+    task = registry.get("listops-subtrees")
+    ss = samples("listops-subtrees", SMALL, 2)
+    text = task.show(ss, task.make_config(**SMALL), str(tmp_path / "s.png"))
+    first = text.split("\n")[1:3]
+    tokens = [lo.VOCAB[t] for t in ss[0]["inputs"].tolist()]
+    assert first[0].split() == tokens[: len(first[0].split())]
+    assert Image.open(tmp_path / "s.png").size[0] > 100
+    classic = registry.get("listops")
+    cs = samples("listops", SMALL, 1)
+    ctext = classic.show(cs, classic.make_config(**SMALL), None)
+    assert f"root value {int(cs[0]['targets'])}," in ctext.split("\n")[0]
+    assert ctext.split("\n")[-2].split()[-1] == str(int(cs[0]["targets"]))  # tag under the last `]`
+    ds = longsynth.open(stored["listops-subtrees"])
+    summary = task.show_dataset(ds, "train", str(tmp_path / "h.png"))
+    assert summary.startswith("train: 300 samples")
+    assert Image.open(tmp_path / "h.png").size[1] > 100
+
+
+def test_block_layout_and_size():
+    t, cfg, seed, code, fixed = longsynth.api.resolve("listops-subtrees", 0, "train", SMALL)
+    block = t.generate(cfg, seed, code, 0, 17, fixed)
+    assert set(block) == set(t.keys(cfg))
+    for k, spec in t.keys(cfg).items():
+        col = block[k]
+        if spec.ragged:
+            assert isinstance(col, Ragged) and col.offsets.shape == (18,) and col.values.dtype == spec.dtype
+        else:
+            assert col.shape == (17,) and col.dtype == spec.dtype
+    assert np.array_equal(np.diff(block["inputs"].offsets), block["length"])
+    assert np.array_equal(np.diff(block["heights"].offsets), np.diff(block["operators"].offsets))
