@@ -29,7 +29,9 @@ Draw order (the reproducibility contract; see ``longsynth.rng``). Sample ``index
 only the stream ``stream(seed, split, index)``, through a bit reservoir: a request for k
 bits takes the low k bits of the current 64-bit word and shifts them out; if fewer than k
 bits remain, the rest of the word is discarded and a fresh ``next_u64`` word is loaded.
-Uniform choices among m values take ceil(log2 m) bits and redraw while the value is >= m.
+A uniform choice among m values takes log2 m bits if m is a power of two; otherwise
+(Lemire's multiply-shift) 16 bits x give (x * m) >> 16, with x redrawn while
+(x * m) mod 2^16 < 2^16 mod m, which makes every value exactly equally likely.
 Trees are drawn one after another (attempts) until one is accepted; each attempt has:
 
 1. Structure, in preorder. A node at depth d < max_depth takes 2 bits: it is an
@@ -39,7 +41,7 @@ Trees are drawn one after another (attempts) until one is accepted; each attempt
    pending argument + 1 per pending ``]``) reaches max_length, and otherwise when the
    tree is complete; it is accepted iff min_length < length (length < max_length holds).
 2. Labels, for the accepted tree only, in token order: every operator token takes 2 bits
-   (MIN, MAX, MED, SM), every leaf a digit uniform in 0..9 (4 bits, redrawn while >= 10).
+   (MIN, MAX, MED, SM), every leaf a digit uniform in 0..9 (a choice among 10: 16 bits).
 
 Why this is exactly the conditioned LRA process. In the LRA process the labels (operator
 kinds and digits) are independent of the shape (operator/leaf decisions and argument
@@ -53,6 +55,14 @@ reaches max_length the finished tree could not have length < max_length. A leaf 
 (length 1 <= min_length) is rejected after its single decision, like any complete tree
 outside the window. Attempts consume independent stretches of the stream, so how many
 bits a rejected attempt used does not bias the next one.
+
+Implementation (three layers): ``attempt_length`` runs attempts counting tokens only, with
+subtrees rooted at depth >= max_depth - 2 unrolled off the stack (most nodes live there);
+``attempt_shape`` is the node-by-node reference of the same draws (a test checks both
+consume identical bits, accepted or not). Once an attempt is accepted, ``_labelled_tree``
+replays its shape from the saved stream state while drawing labels from the stream after
+the attempt, in one pass. ``listops_fill`` runs samples in parallel into padded rows and
+``generate_padded`` / the block hooks allocate and compact them into ragged keys.
 
 Template: h = 0x9E3779B97F4A7C15; for every non-digit token id t in order,
 h = splitmix64_finaliser(h ^ (t + 1)). Equal templates give equal hashes.
@@ -114,11 +124,19 @@ def _bits(s, word, left, k):
 
 @njit(cache=True, inline="always")
 def _choice(s, word, left, m, k):
-    """(uniform integer in [0, m) from k = ceil(log2 m) bits per try, word, left)."""
-    v, w, n = _bits(s, word, left, k)
-    while v >= m:
-        v, w, n = _bits(s, w, n, k)
-    return v, w, n
+    """(uniform integer in [0, m), word, left). k >= 0: m == 2**k, take k bits. k < 0:
+    Lemire's multiply-shift on 16 bits x: value (x * m) >> 16, x redrawn while
+    (x * m) mod 2**16 < 2**16 mod m (exact; a redraw happens with probability < m / 2**16)."""
+    if k >= 0:
+        return _bits(s, word, left, k)
+    x, w, n = _bits(s, word, left, 16)
+    prod = x * m
+    if (prod & 0xFFFF) < m:
+        t = 65536 % m
+        while (prod & 0xFFFF) < t:
+            x, w, n = _bits(s, w, n, 16)
+            prod = x * m
+    return prod >> 16, w, n
 
 
 @njit(cache=True, inline="always")
@@ -154,10 +172,11 @@ def _node2(s, word, left, nargs, kbits, need, max_length):
 
 @njit(cache=True, inline="always")
 def _arg_bits(max_args):
+    """Bits per argument-count draw: log2(max_args - 1) if a power of two, else -1 (Lemire)."""
     kbits = 0
     while (1 << kbits) < max_args - 1:
         kbits += 1
-    return kbits
+    return kbits if (1 << kbits) == max_args - 1 else -1
 
 
 @njit(cache=True)
@@ -252,35 +271,105 @@ def _hash_step(h, t):
     return c ^ (c >> np.uint64(31))
 
 
-@njit(cache=True)
-def _apply(op, vals, lo, hi, buf):
-    """Value of operator op over vals[lo:hi] (MED: numpy.median truncated toward zero)."""
+@njit(cache=True, inline="always")
+def _kth(hist, base, k):
+    """k-th smallest (0-based) of the digits counted in hist[base:base + 10]: branch-free."""
+    v = 0
+    cum = 0
+    for b in range(10):
+        cum += hist[base + b]
+        v += cum <= k
+    return v
+
+
+@njit(cache=True, inline="always")
+def _close_value(op, lo, hi, total, count, hist, base):
+    """Value of operator op from its arguments' running min, max, sum, count and digit counts
+    (MED = int(numpy.median(args)): the mean of the two middle values, truncated)."""
     if op == 0:
-        v = vals[lo]
-        for i in range(lo + 1, hi):
-            v = min(v, vals[i])
-        return v
+        return lo
     if op == 1:
-        v = vals[lo]
-        for i in range(lo + 1, hi):
-            v = max(v, vals[i])
-        return v
+        return hi
     if op == 3:
-        v = 0
-        for i in range(lo, hi):
-            v += vals[i]
-        return v % 10
-    n = hi - lo
-    for i in range(n):
-        x = vals[lo + i]
-        j = i
-        while j > 0 and buf[j - 1] > x:
-            buf[j] = buf[j - 1]
-            j -= 1
-        buf[j] = x
-    if n % 2 == 1:
-        return buf[n // 2]
-    return (buf[n // 2 - 1] + buf[n // 2]) // 2
+        return total % 10
+    return (_kth(hist, base, (count - 1) // 2) + _kth(hist, base, count // 2)) // 2
+
+
+@njit(cache=True)
+def _labelled_tree(sa, wa, la, sb, wb, lb, max_args, max_depth, tokens, targets, heights, operators):
+    """Walk the accepted shape again from its saved draws (stream sa, reservoir wa/la) while
+    drawing labels from the draws after it (sb, wb/lb); write tokens and tags, compute values,
+    heights and operators per `]` and the template hash. Returns (length, n_close, root, template).
+
+    Each open operator keeps its arguments' running min, max, sum, count and digit counts, so a
+    `]` costs the same whatever the operator.
+    """
+    nargs = max_args - 1
+    kbits = _arg_bits(max_args)
+    frames = max_depth + 1
+    rem = np.empty(frames, dtype=np.int64)
+    f_op = np.empty(frames, dtype=np.int64)
+    f_h = np.empty(frames, dtype=np.int64)
+    f_lo = np.empty(frames, dtype=np.int64)
+    f_hi = np.empty(frames, dtype=np.int64)
+    f_sum = np.empty(frames, dtype=np.int64)
+    f_n = np.empty(frames, dtype=np.int64)
+    hist = np.empty(frames * 10, dtype=np.int64)
+    top = -1
+    pos = 0
+    nclose = 0
+    h = np.uint64(TEMPLATE_SEED)
+    while True:
+        is_op = False
+        if top + 2 < max_depth:
+            g, wa, la = _bits(sa, wa, la, 2)
+            is_op = g == 0
+        if is_op:
+            u, wa, la = _choice(sa, wa, la, nargs, kbits)
+            op, wb, lb = _bits(sb, wb, lb, 2)
+            tokens[pos] = op
+            targets[pos] = IGNORE
+            pos += 1
+            h = _hash_step(h, op)
+            top += 1
+            rem[top] = u + 2
+            f_op[top] = op
+            f_h[top] = 0
+            f_lo[top] = 9
+            f_hi[top] = 0
+            f_sum[top] = 0
+            f_n[top] = 0
+            for b in range(10):
+                hist[top * 10 + b] = 0
+            continue
+        v, wb, lb = _choice(sb, wb, lb, 10, -1)
+        tokens[pos] = DIGIT0 + v
+        targets[pos] = IGNORE
+        pos += 1
+        ht = 0
+        while True:
+            if top < 0:
+                return pos, nclose, v, h
+            f_lo[top] = min(f_lo[top], v)
+            f_hi[top] = max(f_hi[top], v)
+            f_sum[top] += v
+            f_n[top] += 1
+            hist[top * 10 + v] += 1
+            f_h[top] = max(f_h[top], ht)
+            rem[top] -= 1
+            if rem[top] > 0:
+                break
+            op = f_op[top]
+            v = _close_value(op, f_lo[top], f_hi[top], f_sum[top], f_n[top], hist, top * 10)
+            ht = f_h[top] + 1
+            top -= 1
+            tokens[pos] = CLOSE
+            targets[pos] = v
+            pos += 1
+            h = _hash_step(h, CLOSE)
+            heights[nclose] = ht
+            operators[nclose] = op
+            nclose += 1
 
 
 @njit(cache=True)
@@ -292,60 +381,22 @@ def listops_one(seed, split, index, min_length, max_length, max_args, max_depth,
     rem = np.empty(max_depth + 1, dtype=np.int64)
     word = np.uint64(0)
     left = 0
+    saved_word = word
+    saved_left = left
     attempts = 0
     length = 0
     while length == 0:
         attempts += 1
-        saved[:] = s
-        saved_word, saved_left = word, left
+        for j in range(4):
+            saved[j] = s[j]
+        saved_word = word
+        saved_left = left
         length, word, left = attempt_length(s, word, left, min_length, max_length, max_args, max_depth, rem)
-    s[:] = saved
-    replay, word, left = attempt_shape(s, saved_word, saved_left, min_length, max_length, max_args,
-                                       max_depth, rem, tokens)
-    if replay != length:
+    n, nclose, root, h = _labelled_tree(saved, saved_word, saved_left, s, word, left, max_args, max_depth,
+                                        tokens, targets, heights, operators)
+    if n != length:
         raise RuntimeError("listops: shape replay disagrees with the length pass")
-    f_op = np.empty(max_depth + 1, dtype=np.int64)
-    f_base = np.empty(max_depth + 1, dtype=np.int64)
-    f_h = np.empty(max_depth + 1, dtype=np.int64)
-    vals = np.empty(max_depth * max_args + 2, dtype=np.int64)
-    buf = np.empty(max_args, dtype=np.int64)
-    top = -1
-    vtop = 0
-    nclose = 0
-    h = np.uint64(TEMPLATE_SEED)
-    for i in range(length):
-        t = tokens[i]
-        if t == OPEN_MARK:
-            op, word, left = _bits(s, word, left, 2)
-            tokens[i] = op
-            targets[i] = IGNORE
-            h = _hash_step(h, op)
-            top += 1
-            f_op[top] = op
-            f_base[top] = vtop
-            f_h[top] = 0
-        elif t == LEAF_MARK:
-            d, word, left = _choice(s, word, left, 10, 4)
-            tokens[i] = DIGIT0 + d
-            targets[i] = IGNORE
-            vals[vtop] = d
-            vtop += 1
-        else:
-            h = _hash_step(h, CLOSE)
-            op = f_op[top]
-            base = f_base[top]
-            v = _apply(op, vals, base, vtop, buf)
-            ht = f_h[top] + 1
-            top -= 1
-            vals[base] = v
-            vtop = base + 1
-            targets[i] = v
-            heights[nclose] = ht
-            operators[nclose] = op
-            nclose += 1
-            if top >= 0 and f_h[top] < ht:
-                f_h[top] = ht
-    return length, nclose, vals[0], h, attempts
+    return length, nclose, root, h, attempts
 
 
 @njit(cache=True, parallel=True)
@@ -367,10 +418,10 @@ def generate_padded(cfg, seed, split, start, count):
     """Kernel output for samples start..start+count-1: padded rows, scalars and attempts."""
     width = cfg.max_length
     out = {
-        "tokens": np.zeros((count, width), dtype=np.uint8),
-        "targets": np.zeros((count, width), dtype=np.int8),
-        "heights": np.zeros((count, width // 3 + 1), dtype=np.int8),
-        "operators": np.zeros((count, width // 3 + 1), dtype=np.int8),
+        "tokens": np.empty((count, width), dtype=np.uint8),
+        "targets": np.empty((count, width), dtype=np.int8),
+        "heights": np.empty((count, width // 3 + 1), dtype=np.int8),
+        "operators": np.empty((count, width // 3 + 1), dtype=np.int8),
         "lengths": np.zeros(count, dtype=np.int32),
         "ncloses": np.zeros(count, dtype=np.int32),
         "roots": np.zeros(count, dtype=np.int8),
@@ -383,11 +434,19 @@ def generate_padded(cfg, seed, split, start, count):
     return out
 
 
+@njit(cache=True)
+def _compact(padded, counts, offsets, values):
+    for i in range(padded.shape[0]):
+        values[offsets[i] : offsets[i + 1]] = padded[i, : counts[i]]
+
+
 def _ragged(padded, counts):
+    """Rows padded[i, :counts[i]] as one Ragged column (only the used cells are read)."""
     offsets = np.zeros(counts.shape[0] + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    mask = np.arange(padded.shape[1]) < counts[:, None]
-    return Ragged(padded[mask], offsets)
+    values = np.empty(offsets[-1], dtype=padded.dtype)
+    _compact(padded, counts, offsets, values)
+    return Ragged(values, offsets)
 
 
 def _block(cfg, seed, split, start, count, fixed, subtrees):
