@@ -25,7 +25,8 @@ This is the only longsynth module that imports torch (``import longsynth`` never
                                                              (classic listops: int64 scalar)
   ========== ============================================== ================================
 
-  ``encode=False`` returns the stored arrays as tensors, unchanged.
+  ``encode=False`` returns the stored arrays as tensors, unchanged; :func:`encode_batch`
+  then applies the same encoding to a batch on the GPU (6x fewer bytes for Pathfinder).
 """
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ __all__ = [
     "PAD_ID",
     "OnTheFlyDataset",
     "ShardDataset",
+    "encode_batch",
     "encoder",
     "pad_collate",
     "positional_channels",
@@ -112,9 +114,8 @@ class PathfinderEncoding:
         lead = inputs.shape[:-2]
         # (p/255 - 0.5)/0.5 == (p - 127.5)/127.5: p - 127.5 is exact in float32, so x is the
         # correctly rounded value (equal to the float64 formula rounded to float32 for all p)
-        x = inputs.reshape(lead + (-1, 1)).astype(np.float32)
-        x -= _HALF
-        x /= _HALF
+        x = np.subtract(inputs.reshape(lead + (-1, 1)), _HALF, dtype=np.float32)
+        np.divide(x, _HALF, out=x)
         if self.positional is not None:
             x = self.positional.append(x)
         y = targets.reshape(lead + (-1,)).astype(np.int64)
@@ -154,6 +155,60 @@ def encoder(family, positional=None):
         raise ValueError(f"family: no encoding for task family {family!r}; known: {', '.join(ENCODINGS)}")
     cls = ENCODINGS[family]
     return cls(cls.default_positional if positional is None else bool(positional))
+
+
+_TABLES = {}  # (T, device) -> float32 [T, 2] positional channels on that device
+
+
+def _positional_on(T, device):
+    table = _TABLES.get((T, device))
+    if table is None:
+        table = _TABLES[(T, device)] = torch.from_numpy(positional_channels(T)).to(device)
+    return table
+
+
+def _atomic_batch(x, y, positional):
+    x = x.float()
+    if positional:
+        pos = _positional_on(x.shape[-2], x.device).expand(x.shape[:-1] + (2,))
+        x = torch.cat([x, pos], dim=-1)
+    return x, y.float()
+
+
+def _pathfinder_batch(x, y, positional):
+    lead = x.shape[:-2]
+    x = x.reshape(lead + (-1, 1)).float().sub_(127.5).div_(127.5)
+    if positional:
+        x = torch.cat([x, _positional_on(x.shape[-2], x.device).expand(lead + (-1, 2))], dim=-1)
+    return x, y.reshape(lead + (-1,)).long()
+
+
+def _listops_batch(x, y, positional):
+    if positional:
+        raise ValueError("positional: ListOps inputs are token ids; positional channels do not apply")
+    y = y.long()
+    return x.long(), y.masked_fill(y < 0, IGNORE_INDEX)
+
+
+BATCH_ENCODINGS = {
+    "atomic": _atomic_batch,
+    "pathfinder": _pathfinder_batch,
+    "listops": _listops_batch,
+}
+
+
+def encode_batch(family, inputs, targets, positional=None):
+    """The family's encoding in torch ops, for raw tensors on any device (``encode=False``).
+
+    Loading raw and encoding on the GPU moves far fewer bytes through the DataLoader's
+    shared memory and PCIe: a 512x512 Pathfinder sample is 0.5 MB raw (uint8 image and
+    labels) against 3 MB encoded (float32 image, int64 labels). Equal to the loader's
+    encoding bit for bit (padded raw ListOps targets may hold -100 or -1; both map to -100).
+    """
+    if family not in BATCH_ENCODINGS:
+        raise ValueError(f"family: no encoding for task family {family!r}; known: {', '.join(BATCH_ENCODINGS)}")
+    default = ENCODINGS[family].default_positional
+    return BATCH_ENCODINGS[family](inputs, targets, default if positional is None else bool(positional))
 
 
 def _raw(inputs, targets):

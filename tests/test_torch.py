@@ -19,6 +19,7 @@ from longsynth.torch import (  # noqa: E402
     IGNORE_INDEX,
     OnTheFlyDataset,
     ShardDataset,
+    encode_batch,
     encoder,
     pad_collate,
     positional_channels,
@@ -156,6 +157,26 @@ def test_listops_ignore_index_and_padding():
         encoder("listops", positional=True)
     with pytest.raises(ValueError, match="family"):
         encoder("vision")
+
+
+def test_encode_batch_equals_loader_encoding():
+    rng = np.random.default_rng(11)
+    img = rng.integers(0, 256, (3, 8, 8), dtype=np.uint8)
+    lab = rng.integers(0, 3, (3, 8, 8), dtype=np.uint8)
+    atom_x = rng.standard_normal((3, 16, 2)).astype(np.float32)
+    atom_y = rng.standard_normal((3, 4, 1)).astype(np.float32)
+    tok = rng.integers(0, 16, (3, 10), dtype=np.uint8)
+    tag = np.where(rng.random((3, 10)) < 0.5, -1, rng.integers(0, 10, (3, 10))).astype(np.int8)
+    for family, x, y, positional in [("pathfinder", img, lab, None), ("pathfinder", img, lab, True),
+                                     ("atomic", atom_x, atom_y, None), ("atomic", atom_x, atom_y, False),
+                                     ("listops", tok, tag, None)]:
+        ex, ey = encode_batch(family, torch.from_numpy(x), torch.from_numpy(y), positional)
+        for b in range(3):
+            lx, ly = encoder(family, positional)(x[b], y[b])
+            assert ex[b].dtype == lx.dtype and ey[b].dtype == ly.dtype
+            assert torch.equal(ex[b], lx) and torch.equal(ey[b], ly), family
+    padded = torch.tensor([[3, -100], [-1, 2]], dtype=torch.int8)
+    assert encode_batch("listops", padded, padded)[1].tolist() == [[3, -100], [-100, 2]]
 
 
 # ---------------------------------------------------------------- stored datasets
