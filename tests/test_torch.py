@@ -99,6 +99,43 @@ def toy_dir(tmp_path_factory):
     mp.undo()
 
 
+@dataclass(frozen=True)
+class ToyPathfinderConfig:
+    M: int = param(4, "image side", lo=2)
+
+
+def _toy_pf_keys(cfg):
+    return {
+        "inputs": KeySpec("uint8", (cfg.M, cfg.M)),
+        "targets": KeySpec("uint8", (cfg.M, cfg.M)),
+        "connected": KeySpec("bool", ()),
+    }
+
+
+def _toy_pf_fill(cfg, seed, split, start, out, fixed):
+    for b in range(out["inputs"].shape[0]):
+        rng = np.random.default_rng([seed, split, start + b])
+        out["inputs"][b] = rng.integers(0, 256, (cfg.M, cfg.M), dtype=np.uint8)
+        out["targets"][b] = rng.integers(0, 3, (cfg.M, cfg.M), dtype=np.uint8)
+        out["connected"][b] = bool(rng.integers(0, 2))
+
+
+TOY_PF = Task(name="toy-pathfinder", config=ToyPathfinderConfig, summary="test-only uint8 image task",
+              keys=_toy_pf_keys, fill=_toy_pf_fill, family="pathfinder")
+
+
+@pytest.fixture(scope="module")
+def toy_pf_dir(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    tasks = dict(registry.all_tasks())
+    tasks[TOY_PF.name] = TOY_PF
+    mp.setattr(registry, "_TASKS", tasks)
+    root = tmp_path_factory.mktemp("toypf")
+    generate(root, TOY_PF.name, {}, splits={"train": 10}, shard_size=4, workers=1)
+    yield root
+    mp.undo()
+
+
 # ---------------------------------------------------------------- encodings, hand-computed
 
 
@@ -223,9 +260,26 @@ def test_shard_dataset_listops_family(toy_dir):
         assert (x[b, n:] == 0).all() and (y[b, n:] == -100).all()
 
 
+def test_shard_dataset_pathfinder_family(toy_pf_dir):
+    ds = ShardDataset(toy_pf_dir, extras=True)
+    raw = longsynth.open(toy_pf_dir)["train"]
+    x, y, extras = ds[5]
+    s = raw[5]
+    assert x.shape == (16, 1) and y.shape == (16,) and y.dtype == torch.int64
+    np.testing.assert_array_equal(x[:, 0].numpy(), ((s["inputs"].ravel() - 127.5) / 127.5).astype(np.float32))
+    np.testing.assert_array_equal(y.numpy(), s["targets"].ravel())
+    assert bool(extras["connected"]) == bool(s["connected"]) and extras["index"] == 5
+    loader = DataLoader(ds, batch_size=4, num_workers=2)
+    batches = list(loader)
+    assert [b[2]["index"].tolist() for b in batches] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert torch.equal(batches[1][0][1], x) and batches[1][2]["connected"].dtype == torch.bool
+
+
 @pytest.mark.parametrize("workers", [0, 2, 4])
 def test_every_index_once_per_epoch(cumsum_dir, workers):
     ds = ShardDataset(cumsum_dir, extras=True)
+    ds[0]
+    assert ds.split._files  # handles open in the parent: forked workers must not use them
     sampler = seeded_sampler(ds, seed=7)
     loader = DataLoader(ds, batch_size=5, sampler=sampler, num_workers=workers,
                         persistent_workers=workers > 0)
