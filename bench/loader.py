@@ -12,8 +12,10 @@ writer (same HDF5 layout: one chunk per sample and key) takes its place, and say
 The on-the-fly atomic stream is timed with 0 workers (all Numba threads in the main
 process) and with forkserver workers (one Numba thread each).
 
-MB/s counts the stored bytes of inputs and targets read per second ("raw MB/s") and the
-bytes of the tensors delivered ("out MB/s"). Worker start-up is excluded (first batch).
+MB/s counts the stored bytes read per second ("raw MB/s") and the bytes of the tensors
+delivered ("out MB/s"). Worker start-up is excluded (each worker's first batch). Each batch
+also carries the CPU time of the process that made it, so the CPU us per sample in a
+worker (and 1e6 / that: a worker's uncontended rate) holds even on a busy machine.
 """
 import argparse
 import gc
@@ -21,7 +23,6 @@ import json
 import multiprocessing
 import os
 import platform
-import resource
 import sys
 import time
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from longsynth.task import KeySpec, Task, param
 STORED = [
     ("shift-4096", "shift", {"L": 4096}, 2048, 16),
     ("cumsum-4096", "cumsum", {"L": 4096}, 2048, 16),
-    ("pathfinder-seg-512", "pathfinder-seg", {"size": 512}, 384, 8),
+    ("pathfinder-seg-512", "pathfinder-seg", {"size": 512}, 1024, 8),
     ("pathfinder-seg-256", "pathfinder-seg", {"size": 256}, 1024, 8),
     ("listops-subtrees", "listops-subtrees", {}, 1024, 32),
 ]
@@ -84,39 +85,56 @@ def tensor_bytes(obj):
     return 0
 
 
-def cpu_seconds():
-    """CPU time of this process and of its children that have exited (joined workers)."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+class StampedCollate:
+    """Wraps a collate function: each batch also carries (worker id, that process's CPU s)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __call__(self, items):
+        import torch
+        from torch.utils.data import get_worker_info
+
+        info = get_worker_info()
+        stamp = torch.tensor([-1 if info is None else info.id, time.process_time()], dtype=torch.float64)
+        return self.inner(items), stamp
 
 
 def time_loader(loader, count_of, max_batches):
-    """(samples/s, delivered bytes/s, CPU us per sample) over the batches after the first.
+    """(samples/s, delivered bytes/s, CPU us per sample in workers, in the main process).
 
-    The CPU figure counts every process (main and joined workers, start-up included) over
-    all samples delivered: contention on a shared machine inflates wall time, not CPU time.
+    Times the batches after each worker's first (start-up excluded). CPU time is read in
+    the process that made each batch, so contention on a shared machine inflates the wall
+    figures but not the CPU ones; 1e6 / worker CPU us is a worker's uncontended rate.
     """
-    cpu0 = cpu_seconds()
     it = iter(loader)
-    total = count_of(next(it))  # worker start-up and first fetch are not throughput
+    first, stamp = next(it)
     n = nbytes = batches = 0
-    t0 = time.perf_counter()
-    for batch in it:
-        n += count_of(batch)
+    spans = {int(stamp[0]): [float(stamp[1]), float(stamp[1]), 0]}  # worker -> [first, last, samples]
+    t0, c0 = time.perf_counter(), time.process_time()
+    for batch, stamp in it:
+        k = count_of(batch)
+        n += k
         nbytes += tensor_bytes(batch)
+        span = spans.setdefault(int(stamp[0]), [float(stamp[1]), float(stamp[1]), 0])
+        if span[0] != float(stamp[1]):
+            span[1] = float(stamp[1])
+            span[2] += k
         batches += 1
         if batches >= max_batches:
             break
-    dt = time.perf_counter() - t0
-    del it, batch  # shuts the workers down and joins them
+    dt, main_cpu = time.perf_counter() - t0, time.process_time() - c0
+    del it
     gc.collect()
-    cpu_us = (cpu_seconds() - cpu0) / (total + n) * 1e6
-    return n / dt, nbytes / dt, cpu_us
+    worker_n = sum(s[2] for s in spans.values())
+    worker_us = sum(s[1] - s[0] for s in spans.values()) / max(worker_n, 1) * 1e6
+    if -1 in spans:  # no workers: the main process did everything
+        worker_us = main_cpu / n * 1e6
+    return n / dt, nbytes / dt, worker_us, main_cpu / n * 1e6
 
 
 def bench_stored(label, task, params, num, bs, data, workers, max_batches):
-    from torch.utils.data import DataLoader
+    from torch.utils.data import DataLoader, default_collate
 
     from longsynth.torch import ShardDataset, pad_collate
 
@@ -131,18 +149,20 @@ def bench_stored(label, task, params, num, bs, data, workers, max_batches):
         ds = ShardDataset(root, encode=encode)
         collate = pad_collate if ds.family == "listops" else None
         for w in workers:
-            loader = DataLoader(ds, batch_size=bs, shuffle=True, num_workers=w, collate_fn=collate,
-                                persistent_workers=False, generator=_generator(0))
-            sps, out_bps, cpu_us = time_loader(loader, lambda b: int(b[0].shape[0]), max_batches)
+            loader = DataLoader(ds, batch_size=bs, shuffle=True, num_workers=w,
+                                collate_fn=StampedCollate(collate or default_collate), generator=_generator(0))
+            sps, out_bps, worker_us, main_us = time_loader(loader, lambda b: int(b[0].shape[0]), max_batches)
             row = {"dataset": label, "task": task, "params": params, "encode": encode, "workers": w,
                    "batch_size": bs, "samples_per_s": round(sps, 1),
                    "samples_per_s_per_worker": round(sps / max(w, 1), 1),
                    "raw_MB_per_s": round(sps * raw_per_sample / 1e6, 1), "out_MB_per_s": round(out_bps / 1e6, 1),
-                   "cpu_us_per_sample": round(cpu_us, 1)}
+                   "worker_cpu_us_per_sample": round(worker_us, 1), "main_cpu_us_per_sample": round(main_us, 1),
+                   "cpu_bound_samples_per_s_per_worker": round(1e6 / worker_us, 1)}
             rows.append(row)
             print(f"  {label:22s} encode={str(encode):5s} workers={w}: {sps:8.0f} samples/s "
                   f"({row['samples_per_s_per_worker']:.0f}/worker)  raw {row['raw_MB_per_s']:7.1f} MB/s  "
-                  f"out {row['out_MB_per_s']:7.1f} MB/s  cpu {cpu_us:6.0f} us/sample", flush=True)
+                  f"out {row['out_MB_per_s']:7.1f} MB/s  cpu {worker_us:5.0f} us/sample/worker "
+                  f"(={1e6 / worker_us:5.0f}/s) + main {main_us:4.0f} us", flush=True)
     return rows
 
 
@@ -153,7 +173,7 @@ def _generator(seed):
 
 
 def bench_onthefly(label, task, params, bs, workers, max_batches):
-    from torch.utils.data import DataLoader
+    from torch.utils.data import DataLoader, default_convert
 
     from longsynth.torch import OnTheFlyDataset
 
@@ -164,16 +184,14 @@ def bench_onthefly(label, task, params, bs, workers, max_batches):
         if w:
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(["longsynth.torch"])
-        loader = DataLoader(ds, batch_size=None, num_workers=w, multiprocessing_context=ctx)
-        sps, out_bps, cpu_us = time_loader(loader, lambda b: int(b[0].shape[0]), max_batches)
-        # forkserver workers are not this process's children: their CPU time is not seen
-        cpu_us = None if w else round(cpu_us, 1)
+        loader = DataLoader(ds, batch_size=None, num_workers=w, multiprocessing_context=ctx,
+                            collate_fn=StampedCollate(default_convert))
+        sps, out_bps, worker_us, main_us = time_loader(loader, lambda b: int(b[0].shape[0]), max_batches)
         rows.append({"dataset": label, "task": task, "params": params, "onthefly": True, "workers": w,
                      "batch_size": bs, "samples_per_s": round(sps, 1), "out_MB_per_s": round(out_bps / 1e6, 1),
-                     "cpu_us_per_sample": cpu_us})
-        cpu = f"  cpu {cpu_us:6.0f} us/sample" if cpu_us is not None else ""
-        print(f"  {label:22s} on the fly   workers={w}: {sps:8.0f} samples/s  out {out_bps / 1e6:7.1f} MB/s{cpu}",
-              flush=True)
+                     "worker_cpu_us_per_sample": round(worker_us, 1), "main_cpu_us_per_sample": round(main_us, 1)})
+        print(f"  {label:22s} on the fly   workers={w}: {sps:8.0f} samples/s  out {out_bps / 1e6:7.1f} MB/s  "
+              f"cpu {worker_us:5.0f} us/sample/worker + main {main_us:4.0f} us", flush=True)
     return rows
 
 
@@ -182,7 +200,7 @@ def main():
     ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "loader.json"))
     ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "results", "loader-data"))
     ap.add_argument("--workers", default="0,1,2")
-    ap.add_argument("--max-batches", type=int, default=60, help="timed batches per configuration")
+    ap.add_argument("--max-batches", type=int, default=120, help="timed batches per configuration")
     ap.add_argument("--torch-threads", type=int, default=1,
                     help="intra-op threads of the main process (collation with 0 workers)")
     args = ap.parse_args()
