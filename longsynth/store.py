@@ -184,6 +184,18 @@ def _h5_options(compression):
     return {}
 
 
+def _chunks(spec, job):
+    """HDF5 layout of a fixed-shape key: sample i must be readable without its neighbours.
+
+    Uncompressed: contiguous storage, where reading sample i reads exactly its bytes and
+    writing runs about 2.5x faster than with one small chunk per sample. Compressed
+    (filters need chunks): one chunk per sample, scalars in chunks of up to 64K samples.
+    """
+    if job.compression == "none":
+        return None
+    return (1,) + tuple(spec.shape) if spec.shape else (min(job.count, 1 << 16),)
+
+
 def write_shard(job, progress=None):
     """Generate and write one shard atomically; returns its manifest record and timings."""
     import h5py
@@ -222,8 +234,7 @@ def write_shard(job, progress=None):
                     dsets[k][1][0] = 0
                 else:
                     shape = (job.count,) + tuple(spec.shape)
-                    chunks = (1,) + tuple(spec.shape) if spec.shape else (min(job.count, 1 << 16),)
-                    dsets[k] = f.create_dataset(k, shape=shape, dtype=spec.dtype, chunks=chunks,
+                    dsets[k] = f.create_dataset(k, shape=shape, dtype=spec.dtype, chunks=_chunks(spec, job),
                                                 track_times=False, **opts)
             for lo in range(0, job.count, block):
                 n = min(block, job.count - lo)
@@ -252,12 +263,14 @@ def write_shard(job, progress=None):
                         _PROGRESS.value += n
             t0 = time.perf_counter()
             f.create_dataset(DIGEST_KEY, data=digests, track_times=False)
+        t1 = time.perf_counter()
         with builtins.open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
-        t1 = time.perf_counter()
+        t2 = time.perf_counter()
         sha = file_sha256(tmp)
-        t_hash += time.perf_counter() - t1
+        t_hash += time.perf_counter() - t2
         t_write += t1 - t0
+        t_sync = t2 - t1
         os.replace(tmp, final)
     except BaseException:
         if os.path.exists(tmp):
@@ -270,7 +283,7 @@ def write_shard(job, progress=None):
         "bytes": os.path.getsize(final),
         "sha256": sha,
     }
-    timing = {"generate_s": t_gen, "write_s": t_write, "hash_s": t_hash}
+    timing = {"generate_s": t_gen, "write_s": t_write, "hash_s": t_hash, "sync_s": t_sync}
     return record, digests, timing
 
 
@@ -659,7 +672,8 @@ class Dataset:
         self.task = registry.get(self.manifest["task"])
         self.config = self.task.make_config(**self.manifest["params"])
         specs = self.task.keys(self.config)
-        self.splits = {s: Split(self.root, s, info, specs) for s, info in self.manifest["splits"].items()}
+        msplits = self.manifest["splits"]
+        self.splits = {s: Split(self.root, s, msplits[s], specs) for s in SPLITS if s in msplits}
 
     def __getitem__(self, split):
         if split not in self.splits:
@@ -790,7 +804,8 @@ def info(root, preview=4):
         "keys": m["keys"],
         "stats": {},
     }
-    for split, sp in m["splits"].items():
+    for split in (s for s in SPLITS if s in m["splits"]):
+        sp = m["splits"][split]
         out["splits"][split] = {
             "count": sp["count"],
             "shards": len(sp["shards"]),
