@@ -228,13 +228,15 @@ def info(root, as_json):
 @friendly
 def verify(root, deep, samples):
     """Check checksums, structure and digests of a stored dataset."""
-    problems = store.verify(root, deep=deep, samples=samples)
+    m = store.read_manifest(root)
+    shards = sum(len(s["shards"]) for s in m["splits"].values())
+    with click.progressbar(length=shards, label="verify", file=click.get_text_stream("stderr"),
+                           item_show_func=lambda name: name) as bar:
+        problems = store.verify(root, deep=deep, samples=samples, progress=lambda name: bar.update(1, name))
     if problems:
         for p in problems:
             click.echo(p, err=True)
         raise click.ClickException(f"{root}: {len(problems)} problem(s) found")
-    m = store.read_manifest(root)
-    shards = sum(len(s["shards"]) for s in m["splits"].values())
     click.echo(f"OK: {shards} shards, {sum(m['counts'].values())} samples"
                + (f", {samples} samples per split regenerated and identical" if deep else ""))
 
