@@ -48,7 +48,7 @@ def test_gen_info_verify(runner, dataset):
     r = runner.invoke(cli, ["info", str(dataset), "--json"])
     assert json.loads(r.output)["splits"]["train"]["count"] == 480
     r = runner.invoke(cli, ["verify", str(dataset), "--deep"])
-    assert r.exit_code == 0 and r.output.startswith("OK: 7 shards, 500 samples")
+    assert r.exit_code == 0 and r.stdout.startswith("OK: 7 shards, 500 samples")
 
 
 def test_gen_splits_option(runner, tmp_path):
