@@ -62,16 +62,29 @@ def sample_digest(sample):
 
 
 def block_digests(block, count):
-    """Per-sample digests of a generated block, uint8 [count, 32]."""
+    """Per-sample digests of a generated block, uint8 [count, 32]; equal to sample_digest's."""
+    cols = []
+    for k in sorted(block):
+        col = block[k]
+        if isinstance(col, Ragged):
+            values = np.ascontiguousarray(col.values)
+            cols.append((k, None, values, col.offsets, f"|{values.dtype.str}|"))
+        else:
+            col = np.ascontiguousarray(col)
+            cols.append((k, f"{k}|{col.dtype.str}|{col.shape[1:]}|".encode(), col, None, None))
     out = np.empty((count, 32), dtype=np.uint8)
     for i in range(count):
-        sample = {}
-        for k, col in block.items():
-            if isinstance(col, Ragged):
-                sample[k] = col.values[col.offsets[i] : col.offsets[i + 1]]
+        h = hashlib.sha256()
+        for k, header, col, offsets, dtype in cols:
+            if offsets is None:
+                h.update(header)
+                h.update(col[i : i + 1])
             else:
-                sample[k] = col[i]
-        out[i] = np.frombuffer(sample_digest(sample), dtype=np.uint8)
+                v = col[offsets[i] : offsets[i + 1]]
+                h.update(f"{k}{dtype}{v.shape}|".encode())
+                if v.size:
+                    h.update(v)
+        out[i] = np.frombuffer(h.digest(), dtype=np.uint8)
     return out
 
 

@@ -229,3 +229,15 @@ def test_ragged_round_trip(tmp_path, ragged_task):
     with pytest.raises(ValueError, match="variable-length"):
         longsynth.batch("ragged-test", 0, 2)
     assert m["keys"]["inputs"]["ragged"] is True
+
+
+def test_block_digests_equal_sample_digests(ragged_task):
+    from longsynth.task import unpack
+
+    for name, params in [("cumsum", {"L": 5}), ("ragged-test", {})]:
+        t = registry.get(name)
+        cfg = t.make_config(**params)
+        block = t.generate(cfg, 1, 1, 3, 7, {})
+        got = store.block_digests(block, 7)
+        for i in range(7):
+            assert got[i].tobytes() == store.sample_digest(unpack(block, i))
