@@ -52,7 +52,10 @@ class LongsynthError(Exception):
 
 
 def sample_digest(sample):
-    """SHA-256 of one sample: keys in sorted order, each with dtype, shape and bytes."""
+    """SHA-256 of one sample: keys in sorted order, each with dtype, shape and bytes.
+
+    A 0-d value (scalar extra) is hashed as shape (1,), as np.ascontiguousarray gives it.
+    """
     h = hashlib.sha256()
     for k in sorted(sample):
         a = np.ascontiguousarray(sample[k])
@@ -71,7 +74,8 @@ def block_digests(block, count):
             cols.append((k, None, values, col.offsets, f"|{values.dtype.str}|"))
         else:
             col = np.ascontiguousarray(col)
-            cols.append((k, f"{k}|{col.dtype.str}|{col.shape[1:]}|".encode(), col, None, None))
+            shape = col.shape[1:] or (1,)  # scalars hash as shape (1,), like sample_digest
+            cols.append((k, f"{k}|{col.dtype.str}|{shape}|".encode(), col, None, None))
     out = np.empty((count, 32), dtype=np.uint8)
     for i in range(count):
         h = hashlib.sha256()
