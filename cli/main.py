@@ -333,5 +333,27 @@ def export(root, fmt, out):
     click.echo(f"wrote {fmt} to {os.path.abspath(out)}")
 
 
+@cli.command()
+@click.argument("target")
+@click.option("--model", type=click.Choice(["dlr", "dss"]), default="dlr", show_default=True, help="reference layer")
+@click.option("--scale", type=click.Choice(["tiny", "paper"]), default="tiny", show_default=True,
+              help="tiny: minutes on a CPU; paper: the paper's configuration")
+@click.option("--steps", type=int, default=None, help="training steps [default: the preset's]")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True, help="where to train")
+@click.option("--report-dir", type=click.Path(file_okay=False), default=None,
+              help="where to write the certificate [default: DIR/validation/<model>-<time>/]")
+@friendly
+def validate(target, model, scale, steps, device, report_dir):
+    """Train a reference model on a dataset DIR (or an atomic TASK, on the fly) and certify it."""
+    try:
+        from longsynth.models_ref.validate import validate as run
+    except ImportError as e:
+        raise click.ClickException(f"validate needs PyTorch ({e}); pip install torch") from None
+    if steps is not None and steps < 1:
+        raise click.ClickException("--steps must be >= 1")
+    report = run(target, model=model, scale=scale, steps=steps, device=device, report_dir=report_dir)
+    click.echo(json.dumps({k: report[k] for k in ("final", "best", "paper", "report_dir") if k in report}, indent=1))
+
+
 def main():
     cli(prog_name="longsynth")
