@@ -139,7 +139,7 @@ class ListOpsEncoding:
         x = np.asarray(inputs).astype(np.int64)
         t = np.asarray(targets).astype(np.int64)
         y = np.where(t < 0, IGNORE_INDEX, t)
-        return torch.from_numpy(x), torch.from_numpy(np.asarray(y, dtype=np.int64))
+        return torch.from_numpy(x), _tensor(y)
 
 
 ENCODINGS = {
@@ -211,12 +211,22 @@ def encode_batch(family, inputs, targets, positional=None):
     return BATCH_ENCODINGS[family](inputs, targets, default if positional is None else bool(positional))
 
 
-def _raw(inputs, targets):
-    return torch.from_numpy(np.ascontiguousarray(inputs)), torch.from_numpy(np.ascontiguousarray(targets))
+def _pick_encoding(family, encode, positional):
+    if encode:
+        return encoder(family, positional)
+    if positional is not None:
+        raise ValueError("positional: only applies with encode=True")
+    return _raw
 
 
 def _tensor(a):
-    return torch.from_numpy(np.ascontiguousarray(a))
+    """Tensor of an array, keeping 0-d values 0-d (np.ascontiguousarray would make them [1])."""
+    a = np.asarray(a)
+    return torch.from_numpy(a if a.flags.c_contiguous else a.copy())
+
+
+def _raw(inputs, targets):
+    return _tensor(inputs), _tensor(targets)
 
 
 # ---------------------------------------------------------------- stored datasets
@@ -239,7 +249,7 @@ class ShardDataset(_TorchDataset):
         self.family = ds.task.family
         self.split = ds[split]
         self.extras = bool(extras)
-        self.encode = encoder(self.family, positional) if encode else _raw
+        self.encode = _pick_encoding(self.family, encode, positional)
         self.keys = list(self.split.specs) if self.extras else list(PRIMARY)
         self.extra_keys = [k for k in self.split.specs if k not in PRIMARY]
 
@@ -383,7 +393,7 @@ class OnTheFlyDataset(IterableDataset):
         self.batch_size, self.start, self.length = batch_size, start, length
         self.rank, self.world_size = _rank_world(rank, world_size)
         self.extras = bool(extras)
-        self.encode = encoder(self.family, positional) if encode else _raw
+        self.encode = _pick_encoding(self.family, encode, positional)
 
     def __len__(self):
         if self.length is None:

@@ -249,7 +249,9 @@ def test_shard_dataset_listops_family(toy_dir):
         assert torch.equal(x, torch.from_numpy(s["inputs"].astype(np.int64)))
         expect = np.where(s["targets"] < 0, -100, s["targets"]).astype(np.int64)
         assert torch.equal(y, torch.from_numpy(expect))
-        assert extras["index"] == i and int(extras["root"]) == int(s["root"])
+        assert extras["index"] == i and extras["root"].shape == () and int(extras["root"]) == int(s["root"])
+        rx, ry = ShardDataset(toy_dir, encode=False)[i]
+        assert rx.dtype == torch.uint8 and ry.dtype == torch.int8 and torch.equal(ry, torch.from_numpy(s["targets"]))
     loader = DataLoader(ds, batch_size=4, collate_fn=pad_collate)
     x, y, lengths, extras = next(iter(loader))
     assert [e["index"] for e in extras] == [0, 1, 2, 3]
@@ -268,11 +270,17 @@ def test_shard_dataset_pathfinder_family(toy_pf_dir):
     assert x.shape == (16, 1) and y.shape == (16,) and y.dtype == torch.int64
     np.testing.assert_array_equal(x[:, 0].numpy(), ((s["inputs"].ravel() - 127.5) / 127.5).astype(np.float32))
     np.testing.assert_array_equal(y.numpy(), s["targets"].ravel())
-    assert bool(extras["connected"]) == bool(s["connected"]) and extras["index"] == 5
+    assert extras["connected"].shape == () and bool(extras["connected"]) == bool(s["connected"])
+    assert extras["index"] == 5
+    rx, ry = ShardDataset(toy_pf_dir, encode=False)[5]
+    assert rx.dtype == torch.uint8 and rx.shape == (4, 4) and torch.equal(ry, torch.from_numpy(s["targets"]))
+    with pytest.raises(ValueError, match="encode=True"):
+        ShardDataset(toy_pf_dir, encode=False, positional=True)
     loader = DataLoader(ds, batch_size=4, num_workers=2)
     batches = list(loader)
     assert [b[2]["index"].tolist() for b in batches] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
-    assert torch.equal(batches[1][0][1], x) and batches[1][2]["connected"].dtype == torch.bool
+    assert torch.equal(batches[1][0][1], x)
+    assert batches[1][2]["connected"].dtype == torch.bool and batches[1][2]["connected"].shape == (4,)
 
 
 @pytest.mark.parametrize("workers", [0, 2, 4])
