@@ -30,6 +30,7 @@ This is the only longsynth module that imports torch (``import longsynth`` never
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
@@ -37,7 +38,6 @@ import torch
 from torch.utils.data import Dataset as _TorchDataset
 from torch.utils.data import DistributedSampler, IterableDataset, get_worker_info
 
-from longsynth import registry
 from longsynth.api import resolve
 from longsynth.store import open as _open_dataset
 
@@ -337,7 +337,7 @@ def _check_numba_fork():
 
     Numba's "omp" threading layer with GNU OpenMP terminates a forked child that runs a
     parallel kernel. A DataLoader worker is such a child when the parent generated
-    anything before the loader forked; spawn workers are always safe.
+    anything before the loader forked; spawn and forkserver workers are always safe.
     """
     from numba.np.ufunc import parallel
 
@@ -351,7 +351,7 @@ def _check_numba_fork():
         raise RuntimeError(
             "OnTheFlyDataset: this DataLoader worker was forked after the parent process ran a Numba "
             "parallel kernel (GNU OpenMP is not fork-safe); pass multiprocessing_context='spawn' "
-            "to the DataLoader, or use num_workers=0"
+            "(or 'forkserver') to the DataLoader, or use num_workers=0"
         )
 
 
@@ -388,7 +388,8 @@ class OnTheFlyDataset(IterableDataset):
                 raise ValueError(f"{name}: must be an integer >= {lo}, got {value!r}")
         if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < start):
             raise ValueError(f"length: must be None or an integer >= start ({start}), got {length!r}")
-        self.task, self.params, self.seed, self.split = t.name, dict(params), seed, split
+        # the resolved config: a resumed run that spells a default out is the same stream
+        self.task, self.params, self.seed, self.split = t.name, dataclasses.asdict(cfg), seed, split
         self.family = t.family
         self.batch_size, self.start, self.length = batch_size, start, length
         self.rank, self.world_size = _rank_world(rank, world_size)

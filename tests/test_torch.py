@@ -373,6 +373,7 @@ def test_onthefly_resume_continues_the_stream():
     for (a, b), (c, d) in zip(full[4:], tail):
         assert torch.equal(a, c) and torch.equal(b, d)
     other = OnTheFlyDataset("cumsum", L=L, batch_size=3, length=9, seed=5, split="val")
+    assert other.state_dict(6) == json.loads(json.dumps(resumed.state_dict(6)))  # checkpoint-friendly
     other.load_state_dict(resumed.state_dict(6))
     again = _collect(other, 0)
     assert len(again) == 3 and torch.equal(again[0][0], full[6][0])
