@@ -283,14 +283,15 @@ def test_shard_dataset_pathfinder_family(toy_pf_dir):
     assert batches[1][2]["connected"].dtype == torch.bool and batches[1][2]["connected"].shape == (4,)
 
 
-@pytest.mark.parametrize("workers", [0, 2, 4])
-def test_every_index_once_per_epoch(cumsum_dir, workers):
+@pytest.mark.parametrize("workers, context", [(0, None), (2, "forkserver"), (4, "fork")])
+def test_every_index_once_per_epoch(cumsum_dir, workers, context):
     ds = ShardDataset(cumsum_dir, extras=True)
     ds[0]
     assert ds.split._files  # handles open in the parent: forked workers must not use them
     sampler = seeded_sampler(ds, seed=7)
-    loader = DataLoader(ds, batch_size=5, sampler=sampler, num_workers=workers,
-                        persistent_workers=workers > 0)
+    # forkserver workers unpickle the dataset (as spawn ones do); fork ones inherit its handles
+    loader = DataLoader(ds, batch_size=5, sampler=sampler, num_workers=workers, persistent_workers=workers > 0,
+                        multiprocessing_context=forkserver() if context == "forkserver" else context)
     orders = []
     for epoch in range(2):
         sampler.set_epoch(epoch)
