@@ -150,6 +150,13 @@ def label_colors(targets):
     return np.asarray(CLASS_COLORS, dtype=np.uint8)[np.asarray(targets, dtype=np.int64)]
 
 
+def _framed(rgb):
+    """rgb [M, M, 3] inside a 1-pixel light grey frame (white masks on white paper)."""
+    out = np.full((rgb.shape[0] + 2, rgb.shape[1] + 2, 3), 200, dtype=np.uint8)
+    out[1:-1, 1:-1] = rgb
+    return out
+
+
 def _show(samples, cfg, path):
     """PNG grid: each image beside its label mask (0 white, 1 gray, 2 black). Returns path."""
     from longsynth import plot
@@ -157,7 +164,7 @@ def _show(samples, cfg, path):
     tiles, captions = [], []
     for k, s in enumerate(samples):
         img = np.asarray(s["inputs"])
-        tiles += [np.repeat(img[:, :, None], 3, axis=2), label_colors(s["targets"])]
+        tiles += [_framed(np.repeat(img[:, :, None], 3, axis=2)), _framed(label_colors(s["targets"]))]
         state = "connected" if bool(s["connected"]) else "disconnected"
         captions += [f"{k}: image", f"{k}: labels ({state})"]
     if path is not None:
