@@ -92,8 +92,19 @@ def raster_capsule(r0, c0, r1, c1, h, s, level, out_r, out_c, out_v):
     chi = int(math.ceil(max(c0, c1) + h + 1.0))
     n = 0
     inv = 1.0 / s
+    seglen = math.sqrt(len2)
+    band = (h + off) * seglen + 1e-9  # |cross product| bound of pixels with d <= h + off
     for r in range(rlo, rhi + 1):
-        for c in range(clo, chi + 1):
+        # columns whose distance to the segment's line is <= h + off (a superset of the
+        # pixels that can be lit: the segment is never closer than its line)
+        a = clo
+        b = chi
+        if abs(dr) > 1e-9:
+            x = c0 + (r - r0) * dc / dr
+            wdt = band / abs(dr)
+            a = max(clo, int(math.floor(x - wdt)))
+            b = min(chi, int(math.ceil(x + wdt)))
+        for c in range(a, b + 1):
             t = 0.0
             if len2 > 0.0:
                 t = ((r - r0) * dr + (c - c0) * dc) / len2
@@ -172,6 +183,9 @@ def _stamp(rr, cc, n, occ, M, rho, sign, spans):
         spans[nrows, 2] = b
         nrows += 1
     irho = int(math.floor(rho))
+    wtab = np.empty(irho + 1, dtype=np.int64)  # half-width of the disk at row offset d
+    for d in range(irho + 1):
+        wtab[d] = int(math.floor(math.sqrt(rho * rho - d * d)))
     top = spans[0, 0] - irho
     bottom = spans[nrows - 1, 0] + irho
     for orow in range(max(top, 0), min(bottom, M - 1) + 1):
@@ -181,7 +195,7 @@ def _stamp(rr, cc, n, occ, M, rho, sign, spans):
             d = orow - spans[k, 0]
             if d < -irho or d > irho:
                 continue
-            w = int(math.floor(math.sqrt(rho * rho - d * d)))
+            w = wtab[abs(d)]
             lo = min(lo, spans[k, 1] - w)
             hi = max(hi, spans[k, 2] + w)
         if lo > hi:
