@@ -22,15 +22,17 @@ u(t) = (cos t, sin t) in (row, col)):
                   antialias_scale, at (i + 0.5)/s - 0.5 offsets) inside the shape;
                   value = floor(n * 255 * contrast / s^2 + 0.5). A pixel is "lit" by a
                   shape iff its value is >= 1.
-    footprint     of a placed dash: every pixel whose centre lies within margin + 1 of one
-                  of its lit pixels (row spans of the lit set, dilated by a disk). A new
-                  dash is free iff all its lit pixels lie inside the frame less ``border``
-                  pixels and outside every footprint except that of the previous dash of
-                  its own path, and (dashes k >= 1) some lit pixel within h + 1.5 of its
-                  start tip lies at most margin + 1 from a lit pixel within h + 1.5 of the
-                  previous dash's end tip. So lit pixels of different paths are always
-                  more than margin + 1 apart, consecutive dashes at most margin + 1. Footprints are counted in an int16 occupancy grid,
-                  updated only in the dash's bounding box (+1 to place, -1 to remove).
+    footprint     of a placed dash: the pixels whose centre lies within margin + 1 of one of
+                  its lit pixels (per row, the hull of its lit row spans dilated by that
+                  disk: a slight superset). A new dash is free iff all its lit pixels lie
+                  inside the frame less ``border`` pixels and outside every footprint
+                  except that of the previous dash of its own path, and (dashes k >= 1)
+                  some lit pixel within h + 1.5 of its start tip lies at most margin + 1
+                  from a lit pixel within h + 1.5 of the previous dash's end tip. So lit
+                  pixels of different paths are always more than margin + 1 apart and
+                  consecutive dashes of a path at most margin + 1. Footprints are counted
+                  in an int16 occupancy grid, updated only in the dash's bounding box (+1
+                  to place, -1 to remove); the frame is never dilated as a whole.
 
 Process of one image and its draw order from ``stream(seed, split, index)``:
     1. margin = margin_min + randint(margin_max - margin_min + 1)
@@ -48,8 +50,8 @@ Process of one image and its draw order from ``stream(seed, split, index)``:
           attempt. All of them are placed, or the image is redrawn.
        Growing a path: for k >= 1 the turn of dash k is drawn as above (uniform(s) per
        tried candidate). If no turn is free, dash k-1 is removed and redrawn (one-step
-       backtracking, at most GROW_FAILS times per path), never dash 0: then the start is
-       abandoned. Only the failed path is removed.
+       backtracking, at most GROW_FAILS_PER_DASH * dashes failures per path), never
+       dash 0: then the start is abandoned. Only the failed path is removed.
     5. render (no more draws): main path ``origin`` is stored first. Each path's own 8-bit
        layer is the max over its dashes; the image is the max over all path layers and the
        marker disks (radius marker_radius at the start tip of the origin path, at the end
