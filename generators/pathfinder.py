@@ -69,7 +69,7 @@ class PathfinderSegConfig:
     """
 
     size: int = param(128, "image side M in pixels (picks the preset)", choices=SIZES)
-    paddle_length: float | None = param(None, "dash length in pixels", lo=1.0, hi=256.0)
+    paddle_length: float | None = param(None, "total dash length in pixels (round caps included)", lo=1.0, hi=256.0)
     paddle_thickness: float | None = param(None, "dash thickness in pixels", lo=0.5, hi=64.0)
     margin_min: int | None = param(None, "smallest gap between consecutive dashes (drawn per image)", lo=1, hi=64)
     margin_max: int | None = param(None, "largest gap between consecutive dashes (drawn per image)", lo=1, hi=64)
@@ -158,20 +158,25 @@ def _framed(rgb):
 
 
 def _show(samples, cfg, path):
-    """PNG grid: each image beside its label mask (0 white, 1 gray, 2 black). Returns path."""
+    """PNG grid at path (when given): each image beside its label mask (0 white, 1 gray,
+    2 black). Returns one summary line per sample."""
     from longsynth import plot
 
-    tiles, captions = [], []
+    tiles, captions, lines = [], [], []
     for k, s in enumerate(samples):
         img = np.asarray(s["inputs"])
-        tiles += [_framed(np.repeat(img[:, :, None], 3, axis=2)), _framed(label_colors(s["targets"]))]
+        tgt = np.asarray(s["targets"])
+        tiles += [_framed(np.repeat(img[:, :, None], 3, axis=2)), _framed(label_colors(tgt))]
         state = "connected" if bool(s["connected"]) else "disconnected"
         captions += [f"{k}: image", f"{k}: labels ({state})"]
+        lines.append(f"sample {k}: {state}, margin {int(s['margin'])}, main dashes {np.asarray(s['main_dashes']).tolist()}, "
+                     f"{int(s['distractors'])} distractors, lit {np.mean(img > 0):.2%}, "
+                     f"class 1 {np.mean(tgt == 1):.2%}, class 2 {np.mean(tgt == 2):.2%}")
     if path is not None:
         cols = 4 if len(tiles) >= 4 else len(tiles)
         scale = 2 if cfg.size <= 128 else 1
         plot.grid(tiles, path, cols=cols, labels=captions, scale=scale)
-    return path
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- dlr-pathfinder export

@@ -277,7 +277,8 @@ def test_show_writes_image_and_three_colour_masks(tmp_path):
     cfg = cfg_of(128)
     samples = [longsynth.sample(TASK, i, seed=0, size=128) for i in range(4)]
     path = str(tmp_path / "grid.png")
-    assert t.show(samples, cfg, path) == path
+    text = t.show(samples, cfg, path)
+    assert text.count("\n") == 3 and ("disconnected" in text) == any(not s["connected"] for s in samples)
     img = np.asarray(Image.open(path).convert("RGB"))
     assert img.shape[0] >= 2 * 128 and img.shape[1] >= 4 * 2 * 128
     colours = {tuple(c) for c in img.reshape(-1, 3)[::7]}
