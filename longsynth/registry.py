@@ -4,6 +4,7 @@ import importlib
 # Each module defines TASK (one task) or TASKS (a family): listed in `longsynth list` order.
 MODULES = [
     "longsynth.generators.cumsum",
+    "longsynth.generators.pathfinder",
 ]
 
 _TASKS = None
