@@ -5,6 +5,7 @@ import importlib
 MODULES = [
     "longsynth.generators.cumsum",
     "longsynth.generators.listops",
+    "longsynth.generators.pathfinder",
 ]
 
 _TASKS = None
