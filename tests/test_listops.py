@@ -383,7 +383,8 @@ def test_block_layout_and_size():
 
 @pytest.mark.parametrize("task", ["listops-subtrees", "listops"])
 def test_torch_loader_reads_listops(stored, task):
-    torch = pytest.importorskip("torch")
+    import torch
+
     from longsynth.torch import ShardDataset
 
     ds = ShardDataset(stored[task], split="val")
