@@ -306,6 +306,9 @@ def test_export_subtrees_parses_back(stored, tmp_path):
     seen = []
     registry.get("listops-subtrees").exporters["lra-tsv"](ds, str(tmp_path), seen.append)
     assert sum(seen) == 380
+    with open(tmp_path / "subtrees_val.tsv", "rb") as f:
+        raw = f.read()
+    assert raw.startswith(b"Source\tTarget\tSubTreeEvals\t") and raw.count(b"\r\n") == 41  # csv module's CRLF
     row_id = 0
     for split in ("train", "val", "test"):
         rows = _read_tsv(tmp_path / f"subtrees_{split}.tsv")
