@@ -1,5 +1,6 @@
 """ListOps-Subtrees and classic ListOps: exactness, independent evaluation, storage, export."""
 import csv
+import io
 import os
 
 import numpy as np
@@ -309,6 +310,9 @@ def test_export_subtrees_parses_back(stored, tmp_path):
     with open(tmp_path / "subtrees_val.tsv", "rb") as f:
         raw = f.read()
     assert raw.startswith(b"Source\tTarget\tSubTreeEvals\t") and raw.count(b"\r\n") == 41  # csv module's CRLF
+    again = io.StringIO(newline="")
+    csv.writer(again, delimiter="\t").writerows(_read_tsv(tmp_path / "subtrees_val.tsv"))
+    assert again.getvalue().encode() == raw  # byte for byte what csv.writer writes
     row_id = 0
     for split in ("train", "val", "test"):
         rows = _read_tsv(tmp_path / f"subtrees_{split}.tsv")
