@@ -31,7 +31,8 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.generators._preview import preview
-from longsynth.rng import normal, stream
+from longsynth.generators._draws import normals
+from longsynth.rng import stream
 from longsynth.task import KeySpec, Task, param
 
 
@@ -46,17 +47,18 @@ class MipsConfig:
 def _unit_rows(s, inp, D):
     """inp [L, 3D] <- per row: D normals for q, D for k, D for v, each group unit norm."""
     L = inp.shape[0]
-    g = np.empty(D, dtype=np.float64)
+    g = np.empty(3 * D * L, dtype=np.float64)
+    normals(s, g)
+    p = 0
     for i in range(L):
         for part in range(3):
             ss = 0.0
             for d in range(D):
-                v = normal(s)
-                g[d] = v
-                ss += v * v
+                ss += g[p + d] * g[p + d]
             norm = math.sqrt(ss)
             for d in range(D):
-                inp[i, part * D + d] = g[d] / norm
+                inp[i, part * D + d] = g[p + d] / norm
+            p += D
 
 
 MARGIN = 1e-12  # > float64 rounding of a 4..256-term score and of a cell bound

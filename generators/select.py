@@ -27,8 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from longsynth.generators._draws import unit_inf_noise
 from longsynth.generators._preview import preview
-from longsynth.rng import FIXED, randint, stream, unit_inf_noise
+from longsynth.rng import FIXED, randint, stream
 from longsynth.task import KeySpec, Task, param
 
 MAX_L = 1 << 24

@@ -35,7 +35,8 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.generators._preview import preview
-from longsynth.rng import FIXED, normal, stream
+from longsynth.generators._draws import normals
+from longsynth.rng import FIXED, stream
 from longsynth.task import KeySpec, Task, param
 
 
@@ -64,10 +65,8 @@ def haar_from_stream(s, n, a):
     a_ij -= q_ik r_j for every later column j. Loops run along rows (j inner) so they
     vectorise without reassociating any sum.
     """
-    for i in range(n):
-        for j in range(n):
-            a[i, j] = normal(s)
     f = a.ravel()
+    normals(s, f)
     r = np.empty(n, dtype=np.float64)
     for k in range(n):
         ss = 0.0
@@ -96,11 +95,10 @@ def _write_system(s, a32, x, y):
     """X from s (n normals, unit norm) into y; x <- (a_1, b_1, ..., a_n, b_n, 0...)."""
     n = a32.shape[0]
     g = np.empty(n, dtype=np.float64)
+    normals(s, g)
     ss = 0.0
     for j in range(n):
-        v = normal(s)
-        g[j] = v
-        ss += v * v
+        ss += g[j] * g[j]
     nrm = math.sqrt(ss)
     for j in range(n):
         y[j] = g[j] / nrm

@@ -390,3 +390,21 @@ def test_show_writes_png(task, tmp_path):
     with Image.open(path) as img:
         assert img.size[0] > 100 and img.size[1] > 100
         assert len(img.getcolors(1 << 16) or []) > 3  # more than a blank canvas
+
+
+def test_bulk_draws_equal_rng():
+    from longsynth import rng
+    from longsynth.generators import _draws
+
+    for n in (1, 2, 5, 1000, 20000):  # 20000 draws pass through every slow path (tail, wedges)
+        for index in range(5):
+            s1, s2 = rng.stream(9, 1, index), rng.stream(9, 1, index)
+            a, b = np.empty(n), np.empty(n)
+            rng.normal_fill(s1, a)
+            _draws.normals(s2, b)
+            assert np.array_equal(a, b) and np.array_equal(s1, s2)
+            s1, s2 = rng.stream(9, 2, index), rng.stream(9, 2, index)
+            a, b = np.empty(n, np.float32), np.empty(n, np.float32)
+            rng.unit_inf_noise(s1, a)
+            _draws.unit_inf_noise(s2, b)
+            assert np.array_equal(a, b) and np.array_equal(s1, s2)
