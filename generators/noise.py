@@ -13,8 +13,8 @@ Definitions and shapes (L is the sequence length):
     reverse        in [2L, 1] (x, then L zeros);  out [L, 1], y_i = x_{L-1-i}.
     sort           in [2L, 1] as reverse;  out [L, 1]: x ordered by |x_i - x_0| ascending,
                    ties by smaller index (stable), so y_0 = x_0. The order is the exact
-                   real-number order of the float32 inputs (no rounding of the keys:
-                   equal distances x_0 - a == b - x_0 are detected exactly).
+                   real-number order of the distances of the float32 inputs (no rounding
+                   of the keys: equal distances x_0 - a == b - x_0 are detected exactly).
     context-shift  in [L, 1] x' = (cos(2 pi s / L), sin(2 pi s / L), x_0..x_{L-3});
                    out [L, 1], y_i = x'_{i-s} (0 where i < s); extra key s (int64 scalar).
                    cos/sin are evaluated in float64 as cos(2.0 * pi * s / L), then rounded.
@@ -98,20 +98,27 @@ def shift_one(seed, split, index, x, y):
     s = stream(seed, split, index)
     unit_inf_noise(s, x)
     L, C = y.shape[0], y.shape[1]
-    for i in range(L):
+    off = np.empty(C, dtype=np.int64)
+    for j in range(C):
+        off[j] = (j * L) // C
+    last = off[C - 1]
+    for i in range(last):
         for j in range(C):
-            o = (j * L) // C
-            y[i, j] = x[i - o] if i >= o else np.float32(0.0)
+            y[i, j] = x[i - off[j]] if i >= off[j] else np.float32(0.0)
+    for i in range(last, L):
+        for j in range(C):
+            y[i, j] = x[i - off[j]]
 
 
 @njit(cache=True)
-def cumsum_one(seed, split, index, x, y):
+def cumsum_one(seed, split, index, roots, x, y):
+    """roots[i] = sqrt(i + 1) in float64 (shared by the batch)."""
     s = stream(seed, split, index)
     unit_inf_noise(s, x)
     acc = 0.0
     for i in range(x.shape[0]):
         acc += np.float64(x[i])
-        y[i] = acc / math.sqrt(i + 1.0)
+        y[i] = acc / roots[i]
 
 
 @njit(cache=True)
@@ -137,140 +144,94 @@ def reverse_one(seed, split, index, x2, y):
         y[i] = x2[L - 1 - i]
 
 
-@njit(cache=True)
-def _order_key(v):
-    """uint32 whose unsigned order is the float32 order of v (-0.0 mapped to +0.0)."""
-    u = np.uint32(0)
-    a = np.empty(1, dtype=np.float32)
-    a[0] = v + np.float32(0.0)
-    u = a.view(np.uint32)[0]
-    if u & np.uint32(0x80000000):
-        return ~u
-    return u | np.uint32(0x80000000)
-
-
-@njit(cache=True)
-def _sort_by_value(x, order, tmp):
-    """order <- indices of x sorted by value, stable (LSD radix, 3 passes of 11/11/10 bits)."""
-    n = x.shape[0]
-    xs = np.empty(n, dtype=np.float32)
-    for i in range(n):
-        xs[i] = x[i] + np.float32(0.0)  # -0.0 -> +0.0, so equal values share one key
-    u = xs.view(np.uint32)
-    keys = np.empty(n, dtype=np.uint32)
-    c0 = np.zeros(2049, dtype=np.int64)
-    c1 = np.zeros(2049, dtype=np.int64)
-    c2 = np.zeros(1025, dtype=np.int64)
-    for i in range(n):
-        k = u[i]
-        k = ~k if k & np.uint32(0x80000000) else k | np.uint32(0x80000000)
-        keys[i] = k
-        c0[(k & np.uint32(0x7FF)) + 1] += 1
-        c1[((k >> np.uint32(11)) & np.uint32(0x7FF)) + 1] += 1
-        c2[(k >> np.uint32(22)) + 1] += 1
-    for d in range(2048):
-        c0[d + 1] += c0[d]
-        c1[d + 1] += c1[d]
-    for d in range(1024):
-        c2[d + 1] += c2[d]
-    for i in range(n):
-        d = keys[i] & np.uint32(0x7FF)
-        tmp[c0[d]] = i
-        c0[d] += 1
-    for p in range(n):
-        i = tmp[p]
-        d = (keys[i] >> np.uint32(11)) & np.uint32(0x7FF)
-        order[c1[d]] = i
-        c1[d] += 1
-    for p in range(n):
-        i = order[p]
-        d = keys[i] >> np.uint32(22)
-        tmp[c2[d]] = i
-        c2[d] += 1
-    for p in range(n):
-        order[p] = tmp[p]
-    return keys
-
-
 @njit(cache=True, inline="always")
-def _right_first(xr, ir, xl, il, twice0):
-    """True iff (xr - x0, ir) < (x0 - xl, il) exactly; xr > x0 > xl, twice0 = 2 x0 (exact)."""
-    a = np.float64(xr)
-    b = np.float64(xl)
-    s = a + b  # TwoSum: s + e == a + b exactly
-    bb = s - a
-    e = (a - (s - bb)) + (b - bb)
-    if s != twice0:
-        return s < twice0
-    if e != 0.0:
-        return e < 0.0
-    return ir < il
+def _exact_dist(v, x0):
+    """|v - x0| exactly, as an unevaluated float64 sum hi + lo (TwoSum of float32 inputs)."""
+    a = np.float64(v)
+    b = np.float64(x0)
+    if a < b:
+        a, b = b, a
+    b = -b
+    hi = a + b
+    bb = hi - a
+    lo = (a - (hi - bb)) + (b - bb)
+    return hi, lo
 
 
 @njit(cache=True)
 def sort_targets(x, y):
-    """y <- x ordered by (|x_i - x_0|, i) with exact distance comparisons."""
+    """y <- x ordered by (|x_i - x_0|, i), comparing distances exactly.
+
+    1. key_i = float32(|x_i - x_0|) (correctly rounded, hence monotone in the exact
+       distance); entries key << 32 | i are sorted by key with a stable LSD radix sort
+       (3 passes of 11/11/10 bits), so equal keys stay in index order.
+    2. Equal rounded keys may hide different exact distances: each run of equal keys is
+       insertion-sorted by the exact distance (TwoSum), stable, so ties keep index order.
+    """
     n = x.shape[0]
-    order = np.empty(n, dtype=np.int64)
-    tmp = np.empty(n, dtype=np.int64)
-    keys = _sort_by_value(x, order, tmp)
-    k0 = keys[0]
-    lo = 0  # first sorted position with key >= k0
-    hi = n  # first sorted position with key > k0
-    a, b = 0, n
-    while a < b:
-        m = (a + b) // 2
-        if keys[order[m]] < k0:
-            a = m + 1
-        else:
-            b = m
-    lo = a
-    b = n
-    while a < b:
-        m = (a + b) // 2
-        if keys[order[m]] <= k0:
-            a = m + 1
-        else:
-            b = m
-    hi = a
-    out = 0
-    for p in range(lo, hi):  # distance 0, already in index order
-        y[out] = x[order[p]]
-        out += 1
-    # left side: values < x0, visited by decreasing value; each run of equal values
-    # (equal distance) is visited in increasing index order, i.e. forward within the run.
-    for p in range(lo):
-        tmp[p] = order[p]
-    nl = 0
-    end = lo - 1
-    while end >= 0:
-        start = end
-        while start > 0 and keys[order[start - 1]] == keys[order[end]]:
-            start -= 1
-        for p in range(start, end + 1):
-            tmp[nl] = order[p]
-            nl += 1
-        end = start - 1
-    twice0 = 2.0 * np.float64(x[0])
-    pl, pr = 0, hi
-    while pl < nl and pr < n:
-        il = tmp[pl]
-        ir = order[pr]
-        if _right_first(x[ir], ir, x[il], il, twice0):
-            y[out] = x[ir]
-            pr += 1
-        else:
-            y[out] = x[il]
-            pl += 1
-        out += 1
-    while pl < nl:
-        y[out] = x[tmp[pl]]
-        pl += 1
-        out += 1
-    while pr < n:
-        y[out] = x[order[pr]]
-        pr += 1
-        out += 1
+    x0 = x[0]
+    kf = np.empty(n, dtype=np.float32)
+    for i in range(n):
+        kf[i] = abs(x[i] - x0)
+    ku = kf.view(np.uint32)
+    a = np.empty(n, dtype=np.uint64)
+    b = np.empty(n, dtype=np.uint64)
+    c0 = np.zeros(2048, dtype=np.int64)
+    c1 = np.zeros(2048, dtype=np.int64)
+    c2 = np.zeros(1024, dtype=np.int64)
+    for i in range(n):
+        k = ku[i]
+        a[i] = (np.uint64(k) << np.uint64(32)) | np.uint64(i)
+        c0[k & np.uint32(0x7FF)] += 1
+        c1[(k >> np.uint32(11)) & np.uint32(0x7FF)] += 1
+        c2[k >> np.uint32(22)] += 1
+    t0 = t1 = t2 = 0
+    for d in range(2048):
+        u, v = c0[d], c1[d]
+        c0[d], c1[d] = t0, t1
+        t0 += u
+        t1 += v
+    for d in range(1024):
+        u = c2[d]
+        c2[d] = t2
+        t2 += u
+    for i in range(n):
+        e = a[i]
+        d = (e >> np.uint64(32)) & np.uint64(0x7FF)
+        b[c0[d]] = e
+        c0[d] += 1
+    for i in range(n):
+        e = b[i]
+        d = (e >> np.uint64(43)) & np.uint64(0x7FF)
+        a[c1[d]] = e
+        c1[d] += 1
+    for i in range(n):
+        e = a[i]
+        d = e >> np.uint64(54)
+        b[c2[d]] = e
+        c2[d] += 1
+    low = np.uint64(0xFFFFFFFF)
+    p = 0
+    while p < n:
+        q = p + 1
+        key = b[p] >> np.uint64(32)
+        while q < n and (b[q] >> np.uint64(32)) == key:
+            q += 1
+        if q - p > 1:  # insertion sort of the run by exact distance (stable)
+            for r in range(p + 1, q):
+                e = b[r]
+                hi, lo = _exact_dist(x[np.int64(e & low)], x0)
+                t = r
+                while t > p:
+                    h2, l2 = _exact_dist(x[np.int64(b[t - 1] & low)], x0)
+                    if h2 < hi or (h2 == hi and l2 <= lo):
+                        break
+                    b[t] = b[t - 1]
+                    t -= 1
+                b[t] = e
+        p = q
+    for r in range(n):
+        y[r] = x[np.int64(b[r] & low)]
 
 
 @njit(cache=True)
@@ -310,8 +271,11 @@ def shift_fill(seed, split, start, x, y):
 
 @njit(cache=True, parallel=True)
 def cumsum_fill(seed, split, start, x, y):
+    roots = np.empty(x.shape[1], dtype=np.float64)
+    for i in range(x.shape[1]):
+        roots[i] = math.sqrt(i + 1.0)
     for b in prange(x.shape[0]):
-        cumsum_one(seed, split, start + b, x[b], y[b])
+        cumsum_one(seed, split, start + b, roots, x[b], y[b])
 
 
 @njit(cache=True, parallel=True)
