@@ -5,8 +5,8 @@ from longsynth.plot import lines
 def preview(samples, cfg, path):
     """Stacked line panels: per sample, its input channels, then its target channels.
 
-    Inputs with one or two channels get one panel per channel; wider inputs (mips:
-    q, k, v) get one panel with all channels. Returns ``path``.
+    Inputs with one or two channels get one panel per channel; wider inputs (mips'
+    rows (q_i, k_i, v_i)) get one panel per third. Returns ``path``.
     """
     panels = []
     for n, s in enumerate(samples):
@@ -17,7 +17,9 @@ def preview(samples, cfg, path):
             for c in range(x.shape[1]):
                 panels.append((f"{tag}: input channel {c} [{x.shape[0]}]", x[:, c]))
         else:
-            panels.append((f"{tag}: inputs [{x.shape[0]} x {x.shape[1]}]", x))
+            d = x.shape[1] // 3
+            for c, part in enumerate("qkv"):
+                panels.append((f"{tag}: inputs, {part} [{x.shape[0]} x {d}]", x[:, c * d : (c + 1) * d]))
         panels.append((f"{tag}: targets [{y.shape[0]} x {y.shape[1]}]", y))
-    lines(panels, path, title=f"{type(cfg).__name__.removesuffix('Config')} {cfg}")
+    lines(panels, path, title=repr(cfg))
     return path
