@@ -158,43 +158,53 @@ def _exact_dist(v, x0):
     return hi, lo
 
 
+@njit(cache=True, inline="always")
+def _goes_before(j, i, ku, x, x0):
+    """True iff x[j] sorts strictly before x[i] (i, j of one bucket; i first in the run):
+    smaller rounded distance key, or equal key and smaller exact distance."""
+    if ku[j] != ku[i]:
+        return ku[j] < ku[i]
+    h1, l1 = _exact_dist(x[i], x0)
+    h2, l2 = _exact_dist(x[j], x0)
+    return h2 < h1 or (h2 == h1 and l2 < l1)
+
+
 @njit(cache=True)
 def sort_targets(x, y):
     """y <- x ordered by (|x_i - x_0|, i), comparing distances exactly.
 
-    1. key_i = float32(|x_i - x_0|) (correctly rounded, hence monotone in the exact
-       distance); entries key << 32 | i are sorted by key with a stable LSD radix sort
-       (3 passes of 11/11/10 bits), so equal keys stay in index order.
-    2. Equal rounded keys may hide different exact distances: each run of equal keys is
-       insertion-sorted by the exact distance (TwoSum), stable, so ties keep index order.
+    1. k_i = float32(|x_i - x_0|) is correctly rounded, hence monotone in the exact
+       distance, and so is the 22-bit bucket floor(k_i * (2^22 - 1) / max k).
+    2. A stable LSD radix sort (2 passes of 11 bits, branch-free) orders the entries by
+       bucket, in index order within a bucket.
+    3. Runs of equal buckets (rare: about 1% of entries for noise) are insertion-sorted
+       by (k, exact TwoSum distance), stably, so exact ties keep index order.
+    Worst case O(n^2) only when many distinct distances share a bucket.
     """
     n = x.shape[0]
     x0 = x[0]
     kf = np.empty(n, dtype=np.float32)
+    top = np.float32(0.0)
     for i in range(n):
         kf[i] = abs(x[i] - x0)
+        top = max(top, kf[i])
     ku = kf.view(np.uint32)
+    scale = 4194303.0 / np.float64(top) if top > 0 else 0.0
     a = np.empty(n, dtype=np.uint64)
     b = np.empty(n, dtype=np.uint64)
     c0 = np.zeros(2048, dtype=np.int64)
     c1 = np.zeros(2048, dtype=np.int64)
-    c2 = np.zeros(1024, dtype=np.int64)
     for i in range(n):
-        k = ku[i]
-        a[i] = (np.uint64(k) << np.uint64(32)) | np.uint64(i)
-        c0[k & np.uint32(0x7FF)] += 1
-        c1[(k >> np.uint32(11)) & np.uint32(0x7FF)] += 1
-        c2[k >> np.uint32(22)] += 1
-    t0 = t1 = t2 = 0
+        bk = np.uint64(np.float64(kf[i]) * scale)
+        a[i] = (bk << np.uint64(32)) | np.uint64(i)
+        c0[bk & np.uint64(0x7FF)] += 1
+        c1[bk >> np.uint64(11)] += 1
+    t0 = t1 = 0
     for d in range(2048):
         u, v = c0[d], c1[d]
         c0[d], c1[d] = t0, t1
         t0 += u
         t1 += v
-    for d in range(1024):
-        u = c2[d]
-        c2[d] = t2
-        t2 += u
     for i in range(n):
         e = a[i]
         d = (e >> np.uint64(32)) & np.uint64(0x7FF)
@@ -202,36 +212,31 @@ def sort_targets(x, y):
         c0[d] += 1
     for i in range(n):
         e = b[i]
-        d = (e >> np.uint64(43)) & np.uint64(0x7FF)
+        d = e >> np.uint64(43)
         a[c1[d]] = e
         c1[d] += 1
-    for i in range(n):
-        e = a[i]
-        d = e >> np.uint64(54)
-        b[c2[d]] = e
-        c2[d] += 1
     low = np.uint64(0xFFFFFFFF)
+    idx = np.empty(n, dtype=np.int64)
+    for r in range(n):
+        idx[r] = np.int64(a[r] & low)
     p = 0
-    while p < n:
+    while p < n - 1:
+        if (a[p] >> np.uint64(32)) != (a[p + 1] >> np.uint64(32)):
+            p += 1
+            continue
         q = p + 1
-        key = b[p] >> np.uint64(32)
-        while q < n and (b[q] >> np.uint64(32)) == key:
+        while q < n and (a[q] >> np.uint64(32)) == (a[p] >> np.uint64(32)):
             q += 1
-        if q - p > 1:  # insertion sort of the run by exact distance (stable)
-            for r in range(p + 1, q):
-                e = b[r]
-                hi, lo = _exact_dist(x[np.int64(e & low)], x0)
-                t = r
-                while t > p:
-                    h2, l2 = _exact_dist(x[np.int64(b[t - 1] & low)], x0)
-                    if h2 < hi or (h2 == hi and l2 <= lo):
-                        break
-                    b[t] = b[t - 1]
-                    t -= 1
-                b[t] = e
+        for r in range(p + 1, q):
+            e = idx[r]
+            t = r
+            while t > p and _goes_before(e, idx[t - 1], ku, x, x0):
+                idx[t] = idx[t - 1]
+                t -= 1
+            idx[t] = e
         p = q
     for r in range(n):
-        y[r] = x[np.int64(b[r] & low)]
+        y[r] = x[idx[r]]
 
 
 @njit(cache=True)
