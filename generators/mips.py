@@ -68,8 +68,8 @@ MARGIN = 1e-12  # > float64 rounding of a 4..256-term score and of a cell bound
 def _cells(kt):
     """Cell id per key (cube-map cell of its direction), cell count, grid resolution."""
     D, L = kt.shape
-    g = 1
-    while (2 * D) * (g + 1) ** (D - 1) <= L // 16:
+    g = 1  # grid steps per axis: about 16 keys per cell (float64: no integer overflow for large D)
+    while D > 1 and (2.0 * D) * (g + 1.0) ** (D - 1) <= L / 16.0:
         g += 1
     cell = np.empty(L, dtype=np.int64)
     for j in range(L):

@@ -32,7 +32,7 @@ CASES = [
     ("sort", dict(L=1)), ("sort", dict(L=2)), ("sort", dict(L=7)), ("sort", dict(L=301)),
     ("select", dict(L=1, M=1)), ("select", dict(L=9, M=5)), ("select", dict(L=301, M=32)),
     ("select-fixed", dict(L=1, M=1)), ("select-fixed", dict(L=9, M=5)), ("select-fixed", dict(L=301, M=32)),
-    ("mips", dict(L=1, D=4)), ("mips", dict(L=2, D=1)), ("mips", dict(L=33, D=3)), ("mips", dict(L=150, D=4)),
+    ("mips", dict(L=1, D=4)), ("mips", dict(L=2, D=1)), ("mips", dict(L=33, D=3)), ("mips", dict(L=150, D=4)), ("mips", dict(L=100, D=1)),
     ("context-shift", dict(L=3)), ("context-shift", dict(L=4)), ("context-shift", dict(L=9)),
     ("context-shift", dict(L=301)),
     ("solve", dict(L=3)), ("solve", dict(L=8)), ("solve", dict(L=14)), ("solve", dict(L=99)), ("solve", dict(L=400)),
@@ -215,7 +215,7 @@ def test_fixed_variants(task, key):
 
 def test_mips_pruned_search_equals_brute_force():
     rng = np.random.default_rng(1)
-    for L, D in [(3000, 4), (700, 2), (500, 6), (64, 4)]:
+    for L, D in [(3000, 4), (700, 2), (500, 6), (64, 4), (300, 1), (40, 256)]:
         x = rng.standard_normal((L, D))
         x /= np.linalg.norm(x, axis=1, keepdims=True)
         k = rng.standard_normal((L, D))
