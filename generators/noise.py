@@ -115,10 +115,14 @@ def cumsum_one(seed, split, index, roots, x, y):
     """roots[i] = sqrt(i + 1) in float64 (shared by the batch)."""
     s = stream(seed, split, index)
     unit_inf_noise(s, x)
+    n = x.shape[0]
+    sums = np.empty(n, dtype=np.float64)
     acc = 0.0
-    for i in range(x.shape[0]):
+    for i in range(n):
         acc += np.float64(x[i])
-        y[i] = acc / roots[i]
+        sums[i] = acc
+    for i in range(n):  # separate loop so the divisions vectorise
+        y[i] = sums[i] / roots[i]
 
 
 @njit(cache=True)

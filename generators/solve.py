@@ -102,13 +102,30 @@ def _write_system(s, a32, x, y):
     nrm = math.sqrt(ss)
     for j in range(n):
         y[j] = g[j] / nrm
+    xs = np.empty(n, dtype=np.float64)
+    for j in range(n):
+        xs[j] = y[j]
+    b = np.zeros(n, dtype=np.float64)
+    i = 0
+    while i + 4 <= n:  # four rows at a time: independent chains, each summed left to right
+        b0 = b1 = b2 = b3 = 0.0
+        for j in range(n):
+            b0 += np.float64(a32[i, j]) * xs[j]
+            b1 += np.float64(a32[i + 1, j]) * xs[j]
+            b2 += np.float64(a32[i + 2, j]) * xs[j]
+            b3 += np.float64(a32[i + 3, j]) * xs[j]
+        b[i], b[i + 1], b[i + 2], b[i + 3] = b0, b1, b2, b3
+        i += 4
+    for r in range(i, n):
+        acc = 0.0
+        for j in range(n):
+            acc += np.float64(a32[r, j]) * xs[j]
+        b[r] = acc
     p = 0
     for i in range(n):
-        b = 0.0
         for j in range(n):
             x[p + j] = a32[i, j]
-            b += np.float64(a32[i, j]) * np.float64(y[j])
-        x[p + n] = b
+        x[p + n] = b[i]
         p += n + 1
     for t in range(p, x.shape[0]):
         x[t] = 0.0
