@@ -196,8 +196,8 @@ def sort_targets(x, y):
     scale = 4194303.0 / np.float64(top) if top > 0 else 0.0
     a = np.empty(n, dtype=np.uint64)
     b = np.empty(n, dtype=np.uint64)
-    c0 = np.zeros(2048, dtype=np.int64)
-    c1 = np.zeros(2048, dtype=np.int64)
+    c0 = np.zeros(2048, dtype=np.int32)
+    c1 = np.zeros(2048, dtype=np.int32)
     for i in range(n):
         bk = np.uint64(np.float64(kf[i]) * scale)
         a[i] = (bk << np.uint64(32)) | np.uint64(i)
@@ -220,9 +220,6 @@ def sort_targets(x, y):
         a[c1[d]] = e
         c1[d] += 1
     low = np.uint64(0xFFFFFFFF)
-    idx = np.empty(n, dtype=np.int64)
-    for r in range(n):
-        idx[r] = np.int64(a[r] & low)
     p = 0
     while p < n - 1:
         if (a[p] >> np.uint64(32)) != (a[p + 1] >> np.uint64(32)):
@@ -231,16 +228,17 @@ def sort_targets(x, y):
         q = p + 1
         while q < n and (a[q] >> np.uint64(32)) == (a[p] >> np.uint64(32)):
             q += 1
-        for r in range(p + 1, q):
-            e = idx[r]
+        for r in range(p + 1, q):  # one bucket: entries differ only in their index bits
+            e = a[r]
+            i = np.int64(e & low)
             t = r
-            while t > p and _goes_before(e, idx[t - 1], ku, x, x0):
-                idx[t] = idx[t - 1]
+            while t > p and _goes_before(i, np.int64(a[t - 1] & low), ku, x, x0):
+                a[t] = a[t - 1]
                 t -= 1
-            idx[t] = e
+            a[t] = e
         p = q
     for r in range(n):
-        y[r] = x[idx[r]]
+        y[r] = x[np.int64(a[r] & low)]
 
 
 @njit(cache=True)
