@@ -131,8 +131,7 @@ def cummax_one(seed, split, index, x, y):
     unit_inf_noise(s, x)
     m = x[0]
     for i in range(x.shape[0]):
-        if x[i] > m:
-            m = x[i]
+        m = max(m, x[i])  # branch-free; replaces m only when x[i] > m
         y[i] = m
 
 
