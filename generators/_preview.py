@@ -6,7 +6,8 @@ def preview(samples, cfg, path):
     """Stacked line panels: per sample, its input channels, then its target channels.
 
     Inputs with one or two channels get one panel per channel; wider inputs (mips'
-    rows (q_i, k_i, v_i)) get one panel per third. Returns ``path``.
+    rows (q_i, k_i, v_i)) get one panel per third. Returns None (nothing to summarise:
+    the CLI reports the file it wrote).
     """
     panels = []
     for n, s in enumerate(samples):
@@ -22,4 +23,3 @@ def preview(samples, cfg, path):
                 panels.append((f"{tag}: inputs, {part} [{x.shape[0]} x {d}]", x[:, c * d : (c + 1) * d]))
         panels.append((f"{tag}: targets [{y.shape[0]} x {y.shape[1]}]", y))
     lines(panels, path, title=repr(cfg))
-    return path

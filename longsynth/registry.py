@@ -7,6 +7,7 @@ MODULES = [
     "longsynth.generators.select",
     "longsynth.generators.mips",
     "longsynth.generators.solve",
+    "longsynth.generators.pathfinder",
 ]
 
 _TASKS = None

@@ -274,3 +274,53 @@ def solve_fixed_matrix(seed, L):
 
 def solve_fixed(seed, split, index, L):
     return _solve_sample(Stream(seed, SPLITS[split], index), solve_fixed_matrix(seed, L), L)
+
+
+# ---------------------------------------------------------------- pathfinder-seg (image checks)
+# Written from TASKS.md's definition only: they look at pixels and marker positions, never at
+# how the renderer places dashes.
+
+
+def _pixel_graph(mask, link):
+    """Lit pixels of mask (row, col) and the sparse graph joining pixels <= link apart."""
+    from scipy.sparse import coo_matrix
+    from scipy.spatial import cKDTree
+
+    pts = np.argwhere(mask).astype(np.float64)
+    pairs = cKDTree(pts).query_pairs(link + 1e-9, output_type="ndarray") if len(pts) else np.zeros((0, 2), int)
+    d = np.sqrt(((pts[pairs[:, 0]] - pts[pairs[:, 1]]) ** 2).sum(1))
+    g = coo_matrix((d, (pairs[:, 0], pairs[:, 1])), shape=(len(pts), len(pts))).tocsr()
+    return pts, g
+
+
+def joined_groups(mask, link):
+    """Label per lit pixel of the groups formed when pixels whose centres lie at most
+    ``link`` apart are joined (gaps bridged); returns (points [n, 2], labels [n], count)."""
+    from scipy.sparse.csgraph import connected_components
+
+    pts, g = _pixel_graph(mask, link)
+    if len(pts) == 0:
+        return pts, np.zeros(0, int), 0
+    count, labels = connected_components(g, directed=False)
+    return pts, labels, count
+
+
+def path_ends(mask, link):
+    """The two ends of a path drawn in mask: double sweep of shortest-path distances along
+    the pixel graph (gaps up to ``link`` bridged): the pixel farthest from any pixel, then
+    the pixel farthest from that one."""
+    from scipy.sparse.csgraph import dijkstra
+
+    pts, g = _pixel_graph(mask, link)
+    d0 = dijkstra(g, directed=False, indices=0)
+    a = int(np.argmax(np.where(np.isfinite(d0), d0, -1)))
+    da = dijkstra(g, directed=False, indices=a)
+    b = int(np.argmax(np.where(np.isfinite(da), da, -1)))
+    return pts[a], pts[b]
+
+
+def components8(mask):
+    """Number of 8-connected components of a boolean image."""
+    from scipy import ndimage
+
+    return int(ndimage.label(mask, structure=np.ones((3, 3), int))[1])
