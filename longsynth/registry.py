@@ -3,7 +3,10 @@ import importlib
 
 # Each module defines TASK (one task) or TASKS (a family): listed in `longsynth list` order.
 MODULES = [
-    "longsynth.generators.cumsum",
+    "longsynth.generators.noise",
+    "longsynth.generators.select",
+    "longsynth.generators.mips",
+    "longsynth.generators.solve",
     "longsynth.generators.listops",
     "longsynth.generators.pathfinder",
 ]

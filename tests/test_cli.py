@@ -33,7 +33,7 @@ def one_error_line(result):
 
 def test_list(runner):
     r = runner.invoke(cli, ["list"])
-    assert r.exit_code == 0 and r.output.splitlines()[0].startswith("cumsum")
+    assert r.exit_code == 0 and r.output.splitlines()[0].startswith(longsynth.tasks()[0])
     assert len(r.output.splitlines()) == len(longsynth.tasks())
 
 
@@ -131,4 +131,4 @@ def test_python_dash_m(tmp_path, where):
 
     cwd = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) if where == "repo" else tmp_path
     r = subprocess.run([sys.executable, "-m", "longsynth", "list"], cwd=cwd, capture_output=True, text=True)
-    assert r.returncode == 0 and r.stdout.startswith("cumsum"), r.stderr
+    assert r.returncode == 0 and r.stdout.startswith(longsynth.tasks()[0]), r.stderr
