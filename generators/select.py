@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from longsynth.generators._draws import unit_inf_noise
+from longsynth.rng import unit_inf_noise
 from longsynth.generators._preview import preview
 from longsynth.rng import FIXED, randint, stream
 from longsynth.task import KeySpec, Task, param

@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.generators._preview import preview
-from longsynth.generators._draws import normals
+from longsynth.rng import normal_fill as normals
 from longsynth.rng import FIXED, stream
 from longsynth.task import KeySpec, Task, param
 
