@@ -1,5 +1,6 @@
 """Reference DLR / DSS_exp layers, model stack, metrics and trainer (issue 7). CPU only."""
 import math
+import os
 
 import pytest
 
@@ -438,3 +439,62 @@ def test_indexed_batches_are_a_function_of_the_step():
     seen = torch.cat([a(s)[0] for s in range(3)]).flatten()
     assert len(set(seen.tolist())) == 9  # one epoch: 3 batches of distinct samples
     assert torch.equal(a(4)[0], b(4)[0]) and torch.equal(a(1)[0], b(1)[0])
+
+
+# ---------------------------------------------------------------- validate
+
+
+def test_validate_on_the_fly_writes_a_certificate(tmp_path):
+    import json
+
+    from longsynth.models_ref.validate import validate
+
+    out = tmp_path / "report"
+    r = validate("cumsum", model="dss", scale="tiny", steps=4, report_dir=str(out), progress=False)
+    torch.set_num_threads(1)
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["steps"] == 4 and m["task"] == "cumsum" and m["model"] == "dss" and m["device"] == "cpu"
+    assert m["model_config"]["layer"] == "dss" and m["model_config"]["d_input"] == 3
+    assert m["paper"]["r2"] == 1.0 and m["verdict"]["metric"] == "r2"
+    assert m["test"]["r2"] == r["test"]["r2"] and m["best_step"] == 4
+    assert (out / "curves.png").stat().st_size > 1000
+    ck = torch.load(out / "checkpoints" / "last.pt", weights_only=False)
+    assert ck["step"] == 4 and ck["model_config"] == m["model_config"]
+    with pytest.raises(ValueError):
+        validate("cumsum", model="s4", report_dir=str(out))
+
+
+def test_validate_stored_dataset(tmp_path):
+    import json
+
+    from longsynth.models_ref.validate import validate
+    from longsynth.store import generate
+
+    root = tmp_path / "ds"
+    generate(str(root), "cumsum", {"L": 64}, seed=1, splits={"train": 64, "val": 32, "test": 32}, workers=1)
+    torch.set_num_threads(1)
+    r = validate(str(root), model="dlr", steps=3, progress=False)
+    torch.set_num_threads(1)
+    assert os.path.dirname(r["report_dir"]) == str(root / "validation")
+    m = json.loads(open(os.path.join(r["report_dir"], "metrics.json")).read())
+    assert len(m["data"]["manifest_sha256"]) == 64 and m["data"]["params"] == {"L": 64}
+    ck = torch.load(os.path.join(r["report_dir"], "checkpoints", "last.pt"), weights_only=False)
+    assert ck["manifest_digest"] == m["data"]["manifest_sha256"]
+    from longsynth.store import latest_certificate
+    assert latest_certificate(str(root))["model"] == "dlr"
+
+
+def test_mask_figure(tmp_path):
+    from longsynth.models_ref.plotting import masks
+    from PIL import Image
+
+    _, lab = _pathfinder_batch(0, B=2)
+    rows = [(lab[i].reshape(16, 16).numpy(), lab[i].reshape(16, 16).numpy()) for i in range(2)]
+    masks(rows, str(tmp_path / "p.png"), scale=2)
+    im = Image.open(tmp_path / "p.png")
+    assert im.size == (2 * 20 * 2, 2 * 20 * 2)
+    r, c = divmod(int((lab[0] == 2).nonzero()[0]), 16)
+    assert im.getpixel((2 * c, 2 * r)) == (250, 200, 40)  # gold row, class 2
+    assert im.getpixel((2 * c, 2 * (20 + r))) == (250, 200, 40)  # prediction row below
+    r, c = divmod(int((lab[0] == 0).nonzero()[0]), 16)
+    assert im.getpixel((2 * c, 2 * r)) == (0, 0, 0)

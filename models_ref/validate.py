@@ -1,0 +1,249 @@
+"""Learnability certificates: train a reference model on a dataset and compare with the paper.
+
+``validate(target, model, scale, steps, device, report_dir, progress)`` trains the preset of
+the target's task family (MODELS.md; ``scale="paper"``: the paper's Table 5/6 values,
+``scale="tiny"``: the same recipe shrunk to run on a CPU in minutes) and writes
+metrics.json, curves.png and, for Pathfinder, predictions.png to the report directory.
+
+Targets: a stored dataset directory (its manifest digest goes into every checkpoint) or an
+atomic task name (fresh batches generated on the fly, a pure function of the step).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import platform
+import time
+
+import numpy as np
+import torch
+
+from longsynth import registry
+from longsynth.models_ref import plotting
+from longsynth.models_ref.model import ModelConfig
+from longsynth.models_ref.trainer import PRIMARY, IndexedBatches, TrainConfig, train
+
+MODELS = ("dlr", "dss")
+SCALES = ("tiny", "paper")
+
+# Paper figures (test sets). Table 1: single layer, L = 4096, R^2. Table 3: ListOps token
+# accuracy (%), Pathfinder-Segmentation macro F1 / macro accuracy (%) by image size.
+PAPER_TABLE1 = {
+    "dlr": {"shift": 1.0, "cumsum": 1.0, "cummax": 0.52, "select-fixed": 0.97, "solve-fixed": 1.0,
+            "reverse": 0.01, "solve": 0.0, "select": 0.0, "sort": 0.0, "context-shift": 0.0, "mips": 0.0},
+    "dss": {"shift": 0.99, "cumsum": 1.0, "cummax": 0.51, "select-fixed": 0.0, "solve-fixed": 0.01,
+            "reverse": 0.0, "solve": 0.0, "select": 0.0, "sort": 0.0, "context-shift": 0.0, "mips": 0.0},
+}
+PAPER_LISTOPS = {"dlr": 85.7, "dss": 83.8}
+PAPER_PATHFINDER = {"dlr": {128: (96.8, 97.7), 256: (94.0, 96.3), 512: (76.3, 92.8)},
+                    "dss": {128: (94.4, 97.2), 256: (89.4, 96.2), 512: (60.4, 79.3)}}
+
+
+@dataclasses.dataclass
+class Preset:
+    model: dict  # ModelConfig fields (d_input, d_output come from the data)
+    train: dict  # TrainConfig fields
+    batch_size: int
+    data: dict  # task parameters for on-the-fly generation
+
+
+def preset(family, model, scale, L=None):
+    """The preset for a task family, model and scale (MODELS.md, paper Tables 5 and 6)."""
+    if family == "atomic":
+        dt = {"dlr": (1e-5, 1e-5), "dss": (1e-4, 1e-2)}[model]
+        if scale == "paper":  # Table 5: one layer, L = 4096, 40K steps, constant lr
+            lr = {"dlr": 1e-4, "dss": 1e-3}[model]
+            return Preset(dict(H=128, N=4096, n_layers=1, dt_min=dt[0], dt_max=dt[1]),
+                          dict(steps=40_000, lr=lr, eval_every=1000, eval_batches=32),
+                          16, dict(L=4096))
+        lr = {"dlr": 2e-3, "dss": 5e-3}[model]
+        return Preset(dict(H=64, N=512, n_layers=1, dt_min=dt[0], dt_max=dt[1]),
+                      dict(steps=600, lr=lr, eval_every=100, eval_batches=4), 16, dict(L=512))
+    if family == "listops":  # Table 6 (LS)
+        if scale == "paper":
+            return Preset(dict(H=128, N=1024, n_layers=6, glu=True, dt_min=1e-4, dt_max=1e-1,
+                               max_kernel_length=8192),
+                          dict(steps=300_000, lr=8e-4, weight_decay=0.01, schedule="cosine",
+                               warmup_steps=3000, objective="tokens", eval_every=5000, eval_batches=64),
+                          32, {})
+        return Preset(dict(H=64, N=64, n_layers=2, glu=True, dt_min=1e-4, dt_max=1e-1),
+                      dict(steps=300, lr=2e-3, weight_decay=0.01, schedule="cosine", warmup_steps=30,
+                           objective="tokens", eval_every=100, eval_batches=4), 4, {})
+    if family == "pathfinder":  # Table 6 (PS), by image side
+        side = int(round(math.sqrt(L))) if L else 128
+        if scale == "paper":
+            layers, H, N, lr, B, steps, klen = {
+                128: (5, 128, 1024, 1e-4, 16, 150_000, 8192), 256: (6, 128, 1024, 5e-5, 18, 178_000, 32768),
+                512: (12, 64, 2048, 1e-5, 14, 114_000, 32768)}.get(side, (5, 128, 1024, 1e-4, 16, 150_000, 8192))
+            return Preset(dict(H=H, N=N, n_layers=layers, glu=True, bidirectional=True, dt_min=1e-4,
+                               dt_max=1e-1, max_kernel_length=klen),
+                          dict(steps=steps, lr=lr, schedule="cosine", warmup_steps=steps // 100,
+                               objective="segmentation", eval_every=5000, eval_batches=64), B, {})
+        return Preset(dict(H=32, N=64, n_layers=2, glu=True, bidirectional=True, dt_min=1e-4, dt_max=1e-1),
+                      dict(steps=300, lr=2e-3, schedule="cosine", warmup_steps=30, objective="segmentation",
+                           eval_every=100, eval_batches=4), 4, {})
+    raise ValueError(f"family: no preset for {family!r}")
+
+
+def with_positions(x):
+    """Append cos(2 pi i / T), sin(2 pi i / T) to x [B, T, c] (TASKS.md positional channels)."""
+    B, T, _ = x.shape
+    a = 2 * math.pi * torch.arange(T, dtype=torch.float64) / T
+    pos = torch.stack([torch.cos(a), torch.sin(a)], -1).to(x.dtype)  # [T, 2]
+    return torch.cat([x, pos[None].expand(B, T, 2)], -1)  # [B, T, c + 2]
+
+
+def _atomic_tensors(inputs, targets):
+    x = torch.as_tensor(np.asarray(inputs, dtype=np.float32))
+    y = torch.as_tensor(np.asarray(targets, dtype=np.float32))
+    if x.dim() == 2:
+        x = x[..., None]
+    if y.dim() == 2:
+        y = y[..., None]
+    return with_positions(x), y
+
+
+class OnTheFly:
+    """Atomic task batches from ``longsynth.batch``: sample indices step*B .. step*B+B-1."""
+
+    def __init__(self, task, params, seed, batch_size, split):
+        self.task, self.params, self.seed, self.B, self.split = task, params, seed, batch_size, split
+
+    def __call__(self, step):
+        import longsynth
+
+        threads = torch.get_num_threads()
+        d = longsynth.batch(self.task, step * self.B, self.B, seed=self.seed, split=self.split, **self.params)
+        torch.set_num_threads(threads)  # Numba's OpenMP pool shares (and resets) the thread count
+        return _atomic_tensors(d["inputs"], d["targets"])
+
+
+class StoredAtomic:
+    """Map-style view of one split of a stored atomic dataset: item i -> (inputs, targets)."""
+
+    def __init__(self, split):
+        self.split = split
+
+    def __len__(self):
+        return len(self.split)
+
+    def __getitem__(self, i):
+        s = self.split.read(i, keys=["inputs", "targets"])
+        return s["inputs"], s["targets"]
+
+
+def _collate_atomic(items):
+    return _atomic_tensors(np.stack([a for a, _ in items]), np.stack([b for _, b in items]))
+
+
+def _eval_list(source, n):
+    batches = [source(i) for i in range(n)]
+    return lambda: batches
+
+
+def _sequential(dataset, batch_size, n):
+    count = min(n, len(dataset) // batch_size)
+    if count < 1:
+        raise ValueError(f"split has {len(dataset)} samples, fewer than one batch of {batch_size}")
+    batches = [_collate_atomic([dataset[i * batch_size + j] for j in range(batch_size)]) for i in range(count)]
+    return lambda: batches
+
+
+def _paper_figure(family, task, model, side):
+    if family == "atomic":
+        v = PAPER_TABLE1[model].get(task)
+        return None if v is None else {"r2": v, "source": "Table 1 (single layer, L = 4096)"}
+    if family == "listops":
+        return {"accuracy": PAPER_LISTOPS[model] / 100, "source": "Table 3 (ListOps-Subtrees)"}
+    f1, acc = PAPER_PATHFINDER[model].get(side, (None, None))
+    return None if f1 is None else {"macro_f1": f1 / 100, "macro_accuracy": acc / 100,
+                                    "source": f"Table 3 (Pathfinder-Segmentation-{side})"}
+
+
+def _verdict(test, paper, primary):
+    """'consistent with the paper' when the test metric is within 0.1 of the paper's figure."""
+    if test is None or paper is None or primary not in paper:
+        return None
+    gap = test[primary] - paper[primary]
+    return {"metric": primary, "test": test[primary], "paper": paper[primary], "gap": gap,
+            "consistent": abs(gap) <= 0.1}
+
+
+def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report_dir=None, progress=True):
+    """Train the preset model on ``target`` and write a certificate; returns the metrics dict."""
+    if model not in MODELS:
+        raise ValueError(f"model: must be one of {MODELS}, got {model!r}")
+    if scale not in SCALES:
+        raise ValueError(f"scale: must be one of {SCALES}, got {scale!r}")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    is_dir = os.path.isdir(target)
+    if is_dir:
+        from longsynth.store import open as open_dataset
+
+        ds = open_dataset(target)
+        task, family = ds.task.name, ds.task.family
+        with open(os.path.join(ds.root, "manifest.json"), "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        data_info = {"dataset": ds.root, "params": ds.manifest["params"], "seed": ds.seed,
+                     "manifest_sha256": digest}
+        report_dir = report_dir or os.path.join(ds.root, "validation", f"{model}-{stamp}")
+    else:
+        t = registry.get(target)
+        task, family, digest, ds = t.name, t.family, None, None
+        report_dir = report_dir or os.path.join("validation", f"{task}-{model}-{stamp}")
+    if family != "atomic":
+        raise ValueError(f"target: {task} is a {family} task; its validation needs the PyTorch data "
+                         "layer's encodings (longsynth.torch), which this build does not have yet")
+    pre = preset(family, model, scale)
+    tkw = dict(pre.train)
+    if steps is not None:
+        tkw["steps"] = steps
+        tkw["eval_every"] = min(tkw["eval_every"], steps)
+    dev = torch.device(device)
+    tkw["amp"] = dev.type == "cuda"
+    tcfg = TrainConfig(seed=0, **tkw)
+    B = pre.batch_size
+    if is_dir:
+        train_batch = IndexedBatches(StoredAtomic(ds["train"]), B, _collate_atomic, seed=0)
+        val = _sequential(StoredAtomic(ds["val"]), B, tcfg.eval_batches)
+        test = _sequential(StoredAtomic(ds["test"]), B, tcfg.eval_batches)
+        data_info["batch_size"] = B
+    else:
+        fields = {f.name for f in dataclasses.fields(t.config)}
+        params = {k: v for k, v in pre.data.items() if k in fields}
+        train_batch = OnTheFly(task, params, 0, B, "train")
+        val = _eval_list(OnTheFly(task, params, 0, B, "val"), tcfg.eval_batches)
+        test = _eval_list(OnTheFly(task, params, 0, B, "test"), tcfg.eval_batches)
+        data_info = {"task": task, "params": params, "seed": 0, "on_the_fly": True, "batch_size": B}
+    x0, y0 = train_batch(0)
+    mcfg = ModelConfig(d_input=x0.shape[-1], d_output=y0.shape[-1], layer=model, **pre.model)
+    os.makedirs(report_dir, exist_ok=True)
+    t0 = time.time()
+    res = train(mcfg, tcfg, train_batch, val, test, device=device, manifest_digest=digest,
+                checkpoint_dir=os.path.join(report_dir, "checkpoints"), progress=progress)
+    wall = time.time() - t0
+    primary = PRIMARY[tcfg.objective]
+    paper = _paper_figure(family, task, model, None)
+    out = {
+        "task": task, "family": family, "target": os.path.abspath(target) if is_dir else target,
+        "model": model, "scale": scale, "model_config": mcfg.to_dict(), "train_config": dataclasses.asdict(tcfg),
+        "data": data_info, "steps": res["steps"], "wall_time_s": round(wall, 2),
+        "device": str(dev), "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or platform.machine(),
+        "torch_threads": torch.get_num_threads(), "torch_version": torch.__version__,
+        "primary_metric": primary, "final": res["final_val"], "best": res["val"], "best_step": res["best_step"],
+        "test": res["test"], "paper": paper, "verdict": _verdict(res["test"], paper, primary),
+        "created": stamp,
+    }
+    with open(os.path.join(report_dir, "metrics.json"), "w", encoding="utf-8") as f:
+        json.dump(out, f, indent=2)
+    h = res["history"]
+    plotting.lines([
+        ("training loss", {"train": ([r["step"] for r in h["train"]], [r["loss"] for r in h["train"]]),
+                           "val": ([r["step"] for r in h["val"]], [r["loss"] for r in h["val"]])}),
+        (f"val {primary}", {primary: ([r["step"] for r in h["val"]], [r[primary] for r in h["val"]])}),
+    ], os.path.join(report_dir, "curves.png"), title=f"{task} / {model} / {scale}")
+    out["report_dir"] = report_dir
+    return out
