@@ -1,0 +1,61 @@
+"""End-to-end `gen` throughput: samples/s, MB/s and the share of time spent writing HDF5.
+
+    python bench/gen.py [--task cumsum] [--L 4096] [--num-samples 20000] [--json bench/results/gen.json]
+
+Runs longsynth.store.generate into a temporary directory with 1 and 2 workers. The
+write share is HDF5 dataset writes + close, over the workers' total time (generate +
+digests + HDF5 writes + file hash + fsync), summed over shards; fsync (disk, not HDF5)
+is reported on its own.
+"""
+import argparse
+import json
+import os
+import shutil
+import tempfile
+import time
+
+from longsynth import store
+
+
+def run(task, params, num_samples, workers, compression):
+    root = tempfile.mkdtemp(prefix="longsynth-bench-")
+    try:
+        t0 = time.perf_counter()
+        m = store.generate(root, task, params, num_samples=num_samples, workers=workers, compression=compression)
+        wall = time.perf_counter() - t0
+        size = sum(r["bytes"] for s in m["splits"].values() for r in s["shards"])
+        t = {k: sum(x[k] for x in m["timings"]) for k in ("generate_s", "write_s", "hash_s", "sync_s")}
+        busy = sum(t.values())
+        return {
+            "task": task, "params": params, "workers": workers, "compression": compression,
+            "samples": num_samples, "wall_s": wall, "samples_per_s": num_samples / wall,
+            "mb_per_s": size / 1e6 / wall, "bytes": size, **t,
+            "write_share": t["write_s"] / busy, "hash_share": t["hash_s"] / busy,
+            "generate_share": t["generate_s"] / busy, "sync_share": t["sync_s"] / busy,
+        }
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--task", default="cumsum")
+    ap.add_argument("--L", type=int, default=4096)
+    ap.add_argument("--num-samples", type=int, default=20_000)
+    ap.add_argument("--compression", default="none")
+    ap.add_argument("--json", default="bench/results/gen.json")
+    args = ap.parse_args()
+    params = {"L": args.L}
+    run(args.task, params, 200, 1, args.compression)  # compile / load the numba cache once
+    rows = [run(args.task, params, args.num_samples, w, args.compression) for w in (1, 2)]
+    print(f"{'task':10s} {'L':>6s} {'workers':>7s} {'samples/s':>10s} {'MB/s':>8s} {'write %':>8s} {'hash %':>7s} {'gen %':>6s} {'fsync %':>7s}")
+    for r in rows:
+        print(f"{r['task']:10s} {args.L:6d} {r['workers']:7d} {r['samples_per_s']:10,.0f} {r['mb_per_s']:8.1f} "
+              f"{100 * r['write_share']:7.1f}% {100 * r['hash_share']:6.1f}% {100 * r['generate_share']:5.1f}% {100 * r['sync_share']:6.1f}%")
+    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

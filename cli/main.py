@@ -1,0 +1,359 @@
+"""The ``longsynth`` command: thin click commands that parse, then call the library.
+
+Every task's parameters become options of ``gen TASK`` and ``show TASK`` (field ``L`` ->
+``--L``, ``min_length`` -> ``--min-length``). Failures end with one ``Error:`` line and a
+non-zero exit; set LONGSYNTH_DEBUG=1 to see the traceback instead.
+"""
+import dataclasses
+import functools
+import json
+import os
+import shlex
+import time
+
+import click
+
+from longsynth import api, registry, store
+from longsynth.task import field_kind
+
+TYPES = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def friendly(fn):
+    """Turn library errors into one-line click errors (no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if os.environ.get("LONGSYNTH_DEBUG"):
+            return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except (store.LongsynthError, ValueError, KeyError) as e:
+            raise click.ClickException(str(e).strip("'\"")) from None
+        except BrokenPipeError:  # output piped into head & co.
+            return None
+        except OSError as e:
+            where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+            raise click.ClickException(f"{where}{e.strerror or e}") from None
+
+    return wrapper
+
+
+# ---------------------------------------------------------------- task options
+
+
+def task_options(task):
+    """click Options for every config field of ``task``; unset options are not passed on."""
+    options = []
+    for f in dataclasses.fields(task.config):
+        kind = field_kind(f)
+        base = TYPES[kind.split(" ")[0]]
+        m = f.metadata
+        default = "from the preset" if f.default is None else f"default: {f.default}"
+        text = f"{m.get('help', f.name)} [{default}]"
+        flag = "--" + f.name.replace("_", "-")
+        if base is bool:
+            decls = [f"{flag}/--no-{f.name.replace('_', '-')}", f.name]
+            options.append(click.Option(decls, default=None, help=text))
+            continue
+        ptype = click.Choice([str(c) for c in m["choices"]]) if m.get("choices") else base
+        options.append(click.Option([flag, f.name], type=ptype, default=None, help=text))
+    return options
+
+
+def task_params(task, values):
+    """The options the user gave, converted to the config's field types."""
+    params = {}
+    for f in dataclasses.fields(task.config):
+        v = values.pop(f.name, None)
+        if v is not None:
+            params[f.name] = TYPES[field_kind(f).split(" ")[0]](v)
+    return params
+
+
+class TaskGroup(click.Group):
+    """A group with one subcommand per task, built on demand from ``make(task)``."""
+
+    def __init__(self, *args, make, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.make = make
+
+    def list_commands(self, ctx):
+        return api.tasks()
+
+    def get_command(self, ctx, name):
+        tasks = registry.all_tasks()
+        return self.make(tasks[name]) if name in tasks else None
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in registry.all_tasks() and not args[0].startswith("-"):
+            raise click.UsageError(f"unknown task {args[0]!r}; choose from {', '.join(api.tasks())}")
+        return super().resolve_command(ctx, args)
+
+
+class Progress:
+    """click progress bar fed by ``progress(n)`` / ``progress(None, total=N)`` callbacks."""
+
+    def __init__(self, label):
+        self.label, self.bar, self.t0, self.done = label, None, time.perf_counter(), 0
+
+    def __call__(self, n, total=None):
+        if n is None:
+            self.bar = click.progressbar(length=total, label=self.label, show_pos=True,
+                                         item_show_func=lambda s: s, file=click.get_text_stream("stderr"))
+            self.bar.__enter__()
+            self.t0 = time.perf_counter()
+            return
+        self.done += n
+        rate = self.done / max(time.perf_counter() - self.t0, 1e-9)
+        if self.bar is not None and n:
+            self.bar.update(n, f"{rate:,.0f}/s")
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+# ---------------------------------------------------------------- commands
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="longsynth")
+def cli():
+    """Generate, load and validate synthetic long-range benchmarks."""
+
+
+@cli.command("list")
+def list_tasks():
+    """List the tasks, one line each."""
+    for name, t in registry.all_tasks().items():
+        params = " ".join(f"{f.name}={f.default}" for f in dataclasses.fields(t.config))
+        click.echo(f"{name:18s} {t.family:10s} {t.summary} ({params})")
+
+
+def _make_gen(task):
+    @friendly
+    def run(out, num_samples, splits, seed, workers, shard_size, compression, overwrite, **values):
+        params = task_params(task, values)
+        if splits is not None and num_samples is not None:
+            raise click.ClickException("give --num-samples or --splits, not both")
+        counts = store.parse_splits(splits) if splits is not None else None
+        command = canonical_command(task, params, out, num_samples, splits, seed, shard_size, compression)
+        bar = Progress(f"{task.name}")
+        t0 = time.perf_counter()
+        try:
+            m = store.generate(out, task.name, params, seed=seed, splits=counts, num_samples=num_samples,
+                               shard_size=shard_size, compression=compression, workers=workers,
+                               overwrite=overwrite, command=command, progress=bar)
+        finally:
+            bar.close()
+        dt = time.perf_counter() - t0
+        n = sum(m["counts"].values())
+        size = sum(r["bytes"] for s in m["splits"].values() for r in s["shards"])
+        shards = sum(len(s["shards"]) for s in m["splits"].values())
+        counts_text = ", ".join(f"{s} {c}" for s, c in m["counts"].items())
+        click.echo(f"{task.name}: {n} samples ({counts_text}) in {shards} shards, {size / 1e6:.1f} MB, "
+                   f"{dt:.1f} s -> {os.path.abspath(out)}")
+        if "audit" in m:
+            click.echo(f"audit: {json.dumps(m['audit'])}")
+
+    params = task_options(task) + [
+        click.Option(["--out", "-o"], required=True, type=click.Path(file_okay=False), help="dataset directory to write"),
+        click.Option(["--num-samples", "-n"], type=int, default=None,
+                     help=f"total samples, split 96/2/2 [default: {task.default_num_samples}]"),
+        click.Option(["--splits"], default=None, help="explicit counts, e.g. train=960,val=20,test=20"),
+        click.Option(["--seed"], type=int, default=0, show_default=True, help="root seed (0 <= seed < 2**63)"),
+        click.Option(["--workers", "-j"], type=int, default=None, help="worker processes [default: all cores]"),
+        click.Option(["--shard-size"], type=int, default=None, help="samples per shard [default: about 128 MB per shard]"),
+        click.Option(["--compression"], type=click.Choice(store.COMPRESSIONS), default="none", show_default=True,
+                     help="HDF5 compression filter"),
+        click.Option(["--overwrite"], is_flag=True, help="replace a different dataset already in --out"),
+    ]
+    return click.Command(task.name, callback=run, params=params, help=f"Generate {task.name}: {task.summary}.")
+
+
+def canonical_command(task, params, out, num_samples, splits, seed, shard_size, compression):
+    """The gen command line that reproduces this dataset (workers omitted: they change nothing)."""
+    parts = ["longsynth", "gen", task.name]
+    for k, v in params.items():
+        parts += [f"--{k.replace('_', '-')}", str(v)] if not isinstance(v, bool) else [f"--{'' if v else 'no-'}{k.replace('_', '-')}"]
+    if num_samples is not None:
+        parts += ["--num-samples", str(num_samples)]
+    if splits is not None:
+        parts += ["--splits", splits]
+    parts += ["--seed", str(seed)]
+    if shard_size is not None:
+        parts += ["--shard-size", str(shard_size)]
+    if compression != "none":
+        parts += ["--compression", compression]
+    parts += ["--out", out]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+cli.add_command(TaskGroup("gen", make=_make_gen, help="Generate a dataset: longsynth gen TASK --out DIR [options]."))
+
+
+@cli.command()
+@click.argument("root", type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+@friendly
+def info(root, as_json):
+    """Configuration, counts, sizes, keys and value statistics of a dataset."""
+    s = store.info(root)
+    if as_json:
+        click.echo(json.dumps(s, indent=1))
+        return
+    click.echo(f"{s['task']}  seed {s['seed']}  {'complete' if s['complete'] else 'INCOMPLETE'}  "
+               f"compression {s['compression']}  longsynth {s['versions']['longsynth']}")
+    click.echo("params: " + ", ".join(f"{k}={v}" for k, v in s["params"].items()))
+    if s["command"]:
+        click.echo(f"made by: {s['command']}")
+    for split, sp in s["splits"].items():
+        click.echo(f"  {split:5s} {sp['count']:>9,} samples  {sp['shards']:>4} shards  {sp['bytes'] / 1e6:10.1f} MB  "
+                   f"digest {str(sp['digest'])[:16]}")
+    for k, spec in s["keys"].items():
+        shape = ("[n, " if spec["ragged"] else "[") + ", ".join(map(str, spec["shape"])) + "]"
+        st = s["stats"].get(k)
+        stats = f"  min {st['min']:.4g} max {st['max']:.4g} mean {st['mean']:.4g} std {st['std']:.4g}" if st else ""
+        click.echo(f"  {k:16s} {spec['dtype']:8s} {shape:14s}{stats}")
+    if "validation" in s:
+        v = s["validation"]
+        click.echo(f"validation: {json.dumps(v.get('final', v.get('metrics', {})))} ({v['path']})")
+
+
+@cli.command()
+@click.argument("root", type=click.Path())
+@click.option("--deep", is_flag=True, help="also regenerate sampled indices and compare bytes")
+@click.option("--samples", type=int, default=16, show_default=True, help="indices per split checked by --deep")
+@friendly
+def verify(root, deep, samples):
+    """Check checksums, structure and digests of a stored dataset."""
+    m = store.read_manifest(root)
+    shards = sum(len(s["shards"]) for s in m["splits"].values())
+    with click.progressbar(length=shards, label="verify", file=click.get_text_stream("stderr"),
+                           item_show_func=lambda name: name) as bar:
+        problems = store.verify(root, deep=deep, samples=samples, progress=lambda name: bar.update(1, name))
+    if problems:
+        for p in problems:
+            click.echo(p, err=True)
+        raise click.ClickException(f"{root}: {len(problems)} problem(s) found")
+    click.echo(f"OK: {shards} shards, {sum(m['counts'].values())} samples"
+               + (f", {samples} samples per split regenerated and identical" if deep else ""))
+
+
+def _make_show(task):
+    @friendly
+    def run(index, count, seed, split, out, **values):
+        params = task_params(task, values)
+        if task.show is None:
+            raise click.ClickException(f"{task.name} has no preview")
+        if count < 1:
+            raise click.ClickException("--count must be >= 1")
+        cfg = task.make_config(**params)
+        samples = [api.sample(task.name, i, seed=seed, split=split, **params) for i in range(index, index + count)]
+        _emit(task.show(samples, cfg, out), out)
+
+    params = task_options(task) + _show_options(task.name)
+    params += [click.Option(["--seed"], type=int, default=0, show_default=True, help="root seed"),
+               click.Option(["--split"], type=click.Choice(list(store.SPLITS)), default="train", show_default=True,
+                            help="split to draw from")]
+    return click.Command(task.name, callback=run, params=params, help=f"Preview samples of {task.name}.")
+
+
+def _show_options(default_name):
+    return [click.Option(["--index", "-i"], type=int, default=0, show_default=True, help="first sample index"),
+            click.Option(["--count", "-c"], type=int, default=1, show_default=True, help="number of samples"),
+            click.Option(["--out", "-o"], type=click.Path(dir_okay=False), default=f"{default_name}.png",
+                         show_default=True, help="PNG to write")]
+
+
+def _emit(text, out):
+    if text:
+        click.echo(text)
+    if out and os.path.exists(out):
+        click.echo(f"wrote {out}")
+
+
+@friendly
+def _show_dir(root, split, index, count, out, stats):
+    ds = store.open(root)
+    if stats:
+        if ds.task.show_dataset is None:
+            raise click.ClickException(f"{ds.task.name} has no dataset figure")
+        _emit(ds.task.show_dataset(ds, split, out), out)
+        return
+    if ds.task.show is None:
+        raise click.ClickException(f"{ds.task.name} has no preview")
+    sp = ds[split]
+    if not 0 <= index < len(sp) or count < 1:
+        raise click.ClickException(f"--index/--count outside the {len(sp)} samples of {split}")
+    samples = [sp[i] for i in range(index, min(index + count, len(sp)))]
+    _emit(ds.task.show(samples, ds.config, out), out)
+
+
+SHOW_DIR = click.Command(
+    "DIR", callback=_show_dir,
+    params=[click.Argument(["root"], type=click.Path(exists=True, file_okay=False))] + _show_options("preview")
+    + [click.Option(["--split"], default="train", show_default=True, help="split to read"),
+       click.Option(["--stats"], is_flag=True, help="dataset-level figure (e.g. length histograms) instead")],
+    help="Preview samples of a stored dataset.")
+
+
+class ShowGroup(TaskGroup):
+    """``show TASK [options]`` for fresh samples, ``show DIR [options]`` for a stored dataset."""
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in registry.all_tasks() and not args[0].startswith("-"):
+            if not os.path.isdir(args[0]):
+                raise click.UsageError(f"{args[0]!r} is neither a task ({', '.join(api.tasks())}) nor a dataset directory")
+            return "DIR", SHOW_DIR, args
+        return super().resolve_command(ctx, args)
+
+
+cli.add_command(ShowGroup("show", make=_make_show, help="Draw samples: longsynth show TASK [options] | show DIR [options]."))
+
+
+@cli.command()
+@click.argument("root", type=click.Path(exists=True, file_okay=False))
+@click.option("--format", "fmt", required=True, help="export format of the dataset's task (e.g. lra-tsv, dlr-pathfinder)")
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="directory to write")
+@friendly
+def export(root, fmt, out):
+    """Write a stored dataset in another project's on-disk layout."""
+    ds = store.open(root)
+    if fmt not in ds.task.exporters:
+        known = ", ".join(ds.task.exporters) or "none"
+        raise click.ClickException(f"{ds.task.name} cannot be exported as {fmt!r}; formats: {known}")
+    bar = Progress(f"export {fmt}")
+    bar(None, total=sum(len(s) for s in ds.splits.values()))
+    try:
+        ds.task.exporters[fmt](ds, out, bar)
+    finally:
+        bar.close()
+    click.echo(f"wrote {fmt} to {os.path.abspath(out)}")
+
+
+@cli.command()
+@click.argument("target")
+@click.option("--model", type=click.Choice(["dlr", "dss"]), default="dlr", show_default=True, help="reference layer")
+@click.option("--scale", type=click.Choice(["tiny", "paper"]), default="tiny", show_default=True,
+              help="tiny: minutes on a CPU; paper: the paper's configuration")
+@click.option("--steps", type=int, default=None, help="training steps [default: the preset's]")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True, help="where to train")
+@click.option("--report-dir", type=click.Path(file_okay=False), default=None,
+              help="where to write the certificate [default: DIR/validation/<model>-<time>/]")
+@friendly
+def validate(target, model, scale, steps, device, report_dir):
+    """Train a reference model on a dataset DIR (or an atomic TASK, on the fly) and certify it."""
+    try:
+        from longsynth.models_ref.validate import validate as run
+    except ImportError as e:
+        raise click.ClickException(f"validate needs PyTorch ({e}); pip install torch") from None
+    if steps is not None and steps < 1:
+        raise click.ClickException("--steps must be >= 1")
+    report = run(target, model=model, scale=scale, steps=steps, device=device, report_dir=report_dir)
+    click.echo(json.dumps({k: report[k] for k in ("final", "best", "paper", "report_dir") if k in report}, indent=1))
+
+
+def main():
+    cli(prog_name="longsynth")

@@ -1,0 +1,134 @@
+"""The longsynth command through click's CliRunner: happy paths and one-line errors."""
+import json
+import os
+import re
+
+import pytest
+from click.testing import CliRunner
+
+import longsynth
+from longsynth.cli.main import cli
+
+
+@pytest.fixture(scope="module")
+def runner():
+    return CliRunner()
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory, runner):
+    out = tmp_path_factory.mktemp("cli") / "cumsum"
+    r = runner.invoke(cli, ["gen", "cumsum", "--L", "64", "-n", "500", "--shard-size", "100", "--workers", "2",
+                            "--seed", "4", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def one_error_line(result):
+    lines = [l for l in result.output.splitlines() if l.startswith("Error:")]
+    assert result.exit_code != 0 and len(lines) == 1, result.output
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+def test_list(runner):
+    r = runner.invoke(cli, ["list"])
+    assert r.exit_code == 0 and r.output.splitlines()[0].startswith("cumsum")
+    assert len(r.output.splitlines()) == len(longsynth.tasks())
+
+
+def test_gen_info_verify(runner, dataset):
+    m = json.load(open(dataset / "manifest.json"))
+    assert m["counts"] == {"train": 480, "val": 10, "test": 10} and m["complete"]
+    assert m["command"] == f"longsynth gen cumsum --L 64 --num-samples 500 --seed 4 --shard-size 100 --out {dataset}"
+    card = (dataset / "README.md").read_text()
+    assert m["command"] in card and m["splits"]["train"]["digest"] in card
+    r = runner.invoke(cli, ["info", str(dataset)])
+    assert r.exit_code == 0 and "train" in r.output and "float32" in r.output and "[64, 1]" in r.output
+    r = runner.invoke(cli, ["info", str(dataset), "--json"])
+    assert json.loads(r.output)["splits"]["train"]["count"] == 480
+    r = runner.invoke(cli, ["verify", str(dataset), "--deep"])
+    assert r.exit_code == 0 and r.stdout.startswith("OK: 7 shards, 500 samples")
+
+
+def test_gen_splits_option(runner, tmp_path):
+    r = runner.invoke(cli, ["gen", "cumsum", "--L", "8", "--splits", "train=30,test=5", "--workers", "1", "-o", str(tmp_path / "s")])
+    assert r.exit_code == 0, r.output
+    assert longsynth.open(tmp_path / "s").manifest["counts"] == {"train": 30, "test": 5}
+
+
+def test_corrupt_shard_is_one_line_error(runner, dataset, tmp_path):
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(dataset, bad)
+    shard = bad / "train-00001.h5"
+    data = bytearray(shard.read_bytes())
+    data[-100] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    r = runner.invoke(cli, ["verify", str(bad)])
+    assert re.fullmatch(rf"Error: {re.escape(str(bad))}: \d problem\(s\) found", one_error_line(r))
+    assert "train-00001.h5: SHA-256 mismatch" in r.output
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["gen", "nope", "-o", "{tmp}/x"], "unknown task 'nope'"),
+        (["gen", "cumsum", "--L", "0", "-o", "{tmp}/x"], "L: must be in [1, 16777216], got 0"),
+        (["gen", "cumsum", "-n", "-5", "-o", "{tmp}/x"], "num_samples: must be an integer >= 1"),
+        (["gen", "cumsum", "--splits", "train=ten", "-o", "{tmp}/x"], "splits: expected train=N,val=N,test=N"),
+        (["gen", "cumsum", "--splits", "train=3", "-n", "5", "-o", "{tmp}/x"], "give --num-samples or --splits"),
+        (["gen", "cumsum", "--seed", "-1", "-o", "{tmp}/x"], "seed: must be an integer in [0, 2**63 - 1]"),
+        (["gen", "cumsum", "--workers", "0", "-o", "{tmp}/x"], "workers: must be an integer >= 1"),
+        (["gen", "cumsum", "-n", "10", "-o", "{tmp}/file.txt/x"], "cannot create directory"),
+        (["gen", "cumsum", "-n", "10", "-o", "{tmp}/file.txt"], "file.txt' is a file"),
+        (["info", "{tmp}"], "no manifest.json; not a longsynth dataset directory"),
+        (["verify", "{tmp}/missing"], "no manifest.json"),
+        (["show", "{tmp}/missing"], "is neither a task"),
+    ],
+)
+def test_bad_input_one_line_error(runner, tmp_path, args, message):
+    (tmp_path / "file.txt").write_text("x")
+    r = runner.invoke(cli, [a.format(tmp=tmp_path) for a in args])
+    assert message in one_error_line(r)
+    assert not os.path.exists(tmp_path / "x" / "manifest.json")
+
+
+def test_other_dataset_refused_then_overwritten(runner, dataset, tmp_path):
+    import shutil
+
+    d = tmp_path / "d"
+    shutil.copytree(dataset, d)
+    r = runner.invoke(cli, ["gen", "cumsum", "--L", "32", "-n", "50", "-j", "1", "-o", str(d)])
+    assert "holds a different dataset" in one_error_line(r)
+    assert longsynth.open(d).config.L == 64
+    r = runner.invoke(cli, ["gen", "cumsum", "--L", "32", "-n", "50", "-j", "1", "-o", str(d), "--overwrite"])
+    assert r.exit_code == 0 and longsynth.open(d).config.L == 32
+
+
+def test_help_on_every_option(runner):
+    from longsynth.cli.main import cli as root
+
+    def walk(cmd, ctx_name):
+        import click
+
+        ctx = click.Context(cmd, info_name=ctx_name)
+        for p in cmd.params:
+            if isinstance(p, click.Option):
+                assert p.help, f"{ctx_name} {p.name} has no help"
+        if isinstance(cmd, click.Group):
+            for name in cmd.list_commands(ctx):
+                walk(cmd.get_command(ctx, name), f"{ctx_name} {name}")
+
+    walk(root, "longsynth")
+
+
+@pytest.mark.parametrize("where", ["repo", "elsewhere"])
+def test_python_dash_m(tmp_path, where):
+    import subprocess
+    import sys
+
+    cwd = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) if where == "repo" else tmp_path
+    r = subprocess.run([sys.executable, "-m", "longsynth", "list"], cwd=cwd, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("cumsum"), r.stderr

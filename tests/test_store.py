@@ -1,0 +1,243 @@
+"""Sharded HDF5 storage: round trips, invariance to workers/shards, resume, corruption."""
+import errno
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import longsynth
+from longsynth import registry, store
+from longsynth.task import KeySpec, Ragged, Task, param
+
+P = {"L": 32}
+
+
+def tree_bytes(root):
+    """{file name: sha256} of a directory (the dataset's full byte content)."""
+    return {f: hashlib.sha256(open(os.path.join(root, f), "rb").read()).hexdigest() for f in sorted(os.listdir(root))}
+
+
+def gen(root, **kw):
+    kw.setdefault("num_samples", 300)
+    kw.setdefault("shard_size", 40)
+    kw.setdefault("workers", 1)
+    return store.generate(str(root), "cumsum", P, seed=11, **kw)
+
+
+def test_open_round_trips_sample(tmp_path):
+    m = gen(tmp_path / "d")
+    assert m["counts"] == {"train": 288, "val": 6, "test": 6}
+    ds = longsynth.open(tmp_path / "d")
+    assert ds.manifest["task"] == "cumsum" and list(ds.splits) == ["train", "val", "test"]
+    for split, idx in [("train", 0), ("train", 41), ("train", 287), ("val", 5), ("test", 0)]:
+        want = longsynth.sample("cumsum", idx, seed=11, split=split, **P)
+        got = ds[split][idx]
+        assert got.keys() == want.keys() and all(np.array_equal(got[k], want[k]) for k in want)
+    assert len(ds["train"]) == 288 and np.array_equal(ds["train"][-1]["inputs"], ds["train"][287]["inputs"])
+    with pytest.raises(IndexError):
+        ds["train"][288]
+
+
+def test_same_bytes_for_any_workers_and_digests_for_any_shard_size(tmp_path):
+    a = gen(tmp_path / "a", workers=1)
+    b = gen(tmp_path / "b", workers=2)
+    c = gen(tmp_path / "c", workers=2, shard_size=97)
+    assert tree_bytes(tmp_path / "a") == tree_bytes(tmp_path / "b")
+    for s in a["splits"]:
+        assert a["splits"][s]["digest"] == b["splits"][s]["digest"] == c["splits"][s]["digest"]
+    assert len(c["splits"]["train"]["shards"]) == 3 and len(a["splits"]["train"]["shards"]) == 8
+
+
+def test_split_digest_changes_with_content(tmp_path):
+    a = gen(tmp_path / "a")
+    b = store.generate(str(tmp_path / "b"), "cumsum", P, seed=12, num_samples=300, shard_size=40, workers=1)
+    assert all(a["splits"][s]["digest"] != b["splits"][s]["digest"] for s in a["splits"])
+
+
+def test_resume_after_injected_crash_is_byte_identical(tmp_path, monkeypatch):
+    gen(tmp_path / "ref")
+    real = store.write_shard
+    calls = []
+
+    def crashing(job, progress=None):
+        calls.append(job.name)
+        if len(calls) == 4:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(job, progress)
+
+    monkeypatch.setattr(store, "write_shard", crashing)
+    with pytest.raises(store.LongsynthError, match=r"write failed \(No space left on device\); rerun the same command to resume"):
+        gen(tmp_path / "d")
+    m = json.load(open(tmp_path / "d" / "manifest.json"))
+    assert not m["complete"] and len(m["splits"]["train"]["shards"]) == 3
+    assert not [f for f in os.listdir(tmp_path / "d") if f.endswith(".tmp")]
+    with pytest.raises(store.LongsynthError, match="incomplete"):
+        longsynth.open(tmp_path / "d")
+    monkeypatch.setattr(store, "write_shard", real)
+    gen(tmp_path / "d")
+    assert tree_bytes(tmp_path / "d") == tree_bytes(tmp_path / "ref")
+
+
+def test_write_error_mid_shard_leaves_no_valid_looking_shard(tmp_path, monkeypatch):
+    def full(block, count):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(store, "block_digests", full)
+    with pytest.raises(store.LongsynthError):
+        gen(tmp_path / "d")
+    assert sorted(os.listdir(tmp_path / "d")) == ["manifest.json"]
+
+
+GEN_SCRIPT = """
+import sys
+from longsynth import store
+store.generate(sys.argv[1], "cumsum", {"L": 2048}, seed=3, num_samples=3000, shard_size=100, workers=1)
+"""
+
+
+@pytest.mark.parametrize("when", ["tmp", "shards"])
+def test_resume_after_kill_minus_9(tmp_path, when):
+    ref, d = tmp_path / "ref", tmp_path / "d"
+    store.generate(str(ref), "cumsum", {"L": 2048}, seed=3, num_samples=3000, shard_size=100, workers=1)
+    proc = subprocess.Popen([sys.executable, "-c", GEN_SCRIPT, str(d)])
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        names = os.listdir(d) if d.exists() else []
+        done = [n for n in names if store.SHARD_RE.match(n)]
+        if (when == "tmp" and any(n.endswith(".h5.tmp") for n in names) and done) or (when == "shards" and len(done) >= 5):
+            break
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    m = json.load(open(d / "manifest.json"))
+    assert not m["complete"], "the run finished before it was killed; the test proves nothing"
+    store.generate(str(d), "cumsum", {"L": 2048}, seed=3, num_samples=3000, shard_size=100, workers=1)
+    assert tree_bytes(d) == tree_bytes(ref)
+    assert store.verify(str(d)) == []
+
+
+def test_verify_finds_flipped_byte_and_missing_shard(tmp_path):
+    gen(tmp_path / "d")
+    assert store.verify(str(tmp_path / "d"), deep=True) == []
+    shard = tmp_path / "d" / "train-00002.h5"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    shard.write_bytes(bytes(data))
+    problems = store.verify(str(tmp_path / "d"))
+    assert any("train-00002.h5: SHA-256 mismatch" in p for p in problems)
+    os.remove(tmp_path / "d" / "val-00000.h5")
+    assert any("val-00000.h5: missing" in p for p in store.verify(str(tmp_path / "d")))
+
+
+def test_deep_verify_finds_valid_file_with_wrong_content(tmp_path):
+    """A shard rewritten consistently (hashes updated) but with wrong samples: only --deep sees it."""
+    import h5py
+
+    gen(tmp_path / "d")
+    path = tmp_path / "d" / "train-00001.h5"
+    with h5py.File(path, "r+") as f:
+        f["inputs"][3] = f["inputs"][3] * 0.5
+    m = json.load(open(tmp_path / "d" / "manifest.json"))
+    rec = m["splits"]["train"]["shards"][1]
+    rec["bytes"], rec["sha256"] = os.path.getsize(path), store.file_sha256(path)
+    json.dump(m, open(tmp_path / "d" / "manifest.json", "w"))
+    assert store.verify(str(tmp_path / "d")) == []
+    assert store.verify(str(tmp_path / "d"), deep=True, samples=300) == ["train[43]: stored sample differs from the regenerated one"]
+
+
+def test_refuses_other_dataset_unless_overwrite(tmp_path):
+    gen(tmp_path / "d")
+    with pytest.raises(store.LongsynthError, match="holds a different dataset \\(seed differ\\)"):
+        store.generate(str(tmp_path / "d"), "cumsum", P, seed=99, num_samples=300, shard_size=40, workers=1)
+    store.generate(str(tmp_path / "d"), "cumsum", P, seed=99, num_samples=300, shard_size=40, workers=1, overwrite=True)
+    assert longsynth.open(tmp_path / "d").seed == 99
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "thesis.tex").write_text("keep me")
+    with pytest.raises(store.LongsynthError, match="not empty and holds no longsynth dataset"):
+        gen(other, overwrite=True)
+    assert (other / "thesis.tex").read_text() == "keep me"
+
+
+def test_rerun_of_complete_dataset_rewrites_nothing(tmp_path):
+    gen(tmp_path / "d")
+    before = {f: os.stat(tmp_path / "d" / f).st_mtime_ns for f in os.listdir(tmp_path / "d") if f.endswith(".h5")}
+    gen(tmp_path / "d")
+    after = {f: os.stat(tmp_path / "d" / f).st_mtime_ns for f in os.listdir(tmp_path / "d") if f.endswith(".h5")}
+    assert before == after
+
+
+# ---------------------------------------------------------------- variable-length samples
+
+
+@dataclass(frozen=True)
+class RaggedConfig:
+    max_len: int = param(9, "longest sample", lo=1, hi=100)
+
+
+def _ragged_block(cfg, seed, split, start, count, fixed):
+    lengths = [(seed + split + start + i) % cfg.max_len + 1 for i in range(count)]
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    values = np.concatenate([np.arange(n, dtype=np.int16) + start + i for i, n in enumerate(lengths)])
+    pairs = np.repeat(values, 2).reshape(-1, 2).astype(np.float32)
+    return {
+        "inputs": Ragged(values, offsets),
+        "targets": Ragged(pairs, offsets),
+        "length": np.asarray(lengths, dtype=np.int32),
+    }
+
+
+RAGGED = Task(
+    name="ragged-test",
+    config=RaggedConfig,
+    summary="test-only variable-length task",
+    keys=lambda cfg: {
+        "inputs": KeySpec("int16", (), ragged=True),
+        "targets": KeySpec("float32", (2,), ragged=True),
+        "length": KeySpec("int32", ()),
+    },
+    block=_ragged_block,
+    family="listops",
+)
+
+
+@pytest.fixture
+def ragged_task(monkeypatch):
+    tasks = dict(registry.all_tasks())
+    tasks[RAGGED.name] = RAGGED
+    monkeypatch.setattr(registry, "_TASKS", tasks)
+    return RAGGED
+
+
+def test_ragged_round_trip(tmp_path, ragged_task):
+    m = store.generate(str(tmp_path / "r"), "ragged-test", {}, seed=2, num_samples=200, shard_size=64, workers=1)
+    ds = longsynth.open(tmp_path / "r")
+    for split in ds.splits:
+        for i in range(len(ds[split])):
+            want = longsynth.sample("ragged-test", i, seed=2, split=split)
+            got = ds[split][i]
+            assert all(np.array_equal(got[k], want[k]) and got[k].dtype == want[k].dtype for k in want)
+            assert got["inputs"].shape == (int(want["length"]),) and got["targets"].shape == (int(want["length"]), 2)
+    assert store.verify(str(tmp_path / "r"), deep=True) == []
+    with pytest.raises(ValueError, match="variable-length"):
+        longsynth.batch("ragged-test", 0, 2)
+    assert m["keys"]["inputs"]["ragged"] is True
+
+
+def test_block_digests_equal_sample_digests(ragged_task):
+    from longsynth.task import unpack
+
+    for name, params in [("cumsum", {"L": 5}), ("ragged-test", {})]:
+        t = registry.get(name)
+        cfg = t.make_config(**params)
+        block = t.generate(cfg, 1, 1, 3, 7, {})
+        got = store.block_digests(block, 7)
+        for i in range(7):
+            assert got[i].tobytes() == store.sample_digest(unpack(block, i))
