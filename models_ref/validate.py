@@ -21,8 +21,7 @@ import time
 import numpy as np
 import torch
 
-from longsynth import registry
-from longsynth.models_ref import plotting
+from longsynth import plot, registry
 from longsynth.models_ref.model import ModelConfig
 from longsynth.models_ref.trainer import PRIMARY, IndexedBatches, TrainConfig, train
 
@@ -172,6 +171,27 @@ def _verdict(test, paper, primary):
             "consistent": abs(gap) <= 0.1}
 
 
+MASK_PALETTE = [(0, 0, 0), (70, 130, 220), (250, 200, 40)]  # Pathfinder classes 0, 1, 2
+
+
+def curves(history, primary, path, title):
+    """Training loss per step, validation loss and metric per evaluation (x: evaluation steps)."""
+    val = history["val"]
+    every = f"at steps {val[0]['step']}..{val[-1]['step']}" if val else "none"
+    panels = [(f"train loss, steps 1..{len(history['train'])}", [r["loss"] for r in history["train"]])]
+    if val:
+        panels += [(f"val loss ({len(val)} evaluations {every})", [r["loss"] for r in val]),
+                   (f"val {primary} ({len(val)} evaluations {every})", [r[primary] for r in val])]
+    return plot.lines(panels, path, title=title)
+
+
+def prediction_figure(labels, predictions, side, path, scale=2):
+    """Pathfinder masks: gold labels in the top row, model predictions below, one column per sample."""
+    gold = [plot.colorize(np.asarray(m).reshape(side, side), MASK_PALETTE) for m in labels]
+    pred = [plot.colorize(np.asarray(m).reshape(side, side), MASK_PALETTE) for m in predictions]
+    return plot.grid(gold + pred, path, cols=len(gold), scale=scale)
+
+
 def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report_dir=None, progress=True):
     """Train the preset model on ``target`` and write a certificate; returns the metrics dict."""
     if model not in MODELS:
@@ -239,11 +259,6 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
     }
     with open(os.path.join(report_dir, "metrics.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, indent=2)
-    h = res["history"]
-    plotting.lines([
-        ("training loss", {"train": ([r["step"] for r in h["train"]], [r["loss"] for r in h["train"]]),
-                           "val": ([r["step"] for r in h["val"]], [r["loss"] for r in h["val"]])}),
-        (f"val {primary}", {primary: ([r["step"] for r in h["val"]], [r[primary] for r in h["val"]])}),
-    ], os.path.join(report_dir, "curves.png"), title=f"{task} / {model} / {scale}")
+    curves(res["history"], primary, os.path.join(report_dir, "curves.png"), f"{task} / {model} / {scale}")
     out["report_dir"] = report_dir
     return out

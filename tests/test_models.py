@@ -485,16 +485,14 @@ def test_validate_stored_dataset(tmp_path):
 
 
 def test_mask_figure(tmp_path):
-    from longsynth.models_ref.plotting import masks
-    from PIL import Image
+    from longsynth.models_ref.validate import prediction_figure
 
     _, lab = _pathfinder_batch(0, B=2)
-    rows = [(lab[i].reshape(16, 16).numpy(), lab[i].reshape(16, 16).numpy()) for i in range(2)]
-    masks(rows, str(tmp_path / "p.png"), scale=2)
-    im = Image.open(tmp_path / "p.png")
-    assert im.size == (2 * 20 * 2, 2 * 20 * 2)
-    r, c = divmod(int((lab[0] == 2).nonzero()[0]), 16)
-    assert im.getpixel((2 * c, 2 * r)) == (250, 200, 40)  # gold row, class 2
-    assert im.getpixel((2 * c, 2 * (20 + r))) == (250, 200, 40)  # prediction row below
-    r, c = divmod(int((lab[0] == 0).nonzero()[0]), 16)
-    assert im.getpixel((2 * c, 2 * r)) == (0, 0, 0)
+    pred = lab.clone()
+    pred[1] = 0
+    im = prediction_figure(list(lab.numpy()), list(pred.numpy()), 16, str(tmp_path / "p.png"), scale=2)
+    assert (tmp_path / "p.png").exists()
+    r, c = divmod(int((lab[1] == 2).nonzero()[0]), 16)
+    x = 4 + (32 + 4) + 2 * c  # second column
+    assert im.getpixel((x, 4 + 2 * r)) == (250, 200, 40)  # gold row: class 2
+    assert im.getpixel((x, 4 + (32 + 4) + 2 * r)) == (0, 0, 0)  # prediction row: background
