@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from longsynth import plot, registry
+from longsynth.models_ref.metrics import IGNORE_INDEX
 from longsynth.models_ref.model import ModelConfig
 from longsynth.models_ref.trainer import PRIMARY, IndexedBatches, TrainConfig, train
 
@@ -120,22 +121,38 @@ class OnTheFly:
         return _atomic_tensors(d["inputs"], d["targets"])
 
 
-class StoredAtomic:
-    """Map-style view of one split of a stored atomic dataset: item i -> (inputs, targets)."""
-
-    def __init__(self, split):
-        self.split = split
-
-    def __len__(self):
-        return len(self.split)
-
-    def __getitem__(self, i):
-        s = self.split.read(i, keys=["inputs", "targets"])
-        return s["inputs"], s["targets"]
+def _stack(items):
+    """Fixed-shape samples (atomic, Pathfinder) -> (x [B, ...], y [B, ...])."""
+    return torch.stack([it[0] for it in items]), torch.stack([it[1] for it in items])
 
 
-def _collate_atomic(items):
-    return _atomic_tensors(np.stack([a for a, _ in items]), np.stack([b for _, b in items]))
+def _listops_collate(items):
+    """ListOps-Subtrees samples with extras -> (x [B, n], y [B, n], {"height", "operator": [B, n]}).
+
+    The per-node annotations (one per `]`, in order) are placed at the labelled positions;
+    -1 elsewhere.
+    """
+    from longsynth.torch import pad_collate
+
+    x, y, _, extras = pad_collate(items)
+    height = torch.full_like(y, -1)
+    operator = torch.full_like(y, -1)
+    for b, ex in enumerate(extras):
+        pos = (y[b] != IGNORE_INDEX).nonzero().flatten()
+        if pos.numel() != ex["heights"].numel():
+            raise ValueError(f"sample {ex['index']}: {pos.numel()} labels but {ex['heights'].numel()} annotations")
+        height[b, pos] = ex["heights"].long()
+        operator[b, pos] = ex["operators"].long()
+    return x, y, {"height": height, "operator": operator}
+
+
+def _sequential(dataset, batch_size, n, collate):
+    """The first n batches of a split, in index order (evaluation)."""
+    count = min(n, len(dataset) // batch_size)
+    if count < 1:
+        raise ValueError(f"split has {len(dataset)} samples, fewer than one batch of {batch_size}")
+    batches = [collate([dataset[i * batch_size + j] for j in range(batch_size)]) for i in range(count)]
+    return lambda: batches
 
 
 def _eval_list(source, n):
@@ -143,12 +160,16 @@ def _eval_list(source, n):
     return lambda: batches
 
 
-def _sequential(dataset, batch_size, n):
-    count = min(n, len(dataset) // batch_size)
-    if count < 1:
-        raise ValueError(f"split has {len(dataset)} samples, fewer than one batch of {batch_size}")
-    batches = [_collate_atomic([dataset[i * batch_size + j] for j in range(batch_size)]) for i in range(count)]
-    return lambda: batches
+def stored_sources(root, family, batch_size, eval_batches, seed=0):
+    """(train_batch, val_batches, test_batches) over a stored dataset via longsynth.torch."""
+    from longsynth.torch import ShardDataset
+
+    listops = family == "listops"
+    sets = {s: ShardDataset(root, s, encode=True, extras=listops) for s in ("train", "val", "test")}
+    collate = _listops_collate if listops else _stack
+    return (IndexedBatches(sets["train"], batch_size, collate, seed=seed),
+            _sequential(sets["val"], batch_size, eval_batches, collate),
+            _sequential(sets["test"], batch_size, eval_batches, collate))
 
 
 def _paper_figure(family, task, model, side):
@@ -214,10 +235,27 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
         t = registry.get(target)
         task, family, digest, ds = t.name, t.family, None, None
         report_dir = report_dir or os.path.join("validation", f"{task}-{model}-{stamp}")
-    if family != "atomic":
-        raise ValueError(f"target: {task} is a {family} task; its validation needs the PyTorch data "
-                         "layer's encodings (longsynth.torch), which this build does not have yet")
-    pre = preset(family, model, scale)
+    if not is_dir and family != "atomic":
+        raise ValueError(f"target: {task} is a {family} task; on-the-fly validation covers atomic tasks, "
+                         "generate a dataset directory for it")
+    if family == "listops" and task != "listops-subtrees":
+        raise ValueError(f"target: {task} has one label per sequence; validate covers ListOps-Subtrees")
+    side = None
+    if family == "pathfinder":  # the preset depends on the image side
+        side = int(np.asarray(ds["train"].read(0, keys=["inputs"])["inputs"]).shape[-1])
+    pre = preset(family, model, scale, L=None if side is None else side * side)
+    B, n_eval = pre.batch_size, pre.train["eval_batches"]
+    if is_dir:
+        train_batch, val, test = stored_sources(ds.root, family, B, n_eval)
+        data_info["batch_size"] = B
+    else:
+        fields = {f.name for f in dataclasses.fields(t.config)}
+        params = {k: v for k, v in pre.data.items() if k in fields}
+        train_batch = OnTheFly(task, params, 0, B, "train")
+        val = _eval_list(OnTheFly(task, params, 0, B, "val"), n_eval)
+        test = _eval_list(OnTheFly(task, params, 0, B, "test"), n_eval)
+        data_info = {"task": task, "params": params, "seed": 0, "on_the_fly": True, "batch_size": B}
+    x0, y0 = train_batch(0)[:2]
     tkw = dict(pre.train)
     if steps is not None:
         tkw["steps"] = steps
@@ -225,28 +263,22 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
     dev = torch.device(device)
     tkw["amp"] = dev.type == "cuda"
     tcfg = TrainConfig(seed=0, **tkw)
-    B = pre.batch_size
-    if is_dir:
-        train_batch = IndexedBatches(StoredAtomic(ds["train"]), B, _collate_atomic, seed=0)
-        val = _sequential(StoredAtomic(ds["val"]), B, tcfg.eval_batches)
-        test = _sequential(StoredAtomic(ds["test"]), B, tcfg.eval_batches)
-        data_info["batch_size"] = B
+    if family == "atomic":
+        io = dict(d_input=x0.shape[-1], d_output=y0.shape[-1])
+    elif family == "listops":
+        import longsynth
+
+        io = dict(d_input=1, d_output=10, vocab_size=len(longsynth.vocab(task, **ds.manifest["params"])))
     else:
-        fields = {f.name for f in dataclasses.fields(t.config)}
-        params = {k: v for k, v in pre.data.items() if k in fields}
-        train_batch = OnTheFly(task, params, 0, B, "train")
-        val = _eval_list(OnTheFly(task, params, 0, B, "val"), tcfg.eval_batches)
-        test = _eval_list(OnTheFly(task, params, 0, B, "test"), tcfg.eval_batches)
-        data_info = {"task": task, "params": params, "seed": 0, "on_the_fly": True, "batch_size": B}
-    x0, y0 = train_batch(0)
-    mcfg = ModelConfig(d_input=x0.shape[-1], d_output=y0.shape[-1], layer=model, **pre.model)
+        io = dict(d_input=x0.shape[-1], d_output=tcfg.num_classes)
+    mcfg = ModelConfig(layer=model, **io, **pre.model)
     os.makedirs(report_dir, exist_ok=True)
     t0 = time.time()
     res = train(mcfg, tcfg, train_batch, val, test, device=device, manifest_digest=digest,
                 checkpoint_dir=os.path.join(report_dir, "checkpoints"), progress=progress)
     wall = time.time() - t0
     primary = PRIMARY[tcfg.objective]
-    paper = _paper_figure(family, task, model, None)
+    paper = _paper_figure(family, task, model, side)
     out = {
         "task": task, "family": family, "target": os.path.abspath(target) if is_dir else target,
         "model": model, "scale": scale, "model_config": mcfg.to_dict(), "train_config": dataclasses.asdict(tcfg),
@@ -260,5 +292,11 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
     with open(os.path.join(report_dir, "metrics.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, indent=2)
     curves(res["history"], primary, os.path.join(report_dir, "curves.png"), f"{task} / {model} / {scale}")
+    if family == "pathfinder":
+        xv, yv = val()[0][:2]
+        with torch.no_grad():
+            res["model"].eval()
+            pred = res["model"](xv[:4].to(dev)).argmax(-1).cpu()
+        prediction_figure(list(yv[:4].numpy()), list(pred.numpy()), side, os.path.join(report_dir, "predictions.png"))
     out["report_dir"] = report_dir
     return out
