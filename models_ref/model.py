@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-import torch
 import torch.nn as nn
 import torch.nn.functional as F
 

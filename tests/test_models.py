@@ -71,6 +71,22 @@ def test_dlr_fft_matches_recurrence_bidirectional():
     assert torch.allclose(got, want, atol=1e-10, rtol=0), (got - want).abs().max()
 
 
+def test_dlr_bidirectional_truncated_kernel_is_the_toeplitz_of_eq6():
+    """y_k = sum_{j<=k} K_fwd[k-j] u_j + sum_{j>k} K_bwd[j-k-1] u_j with K zero beyond max_kernel_length."""
+    torch.manual_seed(11)
+    H, L = 2, 20
+    m = DLR(H, 6, bidirectional=True, max_kernel_length=5, dt_min=1e-3, dt_max=1e-1).double()
+    u = torch.randn(1, L, H, dtype=torch.float64)
+    K = m.real_kernel(L)  # [2H, L]
+    T = torch.zeros(H, L, L, dtype=torch.float64)
+    for k in range(L):
+        for j in range(L):
+            T[:, k, j] = K[:H, k - j] if j <= k else K[H:, j - k - 1]
+    want = torch.einsum("hkj,bjh->bhk", T, u)
+    assert torch.allclose(_conv_part(m, u), want, atol=1e-12)
+    assert torch.all(K[:, 5:] == 0)
+
+
 @pytest.mark.parametrize("chunk", [1, 7, 64, 300, 1024])
 def test_dlr_chunked_kernel_matches_direct_formula(chunk):
     torch.manual_seed(2)
