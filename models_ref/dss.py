@@ -43,7 +43,7 @@ class DSSExp(nn.Module):
         self.log_dt = nn.Parameter(torch.rand(H) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min))  # [H]
         self.Lambda_log_neg_re = nn.Parameter(torch.full((N,), math.log(0.5)))  # [N]  log(-Re Lambda)
         self.Lambda_im = nn.Parameter(math.pi * torch.arange(N, dtype=torch.float32))  # [N]
-        self.W = nn.Parameter(torch.randn(H, N, 2) / math.sqrt(2))  # [H, N, 2]  W ~ CN(0, 1)
+        self.W = nn.Parameter(torch.randn(H, N, 2))  # [H, N, 2]  Re W, Im W ~ N(0, 1) (DSS paper 3.3)
         for p in (self.log_dt, self.Lambda_log_neg_re, self.Lambda_im, self.W):
             p._optim = {"weight_decay": 0.0} if lr is None else {"weight_decay": 0.0, "lr": lr}
         self.out = nn.Linear(H, H)
