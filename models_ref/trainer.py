@@ -246,12 +246,15 @@ def train(model_cfg: ModelConfig, train_cfg: TrainConfig, train_batch, val_batch
         history, best, start = ck["history"], ck["best"], ck["step"]
     fwd_model = torch.compile(model) if train_cfg.compile and torch.device(device).type == "cuda" else model
     primary = PRIMARY[train_cfg.objective]
-    best_state = copy.deepcopy(model.state_dict()) if best is not None else None
+    best_state = None
+    if best is not None:  # resumed after a validation: the best weights live in best.pt beside it
+        best_file = os.path.join(os.path.dirname(os.path.abspath(resume)), "best.pt")
+        if not os.path.exists(best_file):
+            raise ValueError(f"resume: {best_file} (the best-validation weights) is missing")
+        best_state = torch.load(best_file, map_location=device, weights_only=False)["model"]
     if checkpoint_dir is not None:
         os.makedirs(checkpoint_dir, exist_ok=True)
         best_path = os.path.join(checkpoint_dir, "best.pt")
-        if best is not None and os.path.exists(best_path):
-            best_state = torch.load(best_path, map_location=device, weights_only=False)["model"]
     end = train_cfg.steps if stop_at_step is None else min(stop_at_step, train_cfg.steps)
     bar = Progress(train_cfg.steps, progress)
     last_val = history["val"][-1][primary] if history["val"] else None
