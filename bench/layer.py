@@ -1,0 +1,132 @@
+"""DLR layer benchmark: forward+backward tokens/s and peak memory, chunked vs materialising.
+
+    python bench/layer.py [--device cpu|cuda] [--reps 2] [--json bench/results/layer.json]
+
+Configurations (paper Table 6): H=128, N=1024, L=16K (Pathfinder-128) and H=64, N=2048,
+L=262K with kernel length 32K (Pathfinder-512). "chunked" is models_ref.dlr.DLR (power
+tables over position chunks, never more than O(N*C + H*L) kernel memory); "naive" is the
+paper's Figure 4 kernel, which materialises P = Lambda^k as an [N, L_kernel] matrix (and
+its autograd copies). Each measurement runs in a fresh subprocess so CPU peak memory
+(ru_maxrss minus the RSS before the first step) is per run; on CUDA it is
+torch.cuda.max_memory_allocated. A run the machine cannot hold is reported with the
+analytic size of what it would materialise.
+"""
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+
+CONFIGS = {
+    "pf128": dict(H=128, N=1024, L=16384, klen=None, B=1),
+    "pf512": dict(H=64, N=2048, L=262144, klen=32768, B=1),
+    "pf512-fullkernel": dict(H=64, N=2048, L=262144, klen=None, B=1),
+}
+PLAN = [("chunked", "pf128"), ("naive", "pf128"), ("chunked", "pf512"), ("naive", "pf512"),
+        ("chunked", "pf512-fullkernel")]
+
+
+def analytic_bytes(impl, c):
+    """Bytes of the kernel-side tensors one forward materialises (complex64 = 8 bytes)."""
+    Lk = c["klen"] or c["L"]
+    if impl == "naive":
+        return {"P [N, Lk]": 8 * c["N"] * Lk, "K [H, Lk]": 8 * c["H"] * Lk,
+                "[H, N, L] (never built by either)": 8 * c["H"] * c["N"] * c["L"]}
+    C = max(c["N"], 1 << (int(Lk ** 0.5) - 1).bit_length())
+    return {"T [N, C]": 8 * c["N"] * C, "M [H, Lk/C, N]": 8 * c["H"] * (-(-Lk // C)) * c["N"],
+            "K [H, Lk]": 8 * c["H"] * Lk}
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def run_one(impl, name, device, reps, threads):
+    import torch
+    import torch.nn.functional as F
+
+    from longsynth.models_ref.dlr import DLR
+
+    torch.set_num_threads(threads)
+    c = CONFIGS[name]
+    torch.manual_seed(0)
+    layer = DLR(c["H"], c["N"], max_kernel_length=c["klen"], dt_min=1e-4, dt_max=1e-1).to(device)
+    if impl == "naive":
+        def naive_kernel(L):  # paper Figure 4
+            Lambda_log = torch.complex(-layer.Lambda_re_sqrt ** 2, layer.Lambda_im)  # [N]
+            W = torch.view_as_complex(layer.W)  # [H, N]
+            pos = torch.arange(L, device=W.device)  # [L]
+            P = (Lambda_log.unsqueeze(-1) * pos).exp()  # [N, L]
+            return W.matmul(P).real  # [H, L]
+
+        layer.real_kernel = lambda L: F.pad(naive_kernel(layer.kernel_length(L)), (0, L - layer.kernel_length(L)))
+    u = torch.randn(c["B"], c["L"], c["H"], device=device)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    base = rss_bytes()
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        base_cuda = torch.cuda.memory_allocated()
+    times = []
+    for i in range(reps + 1):
+        layer.zero_grad(set_to_none=True)
+        sync()
+        t = time.perf_counter()
+        layer(u).square().mean().backward()
+        sync()
+        if i:  # the first step is a warm-up
+            times.append(time.perf_counter() - t)
+    sec = sorted(times)[len(times) // 2]
+    out = {"impl": impl, "config": name, **c, "device": device, "threads": threads,
+           "step_s": sec, "tokens_per_s": c["B"] * c["L"] / sec}
+    if device == "cuda":
+        out["peak_bytes"] = torch.cuda.max_memory_allocated() - base_cuda
+    else:
+        out["peak_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
+    print(json.dumps(out))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available, and cpu)")
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "layer.json"))
+    ap.add_argument("--one", nargs=2, metavar=("IMPL", "CONFIG"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    import torch
+
+    devices = [args.device] if args.device else (["cuda"] if torch.cuda.is_available() else []) + ["cpu"]
+    if args.one:
+        run_one(args.one[0], args.one[1], devices[0], args.reps, args.threads)
+        return
+    results = []
+    for device in devices:
+        for impl, name in PLAN:
+            cmd = [sys.executable, __file__, "--one", impl, name, "--device", device,
+                   "--reps", str(args.reps), "--threads", str(args.threads)]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode == 0:
+                r = json.loads(p.stdout.strip().splitlines()[-1])
+            else:
+                r = {"impl": impl, "config": name, **CONFIGS[name], "device": device,
+                     "failed": (p.stderr.strip().splitlines() or ["killed"])[-1][:200]}
+            r["analytic_bytes"] = analytic_bytes(impl, CONFIGS[name])
+            results.append(r)
+            peak = f"{r['peak_bytes'] / 2**20:9.0f} MiB" if "peak_bytes" in r else "        -"
+            speed = f"{r['tokens_per_s']:12.0f} tok/s  {r['step_s']:7.3f} s" if "step_s" in r else r["failed"]
+            print(f"{device:4s} {impl:8s} {name:17s} {speed}  peak {peak}", flush=True)
+    meta = {"host": platform.node(), "cpu": platform.processor() or platform.machine(),
+            "torch": torch.__version__, "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+            "time": time.strftime("%Y-%m-%d %H:%M:%S"), "results": results}
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(meta, f, indent=2)
+    print("wrote", args.json)
+
+
+if __name__ == "__main__":
+    main()
