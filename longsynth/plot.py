@@ -73,8 +73,9 @@ def lines(panels, path=None, *, title=None, width=900, panel_height=120):
                 pts = [(float(x), float(_ypix(y, lo, hi, y0, y1))) for x, y in zip(xs, series) if np.isfinite(y)]
                 if len(pts) > 1:
                     draw.line(pts, fill=color, width=1)
-                elif pts:
-                    draw.point(pts, fill=color)
+                if len(pts) <= 60:  # few points (e.g. evaluations): mark each one
+                    for px, py in pts:
+                        draw.ellipse((px - 2, py - 2, px + 2, py + 2), fill=color)
             else:
                 edges = np.linspace(0, T, span + 1).astype(int)
                 for px in range(span):

@@ -132,3 +132,22 @@ def test_python_dash_m(tmp_path, where):
     cwd = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) if where == "repo" else tmp_path
     r = subprocess.run([sys.executable, "-m", "longsynth", "list"], cwd=cwd, capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.startswith(longsynth.tasks()[0]), r.stderr
+
+
+def test_validate_writes_certificate_that_info_shows(runner, tmp_path):
+    d = tmp_path / "d"
+    r = runner.invoke(cli, ["gen", "cumsum", "--L", "64", "--splits", "train=64,val=16,test=16", "-j", "1", "-o", str(d)])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(cli, ["validate", str(d), "--steps", "3"])
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    assert report["report_dir"].startswith(str(d / "validation"))
+    for name in ("metrics.json", "curves.png"):
+        assert os.path.exists(os.path.join(report["report_dir"], name))
+    assert "r2" in report["final"] and report["paper"]
+    r = runner.invoke(cli, ["info", str(d)])
+    assert r.exit_code == 0 and f"({report['report_dir']})" in r.output and "validation:" in r.output
+    r = runner.invoke(cli, ["validate", "listops", "--steps", "3"])
+    assert "on-the-fly validation covers atomic tasks" in one_error_line(r)
+    r = runner.invoke(cli, ["validate", "cumsum", "--steps", "0"])
+    assert "--steps must be >= 1" in one_error_line(r)
