@@ -9,6 +9,7 @@ import functools
 import json
 import os
 import shlex
+import sys
 import time
 
 import click
@@ -100,7 +101,7 @@ class Progress:
     def __call__(self, n, total=None):
         if n is None:
             self.bar = click.progressbar(length=total, label=self.label, show_pos=True,
-                                         item_show_func=lambda s: s, file=click.get_text_stream("stderr"))
+                                         item_show_func=lambda s: s, file=sys.stderr)
             self.bar.__enter__()
             self.t0 = time.perf_counter()
             return
@@ -230,7 +231,7 @@ def verify(root, deep, samples):
     """Check checksums, structure and digests of a stored dataset."""
     m = store.read_manifest(root)
     shards = sum(len(s["shards"]) for s in m["splits"].values())
-    with click.progressbar(length=shards, label="verify", file=click.get_text_stream("stderr"),
+    with click.progressbar(length=shards, label="verify", file=sys.stderr,
                            item_show_func=lambda name: name) as bar:
         problems = store.verify(root, deep=deep, samples=samples, progress=lambda name: bar.update(1, name))
     if problems:
