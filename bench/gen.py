@@ -5,7 +5,8 @@
 Runs longsynth.store.generate into a temporary directory with 1 and 2 workers. The
 write share is HDF5 dataset writes + close, over the workers' total time (generate +
 digests + HDF5 writes + file hash + fsync), summed over shards; fsync (disk, not HDF5)
-is reported on its own.
+is reported on its own. A plain write() of the same number of bytes into a fresh file is
+timed after each run as the machine's baseline for the HDF5 write rate.
 """
 import argparse
 import json
@@ -26,7 +27,9 @@ def run(task, params, num_samples, workers, compression):
         size = sum(r["bytes"] for s in m["splits"].values() for r in s["shards"])
         t = {k: sum(x[k] for x in m["timings"]) for k in ("generate_s", "write_s", "hash_s", "sync_s")}
         busy = sum(t.values())
+        raw = raw_write_mb_s(root, size)
         return {
+            "hdf5_write_mb_s": size / 1e6 / t["write_s"], "raw_write_mb_s": raw,
             "task": task, "params": params, "workers": workers, "compression": compression,
             "samples": num_samples, "wall_s": wall, "samples_per_s": num_samples / wall,
             "mb_per_s": size / 1e6 / wall, "bytes": size, **t,
@@ -35,6 +38,23 @@ def run(task, params, num_samples, workers, compression):
         }
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def raw_write_mb_s(root, nbytes, block=8 << 20):
+    """MB/s of a plain write() of nbytes into a new file beside the shards (page cache, no fsync).
+
+    The baseline for the HDF5 write rate: on a VM whose fresh page-cache pages are slow to
+    touch, both are slow for the same reason.
+    """
+    buf = os.urandom(block)
+    path = os.path.join(root, "raw.bin")
+    t0 = time.perf_counter()
+    with open(path, "wb") as f:
+        for _ in range(max(1, nbytes // block)):
+            f.write(buf)
+    dt = time.perf_counter() - t0
+    os.remove(path)
+    return max(1, nbytes // block) * block / 1e6 / dt
 
 
 def main():
@@ -48,10 +68,10 @@ def main():
     params = {"L": args.L}
     run(args.task, params, 200, 1, args.compression)  # compile / load the numba cache once
     rows = [run(args.task, params, args.num_samples, w, args.compression) for w in (1, 2)]
-    print(f"{'task':10s} {'L':>6s} {'workers':>7s} {'samples/s':>10s} {'MB/s':>8s} {'write %':>8s} {'hash %':>7s} {'gen %':>6s} {'fsync %':>7s}")
+    print(f"{'task':10s} {'L':>6s} {'workers':>7s} {'samples/s':>10s} {'MB/s':>8s} {'write %':>8s} {'hash %':>7s} {'gen %':>6s} {'fsync %':>7s} {'h5 MB/s':>8s} {'raw MB/s':>8s}")
     for r in rows:
         print(f"{r['task']:10s} {args.L:6d} {r['workers']:7d} {r['samples_per_s']:10,.0f} {r['mb_per_s']:8.1f} "
-              f"{100 * r['write_share']:7.1f}% {100 * r['hash_share']:6.1f}% {100 * r['generate_share']:5.1f}% {100 * r['sync_share']:6.1f}%")
+              f"{100 * r['write_share']:7.1f}% {100 * r['hash_share']:6.1f}% {100 * r['generate_share']:5.1f}% {100 * r['sync_share']:6.1f}% {r['hdf5_write_mb_s']:8.0f} {r['raw_write_mb_s']:8.0f}")
     os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(rows, f, indent=1)
