@@ -46,8 +46,12 @@ def _ypix(v, lo, hi, y0, y1):
     return y1 - (v - lo) / (hi - lo) * (y1 - y0)
 
 
-def lines(panels, path=None, *, title=None, width=900, panel_height=120):
-    """Stacked panels of line series; long series are drawn as min/max envelopes per pixel."""
+def lines(panels, path=None, *, title=None, width=900, panel_height=120, robust=False):
+    """Stacked panels of line series; long series are drawn as min/max envelopes per pixel.
+
+    ``robust``: the y range spans the 0.5-99.5 percentiles, so a few outliers (a first
+    step's loss) do not flatten the rest; points outside are drawn at the frame's edge.
+    """
     step = panel_height + _HEAD + 6
     img, draw, top = _canvas(width, step * len(panels), title)
     for p, (label, values) in enumerate(panels):
@@ -56,6 +60,9 @@ def lines(panels, path=None, *, title=None, width=900, panel_height=120):
         box = (_MARGIN_L, top + p * step + _HEAD, width - _MARGIN_R, top + p * step + _HEAD + panel_height)
         finite = v[np.isfinite(v)]
         lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        if robust and finite.size:
+            lo, hi = (float(q) for q in np.percentile(finite, [0.5, 99.5]))
+            v = np.clip(v, lo, hi)
         if hi <= lo:
             lo, hi = lo - 0.5, hi + 0.5
         _frame(draw, box, lo, hi, label)

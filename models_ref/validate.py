@@ -199,11 +199,12 @@ def curves(history, primary, path, title):
     """Training loss per step, validation loss and metric per evaluation (x: evaluation steps)."""
     val = history["val"]
     every = f"at steps {val[0]['step']}..{val[-1]['step']}" if val else "none"
-    panels = [(f"train loss, steps 1..{len(history['train'])}", [r["loss"] for r in history["train"]])]
+    panels = [(f"train loss, steps 1..{len(history['train'])} (y: 0.5-99.5th percentile)",
+               [r["loss"] for r in history["train"]])]
     if val:
         panels += [(f"val loss ({len(val)} evaluations {every})", [r["loss"] for r in val]),
                    (f"val {primary} ({len(val)} evaluations {every})", [r[primary] for r in val])]
-    return plot.lines(panels, path, title=title)
+    return plot.lines(panels, path, title=title, robust=True)
 
 
 def prediction_figure(labels, predictions, side, path, scale=2):
