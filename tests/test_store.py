@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import longsynth
+from registered import registered
 from longsynth import registry, store
 from longsynth.task import KeySpec, Ragged, Task, param
 
@@ -209,11 +210,9 @@ RAGGED = Task(
 
 
 @pytest.fixture
-def ragged_task(monkeypatch):
-    tasks = dict(registry.all_tasks())
-    tasks[RAGGED.name] = RAGGED
-    monkeypatch.setattr(registry, "_TASKS", tasks)
-    return RAGGED
+def ragged_task():
+    with registered(RAGGED):
+        yield RAGGED
 
 
 def test_ragged_round_trip(tmp_path, ragged_task):

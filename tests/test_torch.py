@@ -8,11 +8,11 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch  # noqa: E402  (a test dependency: its absence must fail, not skip)
 from torch.utils.data import DataLoader  # noqa: E402
 
 import longsynth  # noqa: E402
-from longsynth import registry  # noqa: E402
+from registered import registered  # noqa: E402
 from longsynth.store import generate  # noqa: E402
 from longsynth.task import KeySpec, Ragged, Task, param  # noqa: E402
 from longsynth.torch import (  # noqa: E402
@@ -89,14 +89,10 @@ TOY = Task(name="toy-listops", config=ToyListOpsConfig, summary="test-only ragge
 
 @pytest.fixture(scope="module")
 def toy_dir(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    tasks = dict(registry.all_tasks())
-    tasks[TOY.name] = TOY
-    mp.setattr(registry, "_TASKS", tasks)
-    root = tmp_path_factory.mktemp("toy")
-    generate(root, TOY.name, {}, splits={"train": 9}, workers=1)
-    yield root
-    mp.undo()
+    with registered(TOY):
+        root = tmp_path_factory.mktemp("toy")
+        generate(root, TOY.name, {}, splits={"train": 9}, workers=1)
+        yield root
 
 
 @dataclass(frozen=True)
@@ -126,14 +122,10 @@ TOY_PF = Task(name="toy-pathfinder", config=ToyPathfinderConfig, summary="test-o
 
 @pytest.fixture(scope="module")
 def toy_pf_dir(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    tasks = dict(registry.all_tasks())
-    tasks[TOY_PF.name] = TOY_PF
-    mp.setattr(registry, "_TASKS", tasks)
-    root = tmp_path_factory.mktemp("toypf")
-    generate(root, TOY_PF.name, {}, splits={"train": 10}, shard_size=4, workers=1)
-    yield root
-    mp.undo()
+    with registered(TOY_PF):
+        root = tmp_path_factory.mktemp("toypf")
+        generate(root, TOY_PF.name, {}, splits={"train": 10}, shard_size=4, workers=1)
+        yield root
 
 
 # ---------------------------------------------------------------- encodings, hand-computed
