@@ -25,43 +25,57 @@ Worked example (15 tokens):
     heights [1, 2, 3], operators [3 (SM), 2 (MED), 1 (MAX)], root 6, length 15
 (SM(3, 1, 6) = 0; MED(0, 8, 3) = 3; MAX(2, 6, 3, 4, 5) = 6.)
 
-Draw order (the reproducibility contract; see ``longsynth.rng``). Sample ``index`` reads
-only the stream ``stream(seed, split, index)``, through a bit reservoir: a request for k
-bits takes the low k bits of the current 64-bit word and shifts them out; if fewer than k
-bits remain, the rest of the word is discarded and a fresh ``next_u64`` word is loaded.
-A uniform choice among m values takes log2 m bits if m is a power of two; otherwise
-(Lemire's multiply-shift) 16 bits x give (x * m) >> 16, with x redrawn while
-(x * m) mod 2^16 < 2^16 mod m, which makes every value exactly equally likely.
-Trees are drawn one after another (attempts) until one is accepted; each attempt has:
+Draw order (the reproducibility contract, revision 2; see ``longsynth.rng``). Sample
+``index`` reads only the stream ``stream(seed, split, index)``, as whole 64-bit words w_0,
+w_1, ... (``next_u64``). Trees are drawn one after another (attempts) until one is
+accepted. An attempt builds the shape level by level (breadth first); level d (the root's
+is 1) holds z_d nodes in left-to-right order, z_1 = 1. For d = 1 .. max_depth - 1:
 
-1. Structure, in preorder. A node at depth d < max_depth takes 2 bits: it is an
-   operator iff they are 00 (probability exactly 1/4); a node at depth max_depth draws
-   nothing. An operator then draws its argument count 2 + u, u uniform in 0..max_args-2.
-   The attempt is abandoned as soon as the length lower bound (tokens emitted + 1 per
-   pending argument + 1 per pending ``]``) reaches max_length, and otherwise when the
-   tree is complete; it is accepted iff min_length < length (length < max_length holds).
-2. Labels, for the accepted tree only, in token order: every operator token takes 2 bits
-   (MIN, MAX, MED, SM), every leaf a digit uniform in 0..9 (a choice among 10: 16 bits).
+1. Decisions: the next ceil(z_d / 32) words; node j is an operator iff bits 2(j mod 32) and
+   2(j mod 32) + 1 of word floor(j / 32) are both 0 (probability exactly 1/4). Unused bits
+   are discarded. Nodes at depth max_depth are leaves and draw nothing.
+2. Argument counts 2 + u, u uniform in 0 .. m - 1 with m = max_args - 1, for the level's x_d
+   operators in order: if m = 2^k (k >= 1), fields of k bits, floor(64 / k) per word, low
+   first (operator i reads field i mod floor(64 / k) of the level's word floor(i / floor(64/k)));
+   if m = 1, nothing; otherwise 16-bit chunks, 4 per word, low first, a fresh word at the
+   level's start: chunk c gives u = (c * m) >> 16 unless (c * m) mod 2^16 < 2^16 mod m, in
+   which case it is discarded and the next chunk read (Lemire; exactly uniform).
+3. Bounds. After level d, length = 1 + sum over the operators so far of (arguments + 1) and
+   z_{d+1} = sum of the level's argument counts. The attempt is rejected if length >=
+   max_length, or if length + z_{d+1} (M_{d+1} - 1) <= min_length, where M_e is the longest
+   subtree rooted at depth e (M_max_depth = 1, M_e = 2 + max_args M_{e+1}); otherwise it is
+   accepted if z_{d+1} = 0 or d + 1 = max_depth, else it goes on to level d + 1.
 
-Why this is exactly the conditioned LRA process. In the LRA process the labels (operator
-kinds and digits) are independent of the shape (operator/leaf decisions and argument
-counts) and the length depends on the shape only. So the law of (shape, labels) given the
-window is law(shape | window) x law(labels | shape): drawing labels only after a shape is
-accepted leaves the accepted distribution unchanged. Rejection sampling of shapes returns
-the first attempt whose shape lies in the window; stopping an attempt early changes
-nothing as long as the early stop happens only for attempts that would be rejected anyway
-and depends only on what was drawn so far: the length lower bound only grows, so once it
-reaches max_length the finished tree could not have length < max_length. A leaf root
-(length 1 <= min_length) is rejected after its single decision, like any complete tree
-outside the window. Attempts consume independent stretches of the stream, so how many
-bits a rejected attempt used does not bias the next one.
+Labels, for the accepted tree only, from a bit reservoir that starts at the word after the
+attempt: a request for k bits takes the low k bits of the current word and shifts them out;
+if fewer than k bits remain, the rest of the word is discarded and the next word loaded.
+Tokens in order (preorder): every operator takes 2 bits (0 MIN, 1 MAX, 2 MED, 3 SM), every
+leaf a digit: a 16-bit request x gives (10 x) >> 16, unless (10 x) mod 2^16 < 2^16 mod 10 = 6,
+in which case x is requested again.
 
-Implementation (three layers): ``attempt_length`` runs attempts counting tokens only, with
-subtrees rooted at depth >= max_depth - 2 unrolled off the stack (most nodes live there);
-``attempt_shape`` is the node-by-node reference of the same draws (a test checks both
-consume identical bits, accepted or not). Once an attempt is accepted, ``_labelled_tree``
-replays its shape from the saved stream state while drawing labels from the stream after
-the attempt, in one pass. ``listops_fill`` runs samples in parallel into padded rows and
+Why this is exactly the conditioned LRA process. In the LRA process every node's decision
+and argument count are independent draws, so assigning draws to nodes breadth first
+instead of depth first gives the same law of shapes. Labels (operator kinds and digits) are
+independent of the shape, and the length depends on the shape only: the law of (shape,
+labels) given the window is law(shape | window) x law(labels | shape), so drawing labels
+only after a shape is accepted changes nothing. Rejection sampling returns the first
+attempt whose shape lies in the window; stopping an attempt early changes nothing as long as
+it happens only to attempts that would be rejected anyway and depends only on what was
+drawn so far. After level d the final length is at least the length so far (pending nodes
+can only add tokens) and at most length + z_{d+1} (M_{d+1} - 1) (each pending node at
+most a full subtree), so both early rejections are certain. A leaf root (length 1 <=
+min_length) is rejected after one word. Attempts consume disjoint stretches of the stream,
+so how many words a rejected attempt used does not bias the next one. (Revision 1 of this
+contract drew node by node in preorder; revision 2 gives the same law, 17x faster.)
+
+Implementation (three layers): ``attempt_length`` counts a word's 32 decisions with one
+popcount and sums up to 21 argument fields with k popcounts, so a rejected attempt costs
+about one word operation per 32 nodes; ``attempt_shape`` is the node-by-node reference of
+the same draws and records every node's argument count (a test checks both consume
+identical words, accepted or not). Once an attempt is accepted, ``attempt_shape`` replays
+it from the saved stream state, and ``_labelled_tree`` walks the shape in preorder (one
+cursor per level: preorder meets each level's nodes left to right) while drawing labels,
+in one pass. ``listops_fill`` runs samples in parallel into padded rows and
 ``generate_padded`` / the block hooks allocate and compact them into ragged keys.
 
 Template: h = 0x9E3779B97F4A7C15; for every non-digit token id t in order,
@@ -74,7 +88,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from longsynth.rng import next_u64, stream
+from longsynth.rng import next_u64, popcount, stream
 from longsynth.task import KeySpec, Ragged, Task, param
 
 VOCAB = ["[MIN", "[MAX", "[MED", "[SM", "]", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"]
@@ -82,9 +96,10 @@ OPERATORS = VOCAB[:4]
 CLOSE = 4
 DIGIT0 = 5
 IGNORE = -1  # target of every token that is not a `]`
-OPEN_MARK = 0  # shape tokens written by attempt_shape, the node-by-node reference walk
-LEAF_MARK = 5
+EVEN = np.uint64(0x5555555555555555)  # bit 0 of each 2-bit decision in a word
+ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 TEMPLATE_SEED = 0x9E3779B97F4A7C15
+REVISION = 2  # 1: node-by-node preorder draws (longsynth 0.1.0); 2: level-by-level words
 MIN_ACCEPTANCE = 1e-6  # configs whose trees land in the window less often are refused
 
 
@@ -139,37 +154,6 @@ def _choice(s, word, left, m, k):
 
 
 @njit(cache=True, inline="always")
-def _node1(s, word, left, nargs, kbits, need, max_length):
-    """Length of a subtree at depth max_depth - 1 (0 if the lower bound hits max_length)."""
-    g, w, n = _bits(s, word, left, 2)
-    if g != 0:
-        return 1, w, n, need
-    u, w, n = _choice(s, w, n, nargs, kbits)
-    if need + u + 3 >= max_length:
-        return 0, w, n, need + u + 3
-    return u + 4, w, n, need + u + 3
-
-
-@njit(cache=True, inline="always")
-def _node2(s, word, left, nargs, kbits, need, max_length):
-    """Length of a subtree at depth max_depth - 2 (0 if the lower bound hits max_length)."""
-    g, w, n = _bits(s, word, left, 2)
-    if g != 0:
-        return 1, w, n, need
-    u, w, n = _choice(s, w, n, nargs, kbits)
-    nd = need + u + 3
-    if nd >= max_length:
-        return 0, w, n, nd
-    total = 2
-    for _ in range(u + 2):
-        c, w, n, nd = _node1(s, w, n, nargs, kbits, nd, max_length)
-        if c == 0:
-            return 0, w, n, nd
-        total += c
-    return total, w, n, nd
-
-
-@njit(cache=True, inline="always")
 def _arg_bits(max_args):
     """Bits per argument-count draw: log2(max_args - 1) if a power of two, else -1 (Lemire)."""
     kbits = 0
@@ -178,87 +162,143 @@ def _arg_bits(max_args):
     return kbits if (1 << kbits) == max_args - 1 else -1
 
 
-@njit(cache=True)
-def attempt_length(s, word, left, min_length, max_length, max_args, max_depth, rem):
-    """One attempt, lengths only: (length if accepted else 0, word, left).
+@njit(cache=True, inline="always")
+def _low(n):
+    """Mask of the n low bits of a uint64 (0 <= n; n >= 64 gives all ones)."""
+    if n >= 64:
+        return ALL_ONES
+    return (np.uint64(1) << np.uint64(n)) - np.uint64(1)
 
-    Consumes exactly the draws of :func:`attempt_shape` (the reference order), but keeps
-    subtrees rooted at depth >= max_depth - 2 off the stack: they are most of the nodes.
+
+@njit(cache=True, inline="always")
+def _field_base(k):
+    """Bit 0 of each of the 64 // k fields of k bits in a word (k >= 1)."""
+    base = np.uint64(0)
+    for i in range(64 // k):
+        base |= np.uint64(1) << np.uint64(k * i)
+    return base
+
+
+@njit(cache=True, inline="always")
+def _field_sum(w, base, k):
+    """Sum of the k-bit fields of w whose bit 0 is set in base (one popcount per bit plane)."""
+    total = 0
+    for b in range(k):
+        total += popcount(w & (base << np.uint64(b))) << b
+    return total
+
+
+@njit(cache=True, inline="always")
+def _chunk_choice(s, w, chunks, m, t):
+    """(u, w, chunks): Lemire's exact choice in [0, m) from 16-bit chunks of w (4 per word,
+    low first, a fresh word when none are left); a chunk x with (x * m) mod 2**16 < t =
+    2**16 mod m is discarded and the next one read."""
+    while True:
+        if chunks == 0:
+            w = next_u64(s)
+            chunks = 4
+        prod = np.int64(w & np.uint64(0xFFFF)) * m
+        w = w >> np.uint64(16)
+        chunks -= 1
+        if (prod & 0xFFFF) >= t:
+            return prod >> 16, w, chunks
+
+
+@njit(cache=True)
+def caps(max_length, max_args, max_depth):
+    """cap[d] = M_d - 1 for d = 1..max_depth, M_d the longest token length of a subtree rooted
+    at depth d (M_max_depth = 1, M_d = 2 + max_args * M_{d+1}), clipped at max_length."""
+    cap = np.zeros(max_depth + 1, dtype=np.int64)
+    m = 1
+    for d in range(max_depth, 0, -1):
+        cap[d] = m - 1
+        m = min(2 + max_args * m, max_length)
+    return cap
+
+
+@njit(cache=True)
+def attempt_length(s, min_length, max_length, max_args, max_depth, cap):
+    """One attempt, level by level with 32 decisions per popcount: accepted length, else 0.
+
+    Consumes exactly the words of :func:`attempt_shape` (the node-by-node reference).
     """
-    nargs = max_args - 1
-    kbits = _arg_bits(max_args)
-    pos = 0
-    top = -1
-    need = 1
-    while True:
-        d = top + 2
-        if d <= max_depth - 3:
-            g, word, left = _bits(s, word, left, 2)
-            if g == 0:
-                u, word, left = _choice(s, word, left, nargs, kbits)
-                need += u + 3
-                if need >= max_length:
-                    return 0, word, left
-                pos += 1
-                top += 1
-                rem[top] = u + 2
-                continue
-            n = 1
-        elif d == max_depth - 2:
-            n, word, left, need = _node2(s, word, left, nargs, kbits, need, max_length)
-        elif d == max_depth - 1:
-            n, word, left, need = _node1(s, word, left, nargs, kbits, need, max_length)
-        else:
-            n = 1
-        if n == 0:
-            return 0, word, left
-        pos += n
-        while True:
-            if top < 0:
-                return (pos if pos > min_length else 0), word, left
-            r = rem[top] - 1
-            if r > 0:
-                rem[top] = r
-                break
-            pos += 1
-            top -= 1
+    m = max_args - 1
+    k = _arg_bits(max_args)
+    per = 64 // k if k > 0 else 64
+    base = _field_base(k) if k > 0 else np.uint64(0)
+    t = 65536 % m
+    length = 1
+    z = 1
+    for d in range(1, max_depth):
+        x = 0
+        for j0 in range(0, z, 32):
+            w = next_u64(s)
+            x += popcount(~(w | (w >> np.uint64(1))) & EVEN & _low(2 * (z - j0)))
+        total = 2 * x
+        if k > 0:
+            for i0 in range(0, x, per):
+                total += _field_sum(next_u64(s), base & _low(k * (x - i0)), k)
+        elif k < 0:
+            w = np.uint64(0)
+            chunks = 0
+            for _ in range(x):
+                u, w, chunks = _chunk_choice(s, w, chunks, m, t)
+                total += u
+        length += x + total
+        if length >= max_length or length + total * cap[d + 1] <= min_length:
+            return 0
+        if total == 0:
+            return length
+        z = total
+    return length
 
 
 @njit(cache=True)
-def attempt_shape(s, word, left, min_length, max_length, max_args, max_depth, rem, tokens):
-    """One attempt node by node in preorder (the documented draw order), writing the shape
-    (OPEN_MARK, LEAF_MARK, CLOSE) into tokens: (length if accepted else 0, word, left)."""
-    nargs = max_args - 1
-    kbits = _arg_bits(max_args)
-    pos = 0
-    top = -1
-    need = 1
-    while True:
-        op = False
-        if top + 2 < max_depth:
-            g, word, left = _bits(s, word, left, 2)
-            op = g == 0
-        if op:
-            u, word, left = _choice(s, word, left, nargs, kbits)
-            need += u + 3
-            if need >= max_length:
-                return 0, word, left
-            tokens[pos] = OPEN_MARK
-            pos += 1
-            top += 1
-            rem[top] = u + 2
-            continue
-        tokens[pos] = LEAF_MARK
-        pos += 1
-        while True:
-            if top < 0:
-                return (pos if pos > min_length else 0), word, left
-            rem[top] -= 1
-            if rem[top] > 0:
-                break
-            tokens[pos] = CLOSE
-            pos += 1
-            top -= 1
+def attempt_shape(s, min_length, max_length, max_args, max_depth, cap, kids, starts):
+    """One attempt node by node (the documented draw order): accepted length, else 0.
+
+    Writes the argument count of every node at depth < max_depth (0 for a leaf) into kids,
+    level after level in left-to-right order; level d starts at kids[starts[d]].
+    """
+    m = max_args - 1
+    k = _arg_bits(max_args)
+    per = 64 // k if k > 0 else 64
+    field = (1 << k) - 1 if k > 0 else 0
+    t = 65536 % m
+    length = 1
+    z = 1
+    n = 0
+    for d in range(1, max_depth):
+        starts[d] = n
+        w = np.uint64(0)
+        for j in range(z):
+            if j % 32 == 0:
+                w = next_u64(s)
+            kids[n + j] = ((w >> np.uint64(2 * (j % 32))) & np.uint64(3)) == 0  # 1: operator
+        total = 0
+        i = 0
+        chunks = 0
+        for j in range(n, n + z):
+            if kids[j]:
+                u = 0
+                if k > 0:
+                    if i % per == 0:
+                        w = next_u64(s)
+                    u = np.int64(w >> np.uint64(k * (i % per))) & field
+                elif k < 0:
+                    u, w, chunks = _chunk_choice(s, w, chunks, m, t)
+                kids[j] = u + 2
+                total += u + 3
+                i += 1
+        n += z
+        length += total
+        total -= i  # arguments of this level's operators: the next level's nodes
+        if length >= max_length or length + total * cap[d + 1] <= min_length:
+            return 0
+        if total == 0:
+            return length
+        z = total
+    return length
 
 
 @njit(cache=True, inline="always")
@@ -282,86 +322,77 @@ def _kth(hist, base, k):
 
 
 @njit(cache=True, inline="always")
-def _close_value(op, lo, hi, total, count, hist, base):
-    """Value of operator op from its arguments' running min, max, sum, count and digit counts
+def _close_value(op, count, hist, base):
+    """Value of operator op over the count digits counted in hist[base:base + 10]
     (MED = int(numpy.median(args)): the mean of the two middle values, truncated)."""
     if op == 0:
-        return lo
+        return _kth(hist, base, 0)
     if op == 1:
-        return hi
+        return _kth(hist, base, count - 1)
     if op == 3:
+        total = 0
+        for b in range(1, 10):
+            total += b * hist[base + b]
         return total % 10
     return (_kth(hist, base, (count - 1) // 2) + _kth(hist, base, count // 2)) // 2
 
 
 @njit(cache=True)
-def _labelled_tree(sa, wa, la, sb, wb, lb, max_args, max_depth, tokens, targets, heights, operators):
-    """Walk the accepted shape again from its saved draws (stream sa, reservoir wa/la) while
-    drawing labels from the draws after it (sb, wb/lb); write tokens and tags, compute values,
+def _labelled_tree(kids, starts, max_depth, s, tokens, targets, heights, operators):
+    """Walk the accepted shape (kids, starts) in preorder while drawing labels from stream s
+    (a bit reservoir starting at its next word); write tokens and tags, compute values,
     heights and operators per `]` and the template hash. Returns (length, n_close, root, template).
 
-    Each open operator keeps its arguments' running min, max, sum, count and digit counts, so a
-    `]` costs the same whatever the operator.
+    Preorder visits each level's nodes left to right, so one cursor per level finds them.
+    Each open operator counts its arguments' digits (a histogram of 10), from which its `]`
+    reads MIN, MAX, MED or SM; heights start at 0, so only operator children update them.
     """
-    nargs = max_args - 1
-    kbits = _arg_bits(max_args)
     frames = max_depth + 1
+    cursor = starts.copy()
     rem = np.empty(frames, dtype=np.int64)
     f_op = np.empty(frames, dtype=np.int64)
-    f_h = np.empty(frames, dtype=np.int64)
-    f_lo = np.empty(frames, dtype=np.int64)
-    f_hi = np.empty(frames, dtype=np.int64)
-    f_sum = np.empty(frames, dtype=np.int64)
     f_n = np.empty(frames, dtype=np.int64)
-    hist = np.empty(frames * 10, dtype=np.int64)
+    f_h = np.zeros(frames, dtype=np.int64)
+    hist = np.zeros(frames * 10, dtype=np.int64)
+    word = np.uint64(0)
+    left = 0
     top = -1
     pos = 0
     nclose = 0
     h = np.uint64(TEMPLATE_SEED)
     while True:
-        is_op = False
-        if top + 2 < max_depth:
-            g, wa, la = _bits(sa, wa, la, 2)
-            is_op = g == 0
-        if is_op:
-            u, wa, la = _choice(sa, wa, la, nargs, kbits)
-            op, wb, lb = _bits(sb, wb, lb, 2)
+        d = top + 2
+        c = 0
+        if d < max_depth:
+            c = np.int64(kids[cursor[d]])
+            cursor[d] += 1
+        if c > 0:
+            op, word, left = _bits(s, word, left, 2)
             tokens[pos] = op
             targets[pos] = IGNORE
             pos += 1
             h = _hash_step(h, op)
             top += 1
-            rem[top] = u + 2
+            rem[top] = c
+            f_n[top] = c
             f_op[top] = op
-            f_h[top] = 0
-            f_lo[top] = 9
-            f_hi[top] = 0
-            f_sum[top] = 0
-            f_n[top] = 0
-            for b in range(10):
-                hist[top * 10 + b] = 0
             continue
-        v, wb, lb = _choice(sb, wb, lb, 10, -1)
+        v, word, left = _choice(s, word, left, 10, -1)
         tokens[pos] = DIGIT0 + v
         targets[pos] = IGNORE
         pos += 1
-        ht = 0
-        while True:
-            if top < 0:
-                return pos, nclose, v, h
-            f_lo[top] = min(f_lo[top], v)
-            f_hi[top] = max(f_hi[top], v)
-            f_sum[top] += v
-            f_n[top] += 1
-            hist[top * 10 + v] += 1
-            f_h[top] = max(f_h[top], ht)
-            rem[top] -= 1
-            if rem[top] > 0:
-                break
+        if top < 0:
+            return pos, nclose, v, h
+        hist[top * 10 + v] += 1
+        rem[top] -= 1
+        while rem[top] == 0:
+            base = top * 10
             op = f_op[top]
-            v = _close_value(op, f_lo[top], f_hi[top], f_sum[top], f_n[top], hist, top * 10)
+            v = _close_value(op, f_n[top], hist, base)
+            for b in range(10):
+                hist[base + b] = 0
             ht = f_h[top] + 1
-            top -= 1
+            f_h[top] = 0
             tokens[pos] = CLOSE
             targets[pos] = v
             pos += 1
@@ -369,6 +400,12 @@ def _labelled_tree(sa, wa, la, sb, wb, lb, max_args, max_depth, tokens, targets,
             heights[nclose] = ht
             operators[nclose] = op
             nclose += 1
+            top -= 1
+            if top < 0:
+                return pos, nclose, v, h
+            hist[top * 10 + v] += 1
+            f_h[top] = max(f_h[top], ht)
+            rem[top] -= 1
 
 
 @njit(cache=True)
@@ -376,24 +413,19 @@ def listops_one(seed, split, index, min_length, max_length, max_args, max_depth,
                 tokens, targets, heights, operators):
     """Sample ``index`` into the row buffers; returns (length, n_close, root, template, attempts)."""
     s = stream(seed, split, index)
+    cap = caps(max_length, max_args, max_depth)
     saved = np.empty(4, dtype=np.uint64)
-    rem = np.empty(max_depth + 1, dtype=np.int64)
-    word = np.uint64(0)
-    left = 0
-    saved_word = word
-    saved_left = left
     attempts = 0
     length = 0
     while length == 0:
         attempts += 1
-        for j in range(4):
-            saved[j] = s[j]
-        saved_word = word
-        saved_left = left
-        length, word, left = attempt_length(s, word, left, min_length, max_length, max_args, max_depth, rem)
-    n, nclose, root, h = _labelled_tree(saved, saved_word, saved_left, s, word, left, max_args, max_depth,
-                                        tokens, targets, heights, operators)
-    if n != length:
+        saved[:] = s
+        length = attempt_length(s, min_length, max_length, max_args, max_depth, cap)
+    kids = np.empty(max_length, dtype=np.uint8)
+    starts = np.zeros(max_depth + 1, dtype=np.int64)
+    again = attempt_shape(saved, min_length, max_length, max_args, max_depth, cap, kids, starts)
+    n, nclose, root, h = _labelled_tree(kids, starts, max_depth, s, tokens, targets, heights, operators)
+    if again != length or n != length:
         raise RuntimeError("listops: shape replay disagrees with the length pass")
     return length, nclose, root, h, attempts
 
@@ -903,6 +935,7 @@ LISTOPS_SUBTREES = Task(
     show_dataset=_show_dataset,
     exporters={"lra-tsv": _export_subtrees},
     audit=_audit,
+    revision=REVISION,
 )
 
 LISTOPS = Task(
@@ -920,6 +953,7 @@ LISTOPS = Task(
     show_dataset=_show_dataset,
     exporters={"lra-tsv": _export_classic},
     audit=_audit,
+    revision=REVISION,
 )
 
 TASKS = [LISTOPS_SUBTREES, LISTOPS]

@@ -19,11 +19,13 @@ Draws:
                        bits 0-7 layer, bit 8 sign, bits 9-60 the 52-bit abscissa
     normal_fill(s, x)  x[i] = normal(s) for i in order
     unit_inf_noise     normals divided by their max |x| (TASKS.md "normalised noise")
+Bits: popcount(x) counts the set bits of a uint64 (ListOps counts 32 decisions per word).
 """
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
 
 SPLITS = {"train": 1, "val": 2, "test": 3}
 FIXED = 0  # split code of the dataset-level stream (select-fixed positions, solve-fixed A)
@@ -85,6 +87,14 @@ def next_u64(s):
     s3 = _rotl(s3, 45)
     s[0], s[1], s[2], s[3] = s0, s1, s2, s3
     return result
+
+
+@intrinsic
+def popcount(typingctx, x):
+    """Number of set bits of a uint64, as int64 (one ``popcnt`` instruction where the CPU has it)."""
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+    return types.int64(types.uint64), codegen
 
 
 @njit(cache=True)

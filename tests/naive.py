@@ -425,3 +425,93 @@ def listops_reference(seed, n, min_length, max_length, max_args, max_depth):
         if min_length < len(tokens) < max_length:
             out.append((op, arity, height, len(tokens)))
     return out, drawn
+
+
+def listops_longest(max_args, max_depth):
+    """M[d]: token length of the full tree below depth d (every node an operator with
+    max_args arguments), d = 1 .. max_depth."""
+    M = {max_depth: 1}
+    for d in range(max_depth - 1, 0, -1):
+        M[d] = 2 + max_args * M[d + 1]
+    return M
+
+
+def listops_sample(seed, split, index, min_length, max_length, max_args, max_depth):
+    """Token ids of sample ``index``, straight from the documented draw order (revision 2)
+    in generators/listops.py: node by node in pure Python, the tree built level by level,
+    then written out recursively in preorder and labelled from a bit reservoir."""
+    rng = Stream(seed, split, index)
+    M = listops_longest(max_args, max_depth)
+    m = max_args - 1
+    k = m.bit_length() - 1 if m & (m - 1) == 0 else None  # None: not a power of two
+
+    def lemire(next16, n):
+        while True:
+            c = next16()
+            if (c * n) % 65536 >= 65536 % n:
+                return (c * n) >> 16
+
+    def attempt():
+        levels, z, length = [], 1, 1
+        for d in range(1, max_depth):
+            words = [rng.u64() for _ in range((z + 31) // 32)]
+            is_op = [(words[j // 32] >> (2 * (j % 32))) & 3 == 0 for j in range(z)]
+            x = sum(is_op)
+            if k is not None and k >= 1:
+                per = 64 // k
+                words = [rng.u64() for _ in range((x + per - 1) // per)]
+                us = [(words[i // per] >> (k * (i % per))) & (m - 1) for i in range(x)]
+            elif k == 0:
+                us = [0] * x
+            else:
+                chunks = []
+
+                def next16():
+                    if not chunks:
+                        w = rng.u64()
+                        chunks.extend((w >> (16 * c)) & 0xFFFF for c in range(4))
+                    return chunks.pop(0)
+                us = [lemire(next16, m) for _ in range(x)]
+            it = iter(us)
+            level = [2 + next(it) if op else 0 for op in is_op]
+            levels.append(level)
+            z = sum(level)
+            length += sum(a + 1 for a in level if a)
+            if length >= max_length or length + z * (M[d + 1] - 1) <= min_length:
+                return None
+            if z == 0:
+                break
+        return levels
+
+    levels = None
+    while levels is None:
+        levels = attempt()
+
+    reservoir = {"word": 0, "left": 0}
+
+    def bits(n):
+        if reservoir["left"] < n:
+            reservoir["word"], reservoir["left"] = rng.u64(), 64
+        v = reservoir["word"] & ((1 << n) - 1)
+        reservoir["word"] >>= n
+        reservoir["left"] -= n
+        return v
+
+    cursors = [0] * len(levels)
+    tokens = []
+
+    def write(d):  # the next unvisited node of level d, in preorder
+        arity = 0
+        if d <= len(levels):
+            arity = levels[d - 1][cursors[d - 1]]
+            cursors[d - 1] += 1
+        if arity:
+            tokens.append(bits(2))
+            for _ in range(arity):
+                write(d + 1)
+            tokens.append(LISTOPS_CLOSE)
+        else:
+            tokens.append(5 + lemire(lambda: bits(16), 10))
+
+    write(1)
+    return tokens

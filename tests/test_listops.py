@@ -69,14 +69,14 @@ def test_worked_example_from_tasks_md():
     assert cols_tok == cols_tag
 
 
-def test_operator_values_from_running_aggregates():
-    """The kernel's `]` value (running min/max/sum/count + digit counts) against the definition."""
+def test_operator_values_from_digit_counts():
+    """The kernel's `]` value (from its arguments' digit counts) against the definition."""
     rng = np.random.default_rng(0)
     for _ in range(500):
         args = rng.integers(0, 10, size=rng.integers(2, 17)).tolist()
         hist = np.bincount(args, minlength=10).astype(np.int64)
         for op in range(4):
-            got = lo._close_value(op, min(args), max(args), sum(args), len(args), hist, 0)
+            got = lo._close_value(op, len(args), hist, 0)
             assert got == naive.listops_apply(op, args), (op, args)
     assert naive.listops_apply(2, [0, 3]) == 1 == int(np.median([0, 3]))
 
@@ -100,27 +100,55 @@ def test_sample_is_pure_function_of_key():
 
 
 def test_length_pass_and_shape_pass_draw_identically():
-    """The fast length-only attempt consumes exactly the documented node-by-node draws."""
+    """The popcount length pass consumes exactly the documented node-by-node draws."""
     for mn, mx, args, depth in [(40, 120, 5, 6), (7000, 8180, 9, 15), (500, 2000, 10, 10),
-                                (4, 30, 2, 4), (2, 5, 3, 2), (4, 12, 4, 3)]:
+                                (4, 30, 2, 4), (2, 5, 3, 2), (4, 12, 4, 3), (30, 400, 16, 6),
+                                (30, 400, 7, 6), (100, 3000, 3, 12)]:
         cfg = lo.ListOpsConfig(mn, mx, args, depth)
-        rem_a = np.empty(depth + 1, dtype=np.int64)
-        rem_b = np.empty(depth + 1, dtype=np.int64)
-        tokens = np.empty(mx, dtype=np.uint8)
+        cap = lo.caps(mx, args, depth)
+        kids = np.empty(mx, dtype=np.uint8)
+        starts = np.zeros(depth + 1, dtype=np.int64)
         accepted = 0
         for index in range(40):
             sa, sb = stream(1, 1, index), stream(1, 1, index)
-            wa = wb = np.uint64(0)
-            la = lb = 0
-            for _ in range(400):
-                na, wa, la = lo.attempt_length(sa, np.uint64(wa), la, mn, mx, args, depth, rem_a)
-                nb, wb, lb = lo.attempt_shape(sb, np.uint64(wb), lb, mn, mx, args, depth, rem_b, tokens)
-                assert (na, int(wa), la) == (nb, int(wb), lb) and np.array_equal(sa, sb)
+            for _ in range(2000):
+                na = lo.attempt_length(sa, mn, mx, args, depth, cap)
+                nb = lo.attempt_shape(sb, mn, mx, args, depth, cap, kids, starts)
+                assert na == nb and np.array_equal(sa, sb)
                 if na:
                     accepted += 1
                     assert cfg.min_length < na < cfg.max_length
                     break
         assert accepted > 0
+
+
+@pytest.mark.parametrize("task, params, indices", [
+    ("listops-subtrees", SMALL, range(12)),
+    ("listops-subtrees", {"min_length": 4, "max_length": 30, "max_args": 2, "max_depth": 4}, range(6)),
+    ("listops-subtrees", {"min_length": 10, "max_length": 90, "max_args": 3, "max_depth": 5}, range(6)),
+    ("listops-subtrees", {"min_length": 30, "max_length": 400, "max_args": 16, "max_depth": 5}, range(6)),
+    ("listops", {}, range(3)),
+    ("listops-subtrees", {}, [0]),
+])
+def test_tokens_match_naive_twin_of_the_draw_order(task, params, indices):
+    """Every token equals the pure-Python twin written from the documented draw order."""
+    _, cfg, seed, code, _ = longsynth.api.resolve(task, 3, "val", params)
+    args = (cfg.min_length, cfg.max_length, cfg.max_args, cfg.max_depth)
+    for i in indices:
+        got = longsynth.sample(task, i, seed=3, split="val", **params)["inputs"]
+        assert got.tolist() == naive.listops_sample(seed, code, i, *args), i
+
+
+def test_upper_bound_caps_are_longest_subtrees():
+    """cap[d] + 1 is the length of the full tree below depth d (every node an operator with
+    max_args arguments), clipped at max_length: the early rejection bound is attained."""
+    for args, depth, mx in [(9, 15, 8180), (3, 5, 10_000), (2, 4, 100)]:
+        cap = lo.caps(mx, args, depth)
+        for d in range(1, depth + 1):
+            full = 1
+            for _ in range(depth - d):
+                full = 2 + args * full
+            assert cap[d] + 1 == min(full, mx)
 
 
 # ---------------------------------------------------------------- distribution
@@ -229,12 +257,12 @@ def test_bad_configs_are_refused(params, field):
 
 GOLDEN = {
     "listops-subtrees": [
-        "3f6fe3c36f52582f2aebc43a98e60d9915f9153dad9c5ec722dd16321fbb4b89",
-        "5d7519e670589b424db241b87b86cbcc3986cb810030264d0b3be997f4683fad",
+        "a18d7c4b4458539672f1ccf17639cef68e57f28da5223aaf4b3e129105dc0bd7",
+        "d663bb5d2184de9f2fff0ed124f055a4ae1ec68a2183bc924a753f6c1aa94bec",
     ],
     "listops": [
-        "96d22a461fab53640e8a9c7da594391c0bbeaeeff5b9ac4184bab067592c664d",
-        "d99cfab9323ccead4b8fd9fa9f45a9e4c271f49d4c115b01cf78cc1f3b96f395",
+        "ea9b627c17071b0511818dd2294e4b6ae7361ae35b5670e400e3e604e0099f16",
+        "e19e028cb41f1df0b54c40e16241d80a5cc3a314ef941742bcc436cc372ecafe",
     ],
 }
 
