@@ -355,6 +355,32 @@ def test_tiny_listops_subtrees_lowers_loss(tmp_path):
     assert res["test"]["by_height"] and set(res["test"]["by_operator"]) <= {"0", "1", "2", "3"}
 
 
+def test_classic_listops_is_tagged_at_its_last_token(tmp_path):
+    """Classic ListOps: the root value is the one label, at the final `]`; validate runs on it."""
+    import json
+
+    import longsynth
+    from longsynth.models_ref.validate import stored_sources, validate
+
+    torch.set_num_threads(1)
+    params = {"min_length": 20, "max_length": 60, "max_depth": 5, "max_args": 4}
+    root = _stored(tmp_path, "listops", params, 32, 8)
+    train_batch, val, _ = stored_sources(root, "listops", 8, 1)
+    x, y, groups = val()[0]
+    ds = longsynth.open(root)["val"]
+    for b in range(8):
+        s = ds[b]
+        n = int(s["length"])
+        assert x[b, :n].tolist() == s["inputs"].tolist() and (x[b, n:] == 0).all()
+        assert (y[b] != -100).nonzero().flatten().tolist() == [n - 1] and y[b, n - 1] == int(s["targets"])
+        assert groups["height"][b, n - 1] == s["heights"][-1] and groups["operator"][b, n - 1] == s["operators"][-1]
+    r = validate(root, model="dss", scale="tiny", steps=3, report_dir=str(tmp_path / "rep"), progress=False)
+    torch.set_num_threads(1)
+    m = json.load(open(tmp_path / "rep" / "metrics.json"))
+    assert m["task"] == "listops" and 0.0 <= m["test"]["accuracy"] <= 1.0 and m["paper"]["accuracy"] == 0.597
+    assert r["verdict"]["metric"] == "accuracy"
+
+
 def test_tiny_pathfinder_segmentation_lowers_loss(tmp_path):
     from longsynth.models_ref.validate import stored_sources
 
