@@ -216,6 +216,16 @@ def caps(max_length, max_args, max_depth):
     return cap
 
 
+@njit(cache=True, inline="always")
+def _level_verdict(length, z, cap_next, min_length, max_length):
+    """After a level (length so far, z pending nodes that add at most cap_next tokens each):
+    0 to reject (the final length cannot land in the window), the length to accept (no
+    pending nodes), -1 to go on."""
+    if length >= max_length or length + z * cap_next <= min_length:
+        return 0
+    return length if z == 0 else -1
+
+
 @njit(cache=True)
 def attempt_length(s, min_length, max_length, max_args, max_depth, cap):
     """One attempt, level by level with 32 decisions per popcount: accepted length, else 0.
@@ -245,10 +255,9 @@ def attempt_length(s, min_length, max_length, max_args, max_depth, cap):
                 u, w, chunks = _chunk_choice(s, w, chunks, m, t)
                 total += u
         length += x + total
-        if length >= max_length or length + total * cap[d + 1] <= min_length:
-            return 0
-        if total == 0:
-            return length
+        v = _level_verdict(length, total, cap[d + 1], min_length, max_length)
+        if v >= 0:
+            return v
         z = total
     return length
 
@@ -293,10 +302,9 @@ def attempt_shape(s, min_length, max_length, max_args, max_depth, cap, kids, sta
         n += z
         length += total
         total -= i  # arguments of this level's operators: the next level's nodes
-        if length >= max_length or length + total * cap[d + 1] <= min_length:
-            return 0
-        if total == 0:
-            return length
+        v = _level_verdict(length, total, cap[d + 1], min_length, max_length)
+        if v >= 0:
+            return v
         z = total
     return length
 
