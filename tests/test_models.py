@@ -263,6 +263,20 @@ def test_optimizer_reads_ssm_attributes():
     assert (1e-2, 0.1) in groups
 
 
+
+def test_tiny_dlr_preset_trains_ssm_parameters_slower():
+    """The tiny atomic DLR preset reaches the optimizer with Lambda and W at 2e-4, the rest
+    at 2e-3 (at 2e-3 everywhere select-fixed stalls near R^2 0.5; docs/validation.md)."""
+    from longsynth.models_ref.validate import preset
+
+    pre = preset("atomic", "dlr", "tiny")
+    m = Model(ModelConfig(d_input=4, d_output=1, **pre.model))
+    opt = build_optimizer(m, TrainConfig(**pre.train))
+    groups = {g["lr"]: len(g["params"]) for g in opt.param_groups}
+    assert groups.pop(2e-4) == 3 and set(groups) == {2e-3}
+    assert "ssm_lr" not in preset("atomic", "dss", "tiny").model
+
+
 # ---------------------------------------------------------------- learning
 
 
