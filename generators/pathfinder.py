@@ -1,59 +1,67 @@
 """Pathfinder-Segmentation: per-pixel labels of two dashed main paths among distractors.
 
-Definition (TASKS.md, "Pathfinder-Segmentation"): an M x M uint8 image holds two main
-paths of ``contour_length`` dashes and ``distractors`` short paths of
-``distractor_length`` dashes on black; round markers sit at the start of one main path
-and at the end of the same path (connected) or of the other one, with probability 1/2;
-with ``mark_distractors`` each distractor carries a marker at its start. Labels:
-2 on the main path that carries both markers, 1 on a main path otherwise, 0 elsewhere; a
-pixel is on a path iff that path's own 8-bit intensity there is nonzero (markers are not
-labelled). The geometry, the collision rule and the draw order of one image are in
-``generators/pathfinder_render.py``'s docstring (the reproducibility contract).
+Definition (TASKS.md, "Pathfinder-Segmentation"; the DLR authors' generator is the
+reference for image formation and geometry): an M x M uint8 image holds two main paths of
+``contour_length`` dashes and ``distractors`` short paths of ``distractor_length`` dashes
+on black; round markers sit at the start of one main path and at the end of the same path
+(connected) or of the other one, with probability 1/2; with ``mark_distractors`` each
+distractor carries a marker too. Dashes are PIL lines drawn ``antialias_scale`` times
+finer and reduced with a Lanczos filter; the image is rescaled so that its brightest
+pixel is 255. Labels: 2 on the main path that carries both markers, 1 on a main path
+otherwise, 0 elsewhere; a pixel is on a path iff that path's own 8-bit image (rescaled
+the same way) is nonzero there, so the faint Lanczos ring around each dash is labelled.
+The process and its draw order are in ``generators/pathfinder_render.py``'s docstring.
 
-Presets (``size``): every other field left at None takes the preset's value.
+Presets (``size``): every other field left at None takes the preset's value
+(the authors' ``snakes2_wrapper.py`` settings blocks).
     size  paddle_length thickness margin continuity contour distr_len distractors seed_dist marker aa contrast
     128   5             1.5       2..3   1.8        14      4         16          22        2.1    2  0.9
     256   8             2         4      2.2        16      5         16          27        4.2    2  1.0
     512   22            6         7      2.5        12      4         18          40        9      3  1.0
-with border 1 and mark_distractors on. At 128 the margin is drawn per image, uniformly
-from {margin_min, margin_max} = {2, 3}.
+with border 1 and mark_distractors on. At 128 the margin is drawn per image from
+{margin_min .. margin_max} = {2, 3}.
 
 Keys: ``inputs`` uint8 [M, M], ``targets`` uint8 [M, M] in {0, 1, 2}; extras
-``connected`` bool, ``marker_centers`` float32 [2 + distractors, 2] (row, col; start
-marker, end marker, then one per distractor when marked), ``main_dashes`` int32 [2],
-``distractors`` int32 (placed: always the requested number), ``margin`` uint8 (this
-image's margin) and ``dashes`` float32 [2 contour_length + distractors distractor_length, 4]
-(r0, c0, r1, c1 of every dash: marked main path first, then the other main path, then the
-distractors), kept so that the per-path layers can be redrawn for the dlr-pathfinder
-export without storing an [M, M] layer per path.
+``connected`` bool; ``marker_centers`` int32 [2 + distractors, 2] (row, col: start marker,
+end marker, then one per distractor when marked); ``main_dashes`` int32 [2] and
+``distractors`` int32, counted from what was drawn (marked path first); ``margin`` uint8;
+``dashes`` int32 [2 contour_length + distractors distractor_length, 4]: per dash the pixel
+its line starts from and the line's other end in 1/antialias_scale pixels from there
+(r, c, dr, dc), marked main path first, then the other main path, then the distractors;
+``peak`` float32, the composed image's maximum (the value shown as 255). With
+``distractor_tries`` > 0 (the authors' dropping rule) rows of dropped distractors are -1. With ``dashes``
+and ``peak`` each path's layer can be redrawn (the dlr-pathfinder export does).
 
 Worked example: ``longsynth.sample("pathfinder-seg", 0, seed=0)`` (size 128) gives
-``inputs`` with about 7% of its pixels lit, ``targets`` with about 2% of pixels in class
-1 or 2, ``marker_centers`` of shape [18, 2]; ``targets[r, c] > 0`` implies
-``inputs[r, c] > 0``; ``connected`` is True iff some target equals 2.
+``inputs`` with about 23% of its pixels nonzero (about 180 distinct levels, most of them
+faint ring values), ``targets`` with about 6% of pixels in class 1 or 2,
+``marker_centers`` of shape [18, 2]; ``targets[r, c] > 0`` implies ``inputs[r, c] > 0``;
+``connected`` is True iff some target equals 2.
 """
 import dataclasses
 import os
 import pickle
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
-from longsynth.generators.pathfinder_render import path_layer, render_batch
+from longsynth.generators import pathfinder_render as render
 from longsynth.task import KeySpec, Task, param
 
 SIZES = (128, 256, 512)
+REVISION = 2  # 2: the authors' image formation and placement process (1: capsules, local footprints)
 
-# TASKS.md presets (authors' generator); margin (lo, hi) is drawn per image from {lo..hi}
+# the authors' settings blocks; margin (lo, hi) is drawn per image from {lo..hi}
 PRESETS = {
-    128: dict(paddle_length=5.0, paddle_thickness=1.5, margin_min=2, margin_max=3, continuity=1.8,
-              contour_length=14, distractor_length=4, distractors=16, seed_distance=22.0,
+    128: dict(paddle_length=5, paddle_thickness=1.5, margin_min=2, margin_max=3, continuity=1.8,
+              contour_length=14, distractor_length=4, distractors=16, seed_distance=22,
               marker_radius=2.1, antialias_scale=2, contrast=0.9, mark_distractors=True, border=1),
-    256: dict(paddle_length=8.0, paddle_thickness=2.0, margin_min=4, margin_max=4, continuity=2.2,
-              contour_length=16, distractor_length=5, distractors=16, seed_distance=27.0,
+    256: dict(paddle_length=8, paddle_thickness=2.0, margin_min=4, margin_max=4, continuity=2.2,
+              contour_length=16, distractor_length=5, distractors=16, seed_distance=27,
               marker_radius=4.2, antialias_scale=2, contrast=1.0, mark_distractors=True, border=1),
-    512: dict(paddle_length=22.0, paddle_thickness=6.0, margin_min=7, margin_max=7, continuity=2.5,
-              contour_length=12, distractor_length=4, distractors=18, seed_distance=40.0,
+    512: dict(paddle_length=22, paddle_thickness=6.0, margin_min=7, margin_max=7, continuity=2.5,
+              contour_length=12, distractor_length=4, distractors=18, seed_distance=40,
               marker_radius=9.0, antialias_scale=3, contrast=1.0, mark_distractors=True, border=1),
 }
 
@@ -69,20 +77,24 @@ class PathfinderSegConfig:
     """
 
     size: int = param(128, "image side M in pixels (picks the preset)", choices=SIZES)
-    paddle_length: float | None = param(None, "total dash length in pixels (round caps included)", lo=1.0, hi=256.0)
-    paddle_thickness: float | None = param(None, "dash thickness in pixels", lo=0.5, hi=64.0)
-    margin_min: int | None = param(None, "smallest gap between consecutive dashes (drawn per image)", lo=1, hi=64)
-    margin_max: int | None = param(None, "largest gap between consecutive dashes (drawn per image)", lo=1, hi=64)
-    continuity: float | None = param(None, "turn penalty: the largest turn is pi / (2 continuity)", lo=1.0, hi=100.0)
-    contour_length: int | None = param(None, "dashes per main path", lo=2, hi=1000)
-    distractor_length: int | None = param(None, "dashes per distractor path", lo=1, hi=1000)
-    distractors: int | None = param(None, "number of distractor paths (all placed)", lo=0, hi=1000)
-    seed_distance: float | None = param(None, "distance between the start tips of the two main paths", lo=0.0, hi=4096.0)
-    marker_radius: float | None = param(None, "radius of the round markers in pixels", lo=0.5, hi=64.0)
-    antialias_scale: int | None = param(None, "sub-samples per pixel side for anti-aliasing", lo=1, hi=8)
-    contrast: float | None = param(None, "intensity of dashes and markers (255 * contrast)", lo=0.01, hi=1.0)
-    mark_distractors: bool | None = param(None, "give every distractor a marker at its start")
-    border: int | None = param(None, "pixels at the frame's edge that stay black", lo=0, hi=64)
+    paddle_length: int | None = param(None, "dash length in pixels (preset 5 / 8 / 22)", lo=1, hi=256)
+    paddle_thickness: float | None = param(None, "dash line width in pixels; times antialias_scale must be whole (preset 1.5 / 2 / 6)", lo=0.5, hi=64.0)
+    margin_min: int | None = param(None, "smallest gap between consecutive dashes, drawn per image (preset 2 / 4 / 7)", lo=1, hi=64)
+    margin_max: int | None = param(None, "largest gap between consecutive dashes, drawn per image (preset 3 / 4 / 7)", lo=1, hi=64)
+    continuity: float | None = param(None, "turn penalty: the largest turn is pi / (2 continuity) (preset 1.8 / 2.2 / 2.5)", lo=1.0, hi=100.0)
+    contour_length: int | None = param(None, "dashes per main path (preset 14 / 16 / 12)", lo=1, hi=1000)
+    distractor_length: int | None = param(None, "dashes per distractor path (preset 4 / 5 / 4)", lo=1, hi=1000)
+    distractors: int | None = param(None, "number of distractor paths, all placed (preset 16 / 16 / 18)", lo=0, hi=1000)
+    seed_distance: int | None = param(None, "distance between the start tips of the two main paths (preset 22 / 27 / 40)", lo=0, hi=4096)
+    marker_radius: float | None = param(None, "radius of the round markers in pixels (preset 2.1 / 4.2 / 9)", lo=0.5, hi=64.0)
+    antialias_scale: int | None = param(None, "drawing resolution relative to the image (preset 2 / 2 / 3)", lo=1, hi=8)
+    contrast: float | None = param(None, "dash intensity relative to the markers (preset 0.9 / 1 / 1)", lo=0.01, hi=1.0)
+    mark_distractors: bool | None = param(None, "give every distractor a marker (preset on)")
+    border: int | None = param(None, "frame pixels that no dash may cover (preset 1)", lo=0, hi=64)
+    distractor_tries: int = param(0, "drop a distractor after this many failed tries, as the authors' generator "
+                                     "(theirs: 5); 0: place every distractor", lo=0, hi=1000)
+    exact_restarts: bool = param(False, "restart both main paths on any failure, as the authors' generator "
+                                        "(their exact law; 5-10x slower); default: local retries")
 
 
 def _resolve(cfg):
@@ -92,13 +104,14 @@ def _resolve(cfg):
     out = dataclasses.replace(cfg, **filled)
     if out.margin_min > out.margin_max:
         raise ValueError(f"margin_min: must be <= margin_max ({out.margin_max}), got {out.margin_min}")
-    level = 255.0 * out.contrast / out.antialias_scale**2
-    if level < 0.5:
-        raise ValueError(
-            f"contrast: one covered sub-sample must give intensity >= 1 (255 * contrast / antialias_scale^2 "
-            f">= 0.5); got contrast {out.contrast} with antialias_scale {out.antialias_scale}")
-    if out.paddle_length + 2.0 * out.paddle_thickness + 2 * out.border >= out.size:
-        raise ValueError(f"paddle_length: a dash of {out.paddle_length} px does not fit a {out.size} px image")
+    width = out.paddle_thickness * out.antialias_scale
+    if width != round(width):
+        raise ValueError(f"paddle_thickness: times antialias_scale must be a whole number of pixels "
+                         f"(the authors' rule); got {out.paddle_thickness} x {out.antialias_scale}")
+    reach = out.paddle_length + 2 * out.margin_max + out.paddle_thickness + 2 * out.border
+    if 2 * reach >= out.size:
+        raise ValueError(f"paddle_length: a dash of {out.paddle_length} px with margin {out.margin_max} "
+                         f"does not fit a {out.size} px image")
     return out
 
 
@@ -116,30 +129,54 @@ def _keys(cfg):
         "inputs": KeySpec("uint8", (M, M), doc="grayscale image"),
         "targets": KeySpec("uint8", (M, M), doc="0 off the main paths, 2 on the doubly marked main path, 1 on a main path otherwise"),
         "connected": KeySpec("bool", (), doc="both markers lie on the same main path"),
-        "marker_centers": KeySpec("float32", (n_markers(cfg), 2),
-                                  doc="(row, col) of the markers: start, end, then distractor starts"),
-        "main_dashes": KeySpec("int32", (2,), doc="dashes of each main path (marked path first)"),
-        "distractors": KeySpec("int32", (), doc="distractor paths placed"),
+        "marker_centers": KeySpec("int32", (n_markers(cfg), 2),
+                                  doc="(row, col) of the markers: start, end, then distractor markers"),
+        "main_dashes": KeySpec("int32", (2,), doc="dashes drawn per main path (marked path first)"),
+        "distractors": KeySpec("int32", (), doc="distractor paths drawn"),
         "margin": KeySpec("uint8", (), doc="gap between consecutive dashes in this image"),
-        "dashes": KeySpec("float32", (n_dashes(cfg), 4),
-                          doc="(r0, c0, r1, c1) of every dash: marked main path, other main path, distractors"),
+        "dashes": KeySpec("int32", (n_dashes(cfg), 4),
+                          doc="(row, col, dr, dc) per dash: start pixel and line end in 1/antialias_scale pixels"),
+        "peak": KeySpec("float32", (), doc="maximum of the composed image before rescaling to 255"),
     }
+
+
+def params(cfg):
+    """The renderer's preset record and stamp tables for a resolved config."""
+    P = render.Params(M=cfg.size, border=cfg.border, L=cfg.paddle_length, aa=cfg.antialias_scale,
+                      contrast=float(cfg.contrast), continuity=float(cfg.continuity),
+                      seed_distance=cfg.seed_distance, contour_length=cfg.contour_length,
+                      distractor_length=cfg.distractor_length, distractors=cfg.distractors,
+                      mark_distractors=bool(cfg.mark_distractors), exact=bool(cfg.exact_restarts),
+                      drop_after=cfg.distractor_tries)
+    margins = tuple(range(cfg.margin_min, cfg.margin_max + 1))
+    T = render.build_tables(cfg.paddle_length, float(cfg.paddle_thickness), margins, cfg.antialias_scale,
+                            float(cfg.marker_radius), float(cfg.continuity))
+    return P, T
 
 
 def _fill(cfg, seed, split, start, out, fixed):
     count = out["inputs"].shape[0]
-    status = np.zeros(count, dtype=np.int32)
-    render_batch(seed, split, start, cfg.size, cfg.border, float(cfg.paddle_length), float(cfg.paddle_thickness),
-                 cfg.margin_min, cfg.margin_max, float(cfg.continuity), cfg.contour_length,
-                 cfg.distractor_length, cfg.distractors, float(cfg.seed_distance), float(cfg.marker_radius),
-                 cfg.antialias_scale, float(cfg.contrast), bool(cfg.mark_distractors),
-                 out["inputs"], out["targets"], out["connected"], out["marker_centers"], out["main_dashes"],
-                 out["distractors"], out["margin"], out["dashes"], status)
-    bad = np.nonzero(status)[0]
+    P, T = params(cfg)
+    works = render.workspace(P, T, threads=max(1, min(numba.get_num_threads(), count)))
+    counts = np.zeros((count, 6), dtype=np.int32)
+    markers = np.zeros((count, 2 + cfg.distractors, 2), dtype=np.int32)
+    render.render_batch(seed, split, start, P, T, works, out["inputs"], out["targets"], out["dashes"],
+                        markers, counts, out["peak"])
+    bad = np.nonzero(counts[:, 5] == 0)[0]
     if bad.size:
         raise ValueError(
             f"distractors: could not place every path of sample {start + int(bad[0])} in "
             f"{cfg.size} x {cfg.size} px; reduce distractors, contour_length or margin")
+    out["connected"][:] = counts[:, 0] == 1
+    out["main_dashes"][:] = counts[:, 1:3]
+    out["distractors"][:] = counts[:, 3]
+    out["margin"][:] = counts[:, 4]
+    out["marker_centers"][:] = markers[:, :n_markers(cfg)]
+    if cfg.distractor_tries:  # dropped distractors leave rows of -1
+        for i in np.nonzero(counts[:, 3] < cfg.distractors)[0]:
+            out["dashes"][i, 2 * cfg.contour_length + counts[i, 3] * cfg.distractor_length:] = -1
+            if cfg.mark_distractors:
+                out["marker_centers"][i, 2 + counts[i, 3]:] = -1
 
 
 # ---------------------------------------------------------------- preview
@@ -157,9 +194,29 @@ def _framed(rgb):
     return out
 
 
+LEGEND = [(0, "0: background"), (1, "1: on a main path"), (2, "2: on the main path that carries both markers")]
+
+
+def _with_legend(grid):
+    """The grid under a legend band: one colour swatch and readable text per class."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.load_default(size=18)
+    band = 34
+    out = Image.new("RGB", (max(grid.width, 760), grid.height + band), (255, 255, 255))
+    out.paste(grid, (0, band))
+    draw = ImageDraw.Draw(out)
+    x = 8
+    for cls, text in LEGEND:
+        draw.rectangle([x, 8, x + 18, 26], fill=CLASS_COLORS[cls], outline=(90, 90, 90))
+        draw.text((x + 26, 7), text, fill=(0, 0, 0), font=font)
+        x += 26 + int(draw.textlength(text, font=font)) + 24
+    return out
+
+
 def _show(samples, cfg, path):
-    """PNG grid at path (when given): each image beside its label mask (0 white, 1 gray,
-    2 black). Returns one summary line per sample."""
+    """PNG grid at path (when given): each image beside its label mask, with a legend.
+    Returns one summary line per sample."""
     from longsynth import plot
 
     tiles, captions, lines = [], [], []
@@ -168,60 +225,66 @@ def _show(samples, cfg, path):
         tgt = np.asarray(s["targets"])
         tiles += [_framed(np.repeat(img[:, :, None], 3, axis=2)), _framed(label_colors(tgt))]
         state = "connected" if bool(s["connected"]) else "disconnected"
-        captions += [f"{k}: image", f"{k}: labels ({state})"]
+        captions += [f"#{k} image", f"#{k} labels: {state}"]
         lines.append(f"sample {k}: {state}, margin {int(s['margin'])}, main dashes {np.asarray(s['main_dashes']).tolist()}, "
-                     f"{int(s['distractors'])} distractors, lit {np.mean(img > 0):.2%}, "
+                     f"{int(s['distractors'])} distractors, nonzero {np.mean(img > 0):.2%}, "
                      f"class 1 {np.mean(tgt == 1):.2%}, class 2 {np.mean(tgt == 2):.2%}")
     if path is not None:
         cols = 4 if len(tiles) >= 4 else len(tiles)
-        scale = 2 if cfg.size <= 128 else 1
-        plot.grid(tiles, path, cols=cols, labels=captions, scale=scale)
+        scale = max(1, 256 // cfg.size)  # tiles at least 256 px, so captions stay readable
+        _with_legend(plot.grid(tiles, None, cols=cols, labels=captions, scale=scale)).save(path)
     return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- dlr-pathfinder export
 
-EXPORT_BATCH = 10_000  # images per imgs/<batch> folder
+EXPORT_BATCH = 2500  # images per imgs/<batch> folder: one of their 40 workers' share of 100K
 
 
 def path_pixels(sample, cfg, which):
-    """(rows, cols) int64 arrays of main path ``which`` (0: marked, 1: other) from ``dashes``."""
-    layer = np.zeros((cfg.size, cfg.size), dtype=np.uint8)
+    """(rows, cols) of main path ``which`` (0: marked, 1: other): where its own layer,
+    redrawn from ``dashes`` and rescaled by ``peak``, is nonzero at 8 bits."""
+    P, T = params(cfg)
+    g = int(sample["margin"]) - cfg.margin_min
+    layer = np.zeros((cfg.size, cfg.size))
     n = cfg.contour_length
-    path_layer(np.asarray(sample["dashes"], dtype=np.float32), which * n, n, float(cfg.paddle_length),
-               float(cfg.paddle_thickness), cfg.antialias_scale, float(cfg.contrast), layer)
-    return np.nonzero(layer)
-
-
-def _tip(point):
-    return (int(round(float(point[0]))), int(round(float(point[1]))))
+    dashes = np.asarray(sample["dashes"], dtype=np.int64)
+    for r, c, dy, dx in dashes[which * n:(which + 1) * n]:
+        k = int(np.nonzero((T.key[g, :, 0] == dy) & (T.key[g, :, 1] == dx))[0][0])
+        render.draw_dash(T, g, k, int(r), int(c), float(cfg.contrast), layer)
+    peak = float(np.float32(sample["peak"]))
+    return np.nonzero(np.rint(layer / peak * 255.0) >= 1)
 
 
 def export_record(sample, cfg):
     """The authors' per-image pickle dict for one sample (see docs/tasks/pathfinder.md)."""
     n = cfg.contour_length
     dashes = np.asarray(sample["dashes"])
+    dtype = np.uint8 if cfg.size <= 256 else np.uint16  # theirs: uint8 up to 256 px
     segs = [path_pixels(sample, cfg, 0), path_pixels(sample, cfg, 1)]
     check = np.zeros((cfg.size, cfg.size), dtype=np.uint8)
     for i, seg in enumerate(segs):
-        check[seg] = 2 if (i == 0 and bool(sample["connected"])) else 1
+        check[seg] = np.maximum(check[seg], 2 if (i == 0 and bool(sample["connected"])) else 1)
     if not np.array_equal(check, sample["targets"]):
         raise ValueError("dashes: the redrawn main paths do not match the stored targets")
+    tip = lambda rc: [int(rc[0]), int(rc[1])]  # noqa: E731
     return {
-        "segs": segs,
-        "origin_tips": [_tip(dashes[0, :2]), _tip(dashes[n, :2])],
-        "terminal_tips": [_tip(dashes[n - 1, 2:]), _tip(dashes[2 * n - 1, 2:])],
+        "segs": [tuple(a.astype(dtype) for a in seg) for seg in segs],
+        "origin_tips": [tip(dashes[0, :2]), tip(dashes[n, :2])],
+        "terminal_tips": [np.array(tip(dashes[n - 1, :2])), np.array(tip(dashes[2 * n - 1, :2]))],
         "marker_indices": [0, 0 if bool(sample["connected"]) else 1],
-        "image_size": (cfg.size, cfg.size),
+        "image_size": [cfg.size, cfg.size],
     }
 
 
 def _export_dlr(dataset, out_dir, progress):
-    """All splits (train, val, test order) in the authors' on-disk layout under out_dir.
+    """All splits (train, val, test order) in the authors' layout under out_dir.
 
-    imgs/<b>/sample_<i>.png, paths/<b>/sample_<i>.pkl and metadata/<b>.npy with rows
-    [imgs/<b>, sample_<i>.png, i, label, contour_length, distractor_length, distractors,
-    size, split, split index], where i runs over all exported images and b = i // EXPORT_BATCH.
+    As their 40 workers write it: imgs/<b>/sample_<k>.png, paths/<b>/sample_<k>.pkl and
+    metadata/<b>.npy, b = i // 2500 and k = i % 2500 over all exported images i, metadata
+    rows [imgs/<b>, sample_<k>.png, k, label, continuity, contour_length,
+    distractor_length, paddle_length, paddle_thickness, margin, 1] (their 11 columns, as
+    strings). Their loader makes its own 80/10/10 split of everything it finds.
     """
     from PIL import Image
 
@@ -231,17 +294,17 @@ def _export_dlr(dataset, out_dir, progress):
     for split, sp in dataset.splits.items():
         for j in range(len(sp)):
             s = sp[j]
-            b = i // EXPORT_BATCH
+            b, k = divmod(i, EXPORT_BATCH)
             for sub in ("imgs", "paths"):
                 os.makedirs(os.path.join(out_dir, sub, str(b)), exist_ok=True)
-            name = f"sample_{i}"
+            name = f"sample_{k}"
             Image.fromarray(np.asarray(s["inputs"], dtype=np.uint8), mode="L").save(
                 os.path.join(out_dir, "imgs", str(b), name + ".png"))
             with open(os.path.join(out_dir, "paths", str(b), name + ".pkl"), "wb") as f:
                 pickle.dump(export_record(s, cfg), f, protocol=4)
-            rows.setdefault(b, []).append([f"imgs/{b}", name + ".png", str(i), str(int(bool(s["connected"]))),
-                                           str(cfg.contour_length), str(cfg.distractor_length),
-                                           str(int(s["distractors"])), str(cfg.size), split, str(j)])
+            rows.setdefault(b, []).append([f"imgs/{b}", name + ".png", k, int(bool(s["connected"])), cfg.continuity,
+                                           cfg.contour_length, cfg.distractor_length, cfg.paddle_length,
+                                           cfg.paddle_thickness, int(s["margin"]), 1])
             i += 1
             if progress is not None:
                 progress(1)
@@ -258,6 +321,7 @@ TASK = Task(
     fill=_fill,
     resolve=_resolve,
     family="pathfinder",
+    revision=REVISION,
     default_num_samples=100_000,
     show=_show,
     exporters={"dlr-pathfinder": _export_dlr},

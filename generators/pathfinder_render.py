@@ -1,592 +1,687 @@
-"""Numba renderer for Pathfinder images: dashed paths, local footprints, local retries.
+"""Pathfinder renderer: the DLR authors' image formation and placement process, fast.
 
 Shared by Pathfinder-Segmentation (``generators/pathfinder.py``) and, later, classic
-Pathfinder (binary label): :func:`render_one` draws one image from its key and reports
-``connected``; the caller decides what the label is. No Python objects in the kernels.
+Pathfinder. Two layers:
 
-Geometry (pixel centres at integer (row, col); a direction t means the unit vector
-u(t) = (cos t, sin t) in (row, col)):
-    dash          capsule of total length L (paddle_length) and thickness 2h
-                  (paddle_thickness): a segment of length max(L - 2h, 0) with round caps of
-                  radius h; its "tips" are the segment's endpoints (the caps' centres)
-    path          dash 0's segment runs from the start tip a0 along u(t0); dash k's start
-                  tip is dash k-1's end tip + (margin + 2h) u(t_k): the pivot is the
-                  previous dash's front and the next dash starts ``margin`` beyond its
-                  body, whatever the turn (for a straight path dash centres are L + margin
-                  apart: the circle of radius L + margin of TASKS.md)
-    turns         t_k = t_{k-1} + j * 2 pi / n_dir, n_dir = max(8, round(2 pi (L + margin)))
-                  positions, weight max(cos(min(continuity |turn|, pi/2)), 0)^2;
-                  a free turn is drawn by weight (sampling without replacement until a
-                  free one is found is exactly the weighted draw over the free positions)
-    8-bit value   of a pixel under a shape: n = number of its s x s sub-samples (s =
-                  antialias_scale, at (i + 0.5)/s - 0.5 offsets) inside the shape;
-                  value = floor(n * 255 * contrast / s^2 + 0.5). A pixel is "lit" by a
-                  shape iff its value is >= 1.
-    footprint     of a placed dash: the pixels whose centre lies within margin + 1 of one of
-                  its lit pixels (per row, the hull of its lit row spans dilated by that
-                  disk: a slight superset). A new dash is free iff all its lit pixels lie
-                  inside the frame less ``border`` pixels and outside every footprint
-                  except that of the previous dash of its own path, and (dashes k >= 1)
-                  some lit pixel within h + 1.5 of its start tip lies at most margin + 1
-                  from a lit pixel within h + 1.5 of the previous dash's end tip. So lit
-                  pixels of different paths are always more than margin + 1 apart and
-                  consecutive dashes of a path at most margin + 1. Footprints are counted
-                  in an int16 occupancy grid, updated only in the dash's bounding box (+1
-                  to place, -1 to remove); the frame is never dilated as a whole.
+* :func:`build_tables` (Python, once per preset and process) draws every dash the process
+  can place, with PIL exactly as the authors' ``draw_line_n_mask`` does: a line of width
+  ``round(thickness * aa)`` on a float canvas ``aa`` times finer, reduced with PIL's
+  LANCZOS filter (the *line stamp*), and the same line dilated by a disk of radius
+  ``margin * aa``, as 8-bit, reduced the same way (the *mask stamp*). The set is finite:
+  a path's first dash points at a whole number of degrees, every later dash at one of the
+  integer offsets on the circle of radius ``paddle_length + margin``. The marker disk is
+  drawn once the same way. So the kernels never resample anything: they add stamps.
+* Numba kernels (:func:`render_one`, :func:`render_batch`) run the authors' placement
+  process on those stamps with local checks only (the authors dilate the whole frame for
+  every candidate). A preset is one :class:`Params` record, the stamps one
+  :class:`Tables` record, a thread's scratch one :class:`Workspace`.
 
-Process of one image and its draw order from ``stream(seed, split, index)``:
-    1. margin = margin_min + randint(margin_max - margin_min + 1)
-    2. origin = randint(2): which main path carries the start marker
-    3. connected = randint(2) == 1: the end marker is on the same main path (else the other)
-    4. attempt (at most IMAGE_TRIES, occupancy cleared each time):
-       a. main path A: start a0 uniform in the frame less border (row uniform, then col
-          uniform), t0 = 2 pi uniform, then contour_length - 1 turns; up to MAIN_TRIES
-          starts. Main path B: start = A's start + seed_distance u(2 pi uniform) (redrawn
-          while outside the frame, each redraw counting as a start), t0 = 2 pi uniform;
-          up to MAIN_TRIES starts, else A is removed and redrawn (A and B: up to
-          MAIN_TRIES rounds, else a new attempt).
-       b. distractors in order: start uniform (row, col), t0 = 2 pi uniform,
-          distractor_length - 1 turns; up to DISTRACTOR_TRIES starts each, else a new
-          attempt. All of them are placed, or the image is redrawn.
-       Growing a path: for k >= 1 the turn of dash k is drawn as above (uniform(s) per
-       tried candidate). If no turn is free, dash k-1 is removed and redrawn (one-step
-       backtracking, at most GROW_FAILS_PER_DASH * dashes failures per path), never
-       dash 0: then the start is abandoned. Only the failed path is removed.
-    5. render (no more draws): main path ``origin`` is stored first. Each path's own 8-bit
-       layer is the max over its dashes; the image is the max over all path layers and the
-       marker disks (radius marker_radius at the start tip of the origin path, at the end
-       tip of the origin path if connected else of the other main path, and, with
-       mark_distractors, at each distractor's start tip).
+The process of one image (draws from ``stream(seed, split, index)``; the authors'
+``snakes2.from_wrapper`` / ``snakes.py``):
+    1. connected = randint(2); margin = margins[randint(len(margins))]
+    2. main paths (restarted from scratch on any failure, as theirs, at most MAIN_TRIES):
+       mask := the ``border`` frame set to 1.
+       a. seed A: up to 3 trials: orientation phi = randint(360) - 180 degrees; its tail
+          is uniform over the pixels p where every pixel of the seed's *struct* (the mask
+          stamp's full-value pixels shifted by (1, 1)) placed at p avoids the mask (> 0.3)
+          and a band of 2 seed_distance at the frame's edge; head = tail + ceil(L u(phi)),
+          pivot = head - ceil((L + margin) u(phi)) must lie in the frame.
+       b. seed B: up to 3 trials: phi = randint(360) - 180; tail = round(tail_A +
+          seed_distance u(randint(360) degrees)); head and pivot in the frame (nothing
+          else is checked, as theirs).
+       c. contour_length - 1 rounds, each extending A then B. Extending: pivot +=
+          ceil((L + 2 margin) u(orientation)); every integer point on the circle of
+          radius L + margin about the pivot (their table) gets weight
+          max(cos(min(continuity |turn|, pi/2)), 0)^2 (1 - max of the mask over a disk of
+          radius margin about it); a point is drawn by weight, up to 3 times, until the
+          dash from it back towards the pivot has a mask stamp with max(mask + stamp) <
+          1.8; then the path's previous dash joins the mask. A dead end (total weight <
+          1e-4) or 3 collisions fail the round.
+       d. B's last dash joins the mask (A's does not: theirs).
+    3. distractors in order, each up to DISTRACTOR_TRIES times (theirs: 5, then dropped;
+       we place every one unless drop_after > 0 asks for their rule): if under 1% of the frame is free (mask <= 0.3) the try fails;
+       seed as 2a with a 1-pixel band instead of 2 seed_distance, a marker at its pivot
+       (mark_distractors), then distractor_length - 1 extensions as 2c; a failed try
+       leaves no trace; a placed one adds its last dash to the mask. A distractor that
+       cannot be placed restarts the image (at most IMAGE_TRIES).
+    4. origin = randint(2): the start marker sits at the tail of main path ``origin``'s
+       seed, the end marker at the last head of the same path (connected) or the other.
+    5. composition (no draws): image = max of every line stamp * contrast and every marker
+       disk; peak = its maximum; 8-bit value = rint(255 v / peak); a main path's pixels
+       are those where its own layer (its dashes only) is nonzero at 8 bits.
 If every attempt fails the kernel returns status 1 and the caller raises.
 """
 import math
+from collections import namedtuple
+from functools import lru_cache
 
 import numpy as np
 from numba import njit, prange
 
 from longsynth.rng import randint, stream, uniform
 
-IMAGE_TRIES = 64
-MAIN_TRIES = 32
-DISTRACTOR_TRIES = 200
-GROW_FAILS_PER_DASH = 4
+MAIN_TRIES = 2000  # restarts of both main paths (theirs: unbounded)
+DISTRACTOR_TRIES = 100  # tries per distractor (theirs: 5, then the distractor is dropped)
+IMAGE_TRIES = 16  # whole-image restarts when a distractor cannot be placed
+GROW_FAILS = 8  # local retries per main path before both restart
+BACKOFF = 2  # the k-th retry of a path removes BACKOFF ** (k - 1) of its last dashes
+SEED_TRIALS = 3  # their max_paddle_retrial + 1
+EXTEND_TRIALS = 3
+SEED_DRAWS = 20_000  # rejection draws for a seed tail before the frame counts as full
+
+# one preset, resolved (scalars only)
+Params = namedtuple("Params", [
+    "M",            # image side
+    "border",       # their padding: frame pixels set in the mask
+    "L",            # paddle_length (int)
+    "aa",           # antialias_scale
+    "contrast",     # dash intensity before rescaling
+    "continuity",
+    "seed_distance",
+    "contour_length",
+    "distractor_length",
+    "distractors",
+    "mark_distractors",
+    "exact",        # restart both main paths on any failure, as theirs (slow); else local retries
+    "drop_after",   # tries after which a distractor is dropped, as theirs (5); 0: place every one
+])
+
+# every stamp of a preset, stacked over its margins g (arrays padded to the largest)
+Tables = namedtuple("Tables", [
+    "margins",      # int64 [G]
+    "R",            # int64 [G]: stamp half side; a stamp is (2R+1)^2 centred on its start pixel
+    "key",          # int64 [G, K, 2]: blown-canvas end offset of the line (dy, dx)
+    "line",         # float32 [G, K, S, S]: PIL 'F' output (0..255 plus ringing)
+    "mask",         # uint8 [G, K, S, S]: the dilated line, 8-bit, reduced
+    "hot",          # int64 [G, K, H, 2]: pixels of a mask stamp >= 0.8 (only these can collide)
+    "n_hot",        # int64 [G, K]
+    "seed_stamp",   # int64 [G, 360]
+    "seed_head",    # int64 [G, 360, 2]: head - tail
+    "seed_pivot",   # int64 [G, 360, 2]: pivot - tail
+    "struct",       # int64 [G, 360, Q, 2]: offsets from the tail checked when seeding
+    "n_struct",     # int64 [G, 360]
+    "cand",         # int64 [G, C, 2]: circle points relative to the pivot (their order)
+    "cand_stamp",   # int64 [G, C]
+    "n_cand",       # int64 [G]
+    "angle",        # float64 [G, 360 + C]: orientation id -> radians (seeds, then circle points)
+    "advance",      # int64 [G, 360 + C, 2]: next pivot - pivot for a path heading that way
+    "turn",         # float64 [G, 360 + C, C]: max(cos(min(continuity |turn|, pi/2)), 0)^2
+    "ahead",        # int64 [G, 360 + C, C]: circle points with turn weight > 0, then -1
+    "disk",         # int64 [G, D, 2]: disk of radius margin
+    "n_disk",       # int64 [G]
+    "circle",       # float32 [Sc, Sc]: marker disk (PIL 'F' output, 0..1 plus ringing)
+])
+
+# one thread's scratch (all arrays; counters in ``n``)
+Workspace = namedtuple("Workspace", [
+    "image",        # float64 [M, M]: every dash and marker
+    "layer",        # float64 [2, M, M]: each main path's own dashes
+    "mask",         # float64 [M, M]: their occupancy mask (0..1)
+    "dash",         # int64 [ND, 4]: (stamp, row, col, in mask) per slot: path A, B, distractors
+    "hist",         # int64 [ND, 3]: the path's pivot (row, col) and orientation id after that dash
+    "weight",       # float64 [C]: circle-point weights of one extension
+    "marker",       # int64 [NM, 2]: marker pixels: start, end, then distractor markers
+    "n",            # int64 [6]: dashes placed, markers placed, mask pixels > 0.3, distractors placed,
+                    #            dashes of main path A, of main path B, main-path restarts, extensions tried
+])
+
+
+# ---------------------------------------------------------------- stamps (Python, PIL)
+
+
+def _ceil_off(v):
+    """Their translate_coord rounding: ceil(p + v) - p for a pixel p far from 0."""
+    return int(math.ceil(100.0 + v)) - 100
+
+
+def _flip(a):
+    return a + math.pi if a < 0 else a - math.pi
+
+
+def _draw_dash(L, th, m, aa, dyb, dxb):
+    """(line float32 [S,S], mask uint8 [S,S]) of the line from the stamp's centre to the
+    blown-canvas offset (dyb, dxb), as their draw_line_n_mask makes it."""
+    from PIL import Image, ImageDraw
+    from scipy.ndimage import distance_transform_edt
+
+    R = L + int(math.ceil(th)) + m
+    Sb, cb, S = 2 * R * aa + 1, R * aa, 2 * R + 1
+    im = Image.new("F", (Sb, Sb), "black")
+    ImageDraw.Draw(im).line([(cb, cb), (cb + dxb, cb + dyb)], fill="white", width=int(round(th * aa)))
+    line = np.asarray(im.resize((S, S), Image.LANCZOS), dtype=np.float32)
+    lit = np.asarray(im) > 0
+    dist = distance_transform_edt(~lit) if lit.any() else np.full(lit.shape, np.inf)
+    dil = np.where(dist <= m * aa + 1e-9, 255, 0).astype(np.uint8)
+    mask = np.asarray(Image.fromarray(dil, mode="L").resize((S, S), Image.LANCZOS), dtype=np.uint8)
+    return line, mask
+
+
+def _circle(radius, aa):
+    """Marker disk as their draw_circle makes it, on a canvas just large enough."""
+    from PIL import Image
+
+    K = int(math.ceil(radius)) + 4
+    n = (2 * K + 1) * aa
+    y, x = np.ogrid[-K * aa:n - K * aa, -K * aa:n - K * aa]
+    blown = np.where(x**2 + y**2 <= (radius * aa) ** 2, 1.0, 0.0)
+    return np.asarray(Image.fromarray(blown).resize((2 * K + 1, 2 * K + 1), Image.LANCZOS), dtype=np.float32)
+
+
+def circle_points(step):
+    """Their get_coords_cmf table: distinct integer offsets on the circle of radius step."""
+    deg = 360.0 / (2 * step * np.pi)
+    a = np.arange(0, 360, deg) * np.pi / 180
+    pts = np.stack([np.floor(step * np.sin(a)), np.floor(step * np.cos(a))], axis=1).astype(np.int64)
+    return np.unique(pts, axis=0)
+
+
+@lru_cache(maxsize=8)
+def build_tables(L, thickness, margins, aa, marker_radius, continuity):
+    """Every stamp of a preset (see the module docstring); margins is a tuple."""
+    per = []
+    for m in margins:
+        R = L + int(math.ceil(thickness)) + m
+        keys, index = [], {}
+
+        def stamp(dyb, dxb):
+            k = (dyb, dxb)
+            if k not in index:
+                index[k] = len(keys)
+                keys.append(k)
+            return index[k]
+
+        seed_stamp, seed_head, seed_pivot, angles, advance = [], [], [], [], []
+        for deg in range(-180, 180):
+            phi = deg * np.pi / 180
+            seed_stamp.append(stamp(_ceil_off(L * aa * np.sin(phi)), _ceil_off(L * aa * np.cos(phi))))
+            head = (_ceil_off(L * np.sin(phi)), _ceil_off(L * np.cos(phi)))
+            back = phi + np.pi if phi + np.pi < np.pi else phi - np.pi
+            seed_head.append(head)
+            seed_pivot.append((head[0] + _ceil_off((L + m) * np.sin(back)), head[1] + _ceil_off((L + m) * np.cos(back))))
+            angles.append(phi)
+        cand = circle_points(L + m)
+        cand_stamp = []
+        for dy, dx in cand:
+            a = math.atan2(dy, dx)
+            f = _flip(a)
+            cand_stamp.append(stamp(_ceil_off(L * aa * np.sin(f)), _ceil_off(L * aa * np.cos(f))))
+            angles.append(a)
+        for a in angles:
+            advance.append((_ceil_off((L + 2 * m) * np.sin(a)), _ceil_off((L + 2 * m) * np.cos(a))))
+        drawn = [_draw_dash(L, thickness, m, aa, dy, dx) for dy, dx in keys]
+        structs = []
+        for deg in range(360):
+            mk = drawn[seed_stamp[deg]][1]
+            a, b = np.nonzero(mk == 255)
+            off = np.stack([a - R + 1, b - R + 1], axis=1)
+            keep = np.all((off >= -(L + m)) & (off <= L + m), axis=1)  # the struct window
+            structs.append(off[keep])
+        dy, dx = np.mgrid[-m:m + 1, -m:m + 1]
+        inside = dy**2 + dx**2 <= m * m
+        per.append(dict(R=R, keys=keys, drawn=drawn, seed_stamp=seed_stamp, seed_head=seed_head,
+                        seed_pivot=seed_pivot, structs=structs, cand=cand, cand_stamp=cand_stamp,
+                        angles=angles, advance=advance, disk=np.stack([dy[inside], dx[inside]], axis=1)))
+    G = len(per)
+    S = max(2 * p["R"] + 1 for p in per)
+    K = max(len(p["keys"]) for p in per)
+    C = max(len(p["cand"]) for p in per)
+    Q = max(len(s) for p in per for s in p["structs"])
+    H = max(int(np.count_nonzero(mk >= 204)) for p in per for _, mk in p["drawn"])
+    D = max(len(p["disk"]) for p in per)
+    t = dict(
+        margins=np.array(margins, dtype=np.int64), R=np.array([p["R"] for p in per], dtype=np.int64),
+        key=np.zeros((G, K, 2), np.int64), line=np.zeros((G, K, S, S), np.float32),
+        mask=np.zeros((G, K, S, S), np.uint8), hot=np.zeros((G, K, H, 2), np.int64),
+        n_hot=np.zeros((G, K), np.int64), seed_stamp=np.zeros((G, 360), np.int64),
+        seed_head=np.zeros((G, 360, 2), np.int64), seed_pivot=np.zeros((G, 360, 2), np.int64),
+        struct=np.zeros((G, 360, Q, 2), np.int64), n_struct=np.zeros((G, 360), np.int64),
+        cand=np.zeros((G, C, 2), np.int64), cand_stamp=np.zeros((G, C), np.int64),
+        n_cand=np.zeros(G, np.int64), angle=np.zeros((G, 360 + C)), advance=np.zeros((G, 360 + C, 2), np.int64),
+        disk=np.zeros((G, D, 2), np.int64), n_disk=np.zeros(G, np.int64), circle=_circle(marker_radius, aa))
+    for g, p in enumerate(per):
+        s = 2 * p["R"] + 1
+        for k, ((dy, dx), (ln, mk)) in enumerate(zip(p["keys"], p["drawn"])):
+            t["key"][g, k] = (dy, dx)
+            t["line"][g, k, :s, :s] = ln
+            t["mask"][g, k, :s, :s] = mk
+            hot = np.argwhere(mk >= 204)  # 204 / 255 = 0.8: mask + stamp >= 1.8 needs stamp >= 0.8
+            t["hot"][g, k, :len(hot)] = hot
+            t["n_hot"][g, k] = len(hot)
+        t["seed_stamp"][g] = p["seed_stamp"]
+        t["seed_head"][g] = p["seed_head"]
+        t["seed_pivot"][g] = p["seed_pivot"]
+        for d, st in enumerate(p["structs"]):
+            t["struct"][g, d, :len(st)] = st
+            t["n_struct"][g, d] = len(st)
+        c = len(p["cand"])
+        t["cand"][g, :c] = p["cand"]
+        t["cand_stamp"][g, :c] = p["cand_stamp"]
+        t["n_cand"][g] = c
+        t["angle"][g, :len(p["angles"])] = p["angles"]
+        t["advance"][g, :len(p["advance"])] = p["advance"]
+        t["disk"][g, :len(p["disk"])] = p["disk"]
+        t["n_disk"][g] = len(p["disk"])
+    t["turn"] = np.zeros((G, 360 + C, C))
+    t["ahead"] = np.full((G, 360 + C, C), -1, np.int64)
+    for g, p in enumerate(per):
+        c = len(p["cand"])
+        a = np.asarray(p["angles"])
+        delta = np.abs(a[:, None] - a[None, 360:])
+        delta = np.minimum(delta, 2 * np.pi - delta)
+        w = np.maximum(np.cos(np.minimum(delta * continuity, 0.5 * np.pi)), 0) ** 2
+        t["turn"][g, :len(a), :c] = w
+        for o in range(len(a)):
+            nz = np.nonzero(w[o] > 0)[0]
+            t["ahead"][g, o, :len(nz)] = nz
+    for v in t.values():
+        v.setflags(write=False)
+    return Tables(**t)
+
+
+def workspace(P, T, threads=1):
+    """Scratch for ``threads`` threads: every field has a leading thread axis."""
+    M, t = P.M, threads
+    nd = 2 * P.contour_length + P.distractors * P.distractor_length
+    return Workspace(
+        image=np.zeros((t, M, M)), layer=np.zeros((t, 2, M, M)), mask=np.zeros((t, M, M)),
+        dash=np.zeros((t, nd, 4), np.int64), hist=np.zeros((t, nd, 3), np.int64),
+        weight=np.zeros((t, T.cand.shape[1])), marker=np.zeros((t, 2 + P.distractors, 2), np.int64),
+        n=np.zeros((t, 12), np.int64))
 
 
 @njit(cache=True)
-def raster_capsule(r0, c0, r1, c1, h, s, level, out_r, out_c, out_v):
-    """Lit pixels of the capsule (segment (r0,c0)-(r1,c1), radius h) in row-major order.
+def thread_view(works, t):
+    """Thread t's Workspace (views into the stacked scratch)."""
+    return Workspace(works.image[t], works.layer[t], works.mask[t], works.dash[t], works.hist[t],
+                     works.weight[t], works.marker[t], works.n[t])
 
-    Writes rows, cols and 8-bit values of pixels with value >= 1 into out_*; returns the
-    count. ``level`` = 255 * contrast / s^2. The pixels are not clipped to any frame.
-    """
-    dr = r1 - r0
-    dc = c1 - c0
-    len2 = dr * dr + dc * dc
-    h2 = h * h
-    off = (s - 1.0) / (2.0 * s) * math.sqrt(2.0)  # farthest sub-sample from the pixel centre
-    far = (h + off) * (h + off)
-    near = h - off
-    near2 = near * near if near > 0.0 else -1.0
-    full = np.int64(math.floor(s * s * level + 0.5))
-    rlo = int(math.floor(min(r0, r1) - h - 1.0))
-    rhi = int(math.ceil(max(r0, r1) + h + 1.0))
-    clo = int(math.floor(min(c0, c1) - h - 1.0))
-    chi = int(math.ceil(max(c0, c1) + h + 1.0))
-    n = 0
-    inv = 1.0 / s
-    seglen = math.sqrt(len2)
-    band = (h + off) * seglen + 1e-9  # |cross product| bound of pixels with d <= h + off
-    for r in range(rlo, rhi + 1):
-        # columns whose distance to the segment's line is <= h + off (a superset of the
-        # pixels that can be lit: the segment is never closer than its line)
-        a = clo
-        b = chi
-        if abs(dr) > 1e-9:
-            x = c0 + (r - r0) * dc / dr
-            wdt = band / abs(dr)
-            a = max(clo, int(math.floor(x - wdt)))
-            b = min(chi, int(math.ceil(x + wdt)))
-        for c in range(a, b + 1):
-            t = 0.0
-            if len2 > 0.0:
-                t = ((r - r0) * dr + (c - c0) * dc) / len2
-                t = min(max(t, 0.0), 1.0)
-            er = r - (r0 + t * dr)
-            ec = c - (c0 + t * dc)
-            d2 = er * er + ec * ec
-            if d2 > far:
-                continue
-            if d2 <= near2:
-                v = full
-            else:
-                cnt = 0
-                for i in range(s):
-                    pr = r - 0.5 + (i + 0.5) * inv
-                    for j in range(s):
-                        pc = c - 0.5 + (j + 0.5) * inv
-                        tt = 0.0
-                        if len2 > 0.0:
-                            tt = ((pr - r0) * dr + (pc - c0) * dc) / len2
-                            tt = min(max(tt, 0.0), 1.0)
-                        qr = pr - (r0 + tt * dr)
-                        qc = pc - (c0 + tt * dc)
-                        if qr * qr + qc * qc <= h2:
-                            cnt += 1
-                v = np.int64(math.floor(cnt * level + 0.5))
-            if v >= 1:
-                out_r[n] = r
-                out_c[n] = c
-                out_v[n] = min(v, 255)
-                n += 1
-    return n
+
+# ---------------------------------------------------------------- kernels: stamps on the frame
 
 
 @njit(cache=True)
-def raster_capacity(L, h, radius):
-    """Size of the out_* buffers that any dash of length L, radius h, or a disk fits."""
-    side = int(math.ceil(max(L + 2.0 * h, 2.0 * radius))) + 5
-    return side * side
+def _collides(T, W, g, k, r, c, M):
+    """Their check: max(mask + mask stamp at (r, c)) >= 1.8 over the stamp's pixels."""
+    R = T.R[g]
+    for q in range(T.n_hot[g, k]):
+        i, j = T.hot[g, k, q, 0], T.hot[g, k, q, 1]
+        y, x = r - R + i, c - R + j
+        if 0 <= y < M and 0 <= x < M and W.mask[y, x] + T.mask[g, k, i, j] / 255.0 >= 1.8:
+            return True
+    return False
 
 
 @njit(cache=True)
-def _is_free(rr, cc, n, occ, M, border):
-    lo = border
-    hi = M - 1 - border
-    for i in range(n):
-        r = rr[i]
-        c = cc[i]
-        if r < lo or r > hi or c < lo or c > hi:
-            return False
-        if occ[r, c] != 0:
+def _commit(P, T, W, g, slot):
+    """Dash ``slot`` joins the mask: mask = max(mask, its mask stamp)."""
+    k, r, c = W.dash[slot, 0], W.dash[slot, 1], W.dash[slot, 2]
+    W.dash[slot, 3] = 1
+    R, M = T.R[g], P.M
+    for i in range(max(0, R - r), min(2 * R + 1, M - r + R)):
+        for j in range(max(0, R - c), min(2 * R + 1, M - c + R)):
+            old = W.mask[r - R + i, c - R + j]
+            v = T.mask[g, k, i, j] / 255.0
+            if v > old:
+                W.mask[r - R + i, c - R + j] = v
+                if old <= 0.3 and v > 0.3:
+                    W.n[2] += 1
+
+
+@njit(cache=True)
+def _uncommit(P, T, W, g, slot):
+    """Dash ``slot`` leaves the mask: its block is recomputed from the frame and the other
+    committed dashes (so the order of commits and removals does not matter)."""
+    r, c = W.dash[slot, 1], W.dash[slot, 2]
+    W.dash[slot, 3] = 0
+    R, M, b = T.R[g], P.M, P.border
+    r0, r1, c0, c1 = max(0, r - R), min(M, r + R + 1), max(0, c - R), min(M, c + R + 1)
+    for y in range(r0, r1):
+        for x in range(c0, c1):
+            if W.mask[y, x] > 0.3:
+                W.n[2] -= 1
+            W.mask[y, x] = 1.0 if (y < b or x < b or y >= M - b or x >= M - b) else 0.0
+    for o in range(W.dash.shape[0]):
+        if W.dash[o, 3] == 0 or abs(W.dash[o, 1] - r) > 2 * R or abs(W.dash[o, 2] - c) > 2 * R:
+            continue
+        k, oy, ox = W.dash[o, 0], W.dash[o, 1] - R, W.dash[o, 2] - R
+        for y in range(max(r0, oy), min(r1, oy + 2 * R + 1)):
+            for x in range(max(c0, ox), min(c1, ox + 2 * R + 1)):
+                v = T.mask[g, k, y - oy, x - ox] / 255.0
+                if v > W.mask[y, x]:
+                    W.mask[y, x] = v
+    for y in range(r0, r1):
+        for x in range(c0, c1):
+            if W.mask[y, x] > 0.3:
+                W.n[2] += 1
+
+
+@njit(cache=True)
+def draw_dash(T, g, k, r, c, contrast, out):
+    """out = max(out, line stamp k * contrast) with the stamp's centre at (r, c)."""
+    R = T.R[g]
+    M0, M1 = out.shape[0], out.shape[1]
+    for i in range(max(0, R - r), min(2 * R + 1, M0 - r + R)):
+        for j in range(max(0, R - c), min(2 * R + 1, M1 - c + R)):
+            v = (np.float64(T.line[g, k, i, j]) / 255.0) * contrast
+            if v > out[r - R + i, c - R + j]:
+                out[r - R + i, c - R + j] = v
+
+
+@njit(cache=True)
+def draw_marker(T, r, c, out):
+    K = T.circle.shape[0] // 2
+    M0, M1 = out.shape[0], out.shape[1]
+    for i in range(max(0, K - r), min(2 * K + 1, M0 - r + K)):
+        for j in range(max(0, K - c), min(2 * K + 1, M1 - c + K)):
+            v = np.float64(T.circle[i, j])
+            if v > out[r - K + i, c - K + j]:
+                out[r - K + i, c - K + j] = v
+
+
+# ---------------------------------------------------------------- kernels: the process
+
+
+@njit(cache=True)
+def _in_frame(r, c, M):
+    return 0 <= r < M and 0 <= c < M
+
+
+@njit(cache=True)
+def _seed_free(T, W, g, d, r, c, band, M):
+    """Their dilated-mask test for a tail at (r, c): every struct pixel avoids the mask
+    (> 0.3) and the band of ``band`` pixels at the frame's edge (outside pixels are ignored)."""
+    for q in range(T.n_struct[g, d]):
+        y, x = r + T.struct[g, d, q, 0], c + T.struct[g, d, q, 1]
+        if not _in_frame(y, x, M):
+            continue
+        if y < band or x < band or y >= M - band or x >= M - band or W.mask[y, x] > 0.3:
             return False
     return True
 
 
 @njit(cache=True)
-def _stamp(rr, cc, n, occ, M, rho, sign, spans):
-    """occ += sign on the footprint of the lit pixels rr, cc (row-major, n >= 1).
-
-    Footprint: per lit row its [min col, max col] span, dilated by a disk of radius rho
-    (pixel centres at distance <= rho); per output row the hull of the dilated spans.
-    ``spans`` is scratch int64 [>= rows, 3].
-    """
-    nrows = 0
-    i = 0
-    while i < n:
-        r = rr[i]
-        a = cc[i]
-        b = cc[i]
-        while i < n and rr[i] == r:
-            a = min(a, cc[i])
-            b = max(b, cc[i])
-            i += 1
-        spans[nrows, 0] = r
-        spans[nrows, 1] = a
-        spans[nrows, 2] = b
-        nrows += 1
-    irho = int(math.floor(rho))
-    wtab = np.empty(irho + 1, dtype=np.int64)  # half-width of the disk at row offset d
-    for d in range(irho + 1):
-        wtab[d] = int(math.floor(math.sqrt(rho * rho - d * d)))
-    top = spans[0, 0] - irho
-    bottom = spans[nrows - 1, 0] + irho
-    for orow in range(max(top, 0), min(bottom, M - 1) + 1):
-        lo = 1 << 30
-        hi = -(1 << 30)
-        for k in range(nrows):
-            d = orow - spans[k, 0]
-            if d < -irho or d > irho:
-                continue
-            w = wtab[abs(d)]
-            lo = min(lo, spans[k, 1] - w)
-            hi = max(hi, spans[k, 2] + w)
-        if lo > hi:
-            continue
-        for c in range(max(lo, 0), min(hi, M - 1) + 1):
-            occ[orow, c] += sign
+def _put(W, slot, k, r, c, pr, pc, o):
+    """Dash ``slot``: stamp k centred at (r, c), not yet in the mask; the path's pivot and
+    orientation after it."""
+    W.dash[slot, 0] = k
+    W.dash[slot, 1] = r
+    W.dash[slot, 2] = c
+    W.dash[slot, 3] = 0
+    W.hist[slot, 0] = pr
+    W.hist[slot, 1] = pc
+    W.hist[slot, 2] = o
 
 
 @njit(cache=True)
-def turn_table(L, margin, continuity):
-    """(turns, weights) of the candidate directions relative to the previous dash."""
-    R = L + margin
-    ndir = max(8, int(round(2.0 * math.pi * R)))
-    step = 2.0 * math.pi / ndir
-    J = 0
-    while continuity * (J + 1) * step < 0.5 * math.pi and J + 1 < ndir // 2:
-        J += 1
-    turns = np.empty(2 * J + 1, dtype=np.float64)
-    weights = np.empty(2 * J + 1, dtype=np.float64)
-    for j in range(-J, J + 1):
-        a = j * step
-        turns[j + J] = a
-        c = math.cos(min(continuity * abs(a), 0.5 * math.pi))
-        weights[j + J] = max(c, 0.0) ** 2
-    return turns, weights
-
-
-@njit(cache=True)
-def _dash_raster(geom, d, h, s, level, rr, cc, vv):
-    return raster_capsule(geom[d, 0], geom[d, 1], geom[d, 2], geom[d, 3], h, s, level, rr, cc, vv)
-
-
-@njit(cache=True)
-def _set_dash(geom, theta, d, cr, cc_, t, seg):
-    ur = math.cos(t)
-    uc = math.sin(t)
-    # endpoints rounded to float32: the stored ``dashes`` extra reproduces them exactly
-    geom[d, 0] = np.float32(cr - 0.5 * seg * ur)
-    geom[d, 1] = np.float32(cc_ - 0.5 * seg * uc)
-    geom[d, 2] = np.float32(cr + 0.5 * seg * ur)
-    geom[d, 3] = np.float32(cc_ + 0.5 * seg * uc)
-    theta[d] = t
-
-
-@njit(cache=True)
-def _stamp_dash(geom, d, sign, h, s, level, rho, occ, M, rr, cc, vv, spans):
-    n = _dash_raster(geom, d, h, s, level, rr, cc, vv)
-    _stamp(rr, cc, n, occ, M, rho, sign, spans)
-
-
-@njit(cache=True)
-def grow_path(st, geom, theta, base, n, ar, ac, t0, L, margin, h, s, level, rho, border, M, occ,
-              turns, weights, w, rr, cc, vv, spans, tr, tc, qr, qc, lr, lc):
-    """Place path dashes base..base+n-1 from start tip (ar, ac) and direction t0.
-
-    Returns True with every dash stamped into ``occ``; False with ``occ`` as before.
-    """
-    seg = max(L - 2.0 * h, 0.0)  # the caps make up the rest of the dash length L
-    jump = margin + 2.0 * h + 0.5 * seg  # previous end tip -> next centre: the gap is `margin`
-    _set_dash(geom, theta, base, ar + 0.5 * seg * math.cos(t0), ac + 0.5 * seg * math.sin(t0), t0, seg)
-    screen = h >= math.sqrt(2.0) / (2.0 * s)
-    if screen and _surely_blocked(geom, base, occ, M, border):
-        return False
-    m = _dash_raster(geom, base, h, s, level, rr, cc, vv)
-    if not _is_free(rr, cc, m, occ, M, border):
-        return False
-    # dashes base..base+k-2 are stamped; dash base+k-1 ("previous") is not: its lit pixels
-    # are kept in lr/lc (nl of them) and those near its end tip in qr/qc (nq)
-    tip = h + 1.5  # lit pixels this close to a dash tip are the ones that face the next dash
-    nl = _copy_pixels(rr, cc, m, lr, lc)
-    nq = _near_tip(lr, lc, nl, geom[base, 2], geom[base, 3], tip, qr, qc)
-    k = 1
-    fails = 0
-    nt = turns.shape[0]
-    while k < n:
-        p = base + k - 1
-        er = geom[p, 2]
-        ec = geom[p, 3]
-        for j in range(nt):
-            w[j] = weights[j]
-        placed = False
-        while True:
-            total = 0.0
-            for j in range(nt):
-                total += w[j]
-            if total <= 0.0:
+def _seed(st, P, T, W, g, band, slot):
+    """Seed a path into dash ``slot`` (their seed_snake and first seed). Up to SEED_TRIALS
+    orientations; the tail is uniform over the free pixels (rejection draws over the frame)."""
+    M = P.M
+    for _ in range(SEED_TRIALS):
+        d = randint(st, 360)
+        found = False
+        r, c = 0, 0
+        for _ in range(SEED_DRAWS):
+            r, c = randint(st, M), randint(st, M)
+            if _seed_free(T, W, g, d, r, c, band, M):
+                found = True
                 break
-            u = uniform(st) * total
-            pick = nt - 1
-            acc = 0.0
-            for j in range(nt):
-                if w[j] <= 0.0:
-                    continue
-                acc += w[j]
-                if u < acc:
-                    pick = j
+        if not found:
+            return False  # theirs: no available coordinate ends the seeding
+        hr, hc = r + T.seed_head[g, d, 0], c + T.seed_head[g, d, 1]
+        pr, pc = r + T.seed_pivot[g, d, 0], c + T.seed_pivot[g, d, 1]
+        if _in_frame(hr, hc, M) and _in_frame(pr, pc, M):
+            _put(W, slot, T.seed_stamp[g, d], r, c, pr, pc, d)
+            return True
+    return False
+
+
+@njit(cache=True)
+def _extend(st, P, T, W, g, slot):
+    """Dash ``slot`` after dash slot - 1 of the same path (their extend_snake); on success
+    dash slot - 1 joins the mask."""
+    M = P.M
+    W.n[7] += 1
+    o = W.hist[slot - 1, 2]
+    pr = W.hist[slot - 1, 0] + T.advance[g, o, 0]
+    pc = W.hist[slot - 1, 1] + T.advance[g, o, 1]
+    nc = T.n_cand[g]
+    w = W.weight
+    w[:nc] = 0.0
+    total = 0.0
+    for a in range(nc):
+        q = T.ahead[g, o, a]
+        if q < 0:
+            break
+        y, x = pr + T.cand[g, q, 0], pc + T.cand[g, q, 1]
+        if not _in_frame(y, x, M):
+            continue
+        cw = T.turn[g, o, q]
+        dil = 0.0
+        for e in range(T.n_disk[g]):
+            yy, xx = y + T.disk[g, e, 0], x + T.disk[g, e, 1]
+            if _in_frame(yy, xx, M) and W.mask[yy, xx] > dil:
+                dil = W.mask[yy, xx]
+                if dil >= 1.0:
                     break
-            while w[pick] <= 0.0:  # float edge: u landed past the last positive weight
-                pick -= 1
-            t = theta[p] + turns[pick]
-            _set_dash(geom, theta, p + 1, er + jump * math.cos(t), ec + jump * math.sin(t), t, seg)
-            if screen and _surely_blocked(geom, p + 1, occ, M, border):
-                w[pick] = 0.0
+        w[q] = (1.0 - dil) * cw
+        total += w[q]
+    if total < 1e-4:
+        W.n[8] += 1
+        return False
+    for _ in range(EXTEND_TRIALS):
+        u = uniform(st) * total
+        q = 0
+        acc = w[0]
+        while acc <= u and q < nc - 1:
+            q += 1
+            acc += w[q]
+        while w[q] == 0.0:  # u fell past the last step of the running sum
+            q -= 1
+        hr, hc = pr + T.cand[g, q, 0], pc + T.cand[g, q, 1]
+        k = T.cand_stamp[g, q]
+        if _collides(T, W, g, k, hr, hc, M):
+            continue
+        _commit(P, T, W, g, slot - 1)
+        _put(W, slot, k, hr, hc, pr, pc, 360 + q)
+        W.n[10] += 1
+        return True
+    W.n[9] += 1
+    return False
+
+
+@njit(cache=True)
+def _clear(P, W):
+    """Empty frame: no dash placed, the border in the mask."""
+    M, b = P.M, P.border
+    W.dash[:, 3] = 0
+    n = 0
+    for i in range(M):
+        for j in range(M):
+            edge = i < b or j < b or i >= M - b or j >= M - b
+            W.mask[i, j] = 1.0 if edge else 0.0
+            n += edge
+    W.n[2] = n
+
+
+@njit(cache=True)
+def _main_paths(st, P, T, W, g):
+    """Both main paths (their two_snakes): dashes of A in slots 0..n-1, of B in n..2n-1.
+
+    Grown in their order (A, B, A, B, ...). P.exact: any failure restarts both, as theirs
+    (their exact law, heavy time tail). Otherwise a failed extension removes the path's
+    last dash and grows again from the one before (at most GROW_FAILS per image, then
+    both restart): local retries with a short time tail."""
+    M, n = P.M, P.contour_length
+    W.n[6] = 0
+    for _ in range(MAIN_TRIES):
+        W.n[6] += 1
+        _clear(P, W)
+        if not _seed(st, P, T, W, g, 2 * P.seed_distance, 0):
+            continue
+        ar, ac = W.dash[0, 1], W.dash[0, 2]
+        ok = False
+        for _ in range(SEED_TRIALS):
+            d = randint(st, 360)
+            a = randint(st, 360) * np.pi / 180
+            br = int(round(ar + P.seed_distance * math.sin(a)))  # half to even, as np.round_
+            bc = int(round(ac + P.seed_distance * math.cos(a)))
+            hr, hc = br + T.seed_head[g, d, 0], bc + T.seed_head[g, d, 1]
+            pr, pc = br + T.seed_pivot[g, d, 0], bc + T.seed_pivot[g, d, 1]
+            if _in_frame(hr, hc, M) and _in_frame(pr, pc, M):
+                _put(W, n, T.seed_stamp[g, d], br, bc, pr, pc, d)
+                ok = True
+                break
+        if not ok:
+            continue
+        have = np.ones(2, np.int64)
+        fails = np.zeros(2, np.int64)
+        while have[0] < n or have[1] < n:
+            s = 0 if (have[0] <= have[1] and have[0] < n) or have[1] >= n else 1
+            j = have[s]
+            if _extend(st, P, T, W, g, s * n + j):
+                have[s] += 1
                 continue
-            m = _dash_raster(geom, p + 1, h, s, level, rr, cc, vv)
-            if _is_free(rr, cc, m, occ, M, border):
-                nt_ = _near_tip(rr, cc, m, geom[p + 1, 0], geom[p + 1, 1], tip, tr, tc)
-                if _joined(tr, tc, nt_, qr, qc, nq, rho):
+            fails[s] += 1
+            back = min(j - 1, BACKOFF ** (fails[s] - 1))  # 1, 2, 4, ... dashes
+            if P.exact or back < 1 or fails[s] > GROW_FAILS:
+                ok = False
+                break
+            for q in range(s * n + j - 1 - back, s * n + j - 1):  # keep dashes 0..j-1-back
+                _uncommit(P, T, W, g, q)
+            have[s] = j - back
+        if not ok:
+            continue
+        _commit(P, T, W, g, 2 * n - 1)  # theirs: B's last dash joins the mask, A's does not
+        W.n[4], W.n[5] = have[0], have[1]
+        return True
+    return False
+
+
+@njit(cache=True)
+def _distractor(st, P, T, W, g, base):
+    """One distractor in slots base.. (their make_snake); no trace unless placed whole."""
+    M = P.M
+    if M * M - W.n[2] < 0.01 * M * M:
+        return False
+    if not _seed(st, P, T, W, g, 1, base):
+        return False
+    for j in range(1, P.distractor_length):
+        if not _extend(st, P, T, W, g, base + j):
+            for q in range(base, base + j - 1):
+                _uncommit(P, T, W, g, q)
+            return False
+    _commit(P, T, W, g, base + P.distractor_length - 1)
+    if P.mark_distractors:  # their marker sits at the seed's pivot
+        W.marker[W.n[1], 0] = W.hist[base, 0]
+        W.marker[W.n[1], 1] = W.hist[base, 1]
+        W.n[1] += 1
+    return True
+
+
+@njit(cache=True)
+def place(st, P, T, W, g):
+    """Steps 2-3 of the process into W.dash and W.marker[2:]. False if it failed."""
+    n = P.contour_length
+    for _ in range(IMAGE_TRIES):
+        if not _main_paths(st, P, T, W, g):
+            return False
+        W.n[1] = 2
+        W.n[3] = 0
+        ok = True
+        tries = P.drop_after if P.drop_after > 0 else DISTRACTOR_TRIES
+        for i in range(P.distractors):
+            placed = False
+            for _ in range(tries):
+                if _distractor(st, P, T, W, g, 2 * n + W.n[3] * P.distractor_length):
                     placed = True
                     break
-            w[pick] = 0.0
-        if placed:
-            _stamp(lr, lc, nl, occ, M, rho, 1, spans)
-            nl = _copy_pixels(rr, cc, m, lr, lc)
-            nq = _near_tip(lr, lc, nl, geom[p + 1, 2], geom[p + 1, 3], tip, qr, qc)
-            k += 1
-            continue
-        fails += 1
-        if k == 1 or fails > GROW_FAILS_PER_DASH * n:
-            for d in range(base, base + k - 1):
-                _stamp_dash(geom, d, -1, h, s, level, rho, occ, M, rr, cc, vv, spans)
-            return False
-        k -= 1  # drop dash k-1 (unstamped); dash k-2 becomes "previous" again
-        q = base + k - 1
-        nl = _dash_raster(geom, q, h, s, level, lr, lc, vv)
-        _stamp(lr, lc, nl, occ, M, rho, -1, spans)
-        nq = _near_tip(lr, lc, nl, geom[q, 2], geom[q, 3], tip, qr, qc)
-    _stamp(lr, lc, nl, occ, M, rho, 1, spans)
-    return True
-
-
-@njit(cache=True)
-def _copy_pixels(rr, cc, n, out_r, out_c):
-    for i in range(n):
-        out_r[i] = rr[i]
-        out_c[i] = cc[i]
-    return n
-
-
-@njit(cache=True)
-def remove_path(geom, base, n, h, s, level, rho, occ, M, rr, cc, vv, spans):
-    for d in range(base, base + n):
-        _stamp_dash(geom, d, -1, h, s, level, rho, occ, M, rr, cc, vv, spans)
-
-
-@njit(cache=True)
-def _surely_blocked(geom, d, occ, M, border):
-    """True when dash d certainly has a lit pixel outside the frame or on a footprint.
-
-    Points every <= 1 px along the segment: the pixel containing such a point has a
-    sub-sample within sqrt(2)/(2s) of it, so it is lit whenever h >= sqrt(2)/(2s) (the
-    caller only asks then). A cheap exact rejection before rasterising the dash.
-    """
-    r0 = geom[d, 0]
-    c0 = geom[d, 1]
-    r1 = geom[d, 2]
-    c1 = geom[d, 3]
-    steps = int(math.ceil(math.sqrt((r1 - r0) ** 2 + (c1 - c0) ** 2))) + 1
-    lo = border
-    hi = M - 1 - border
-    for i in range(steps + 1):
-        f = i / steps
-        r = int(math.floor(r0 + f * (r1 - r0) + 0.5))
-        c = int(math.floor(c0 + f * (c1 - c0) + 0.5))
-        if r < lo or r > hi or c < lo or c > hi:
-            return True
-        if occ[r, c] != 0:
+            if placed:
+                W.n[3] += 1
+            elif P.drop_after == 0:
+                ok = False
+                break
+        if ok:
+            W.n[0] = 2 * n + W.n[3] * P.distractor_length
             return True
     return False
 
 
 @njit(cache=True)
-def _near_tip(rr, cc, n, tr, tc, radius, out_r, out_c):
-    """Lit pixels (rr, cc)[:n] within ``radius`` of the tip (tr, tc), copied to out_*."""
-    m = 0
-    r2 = radius * radius
-    for i in range(n):
-        dr = rr[i] - tr
-        dc = cc[i] - tc
-        if dr * dr + dc * dc <= r2:
-            out_r[m] = rr[i]
-            out_c[m] = cc[i]
-            m += 1
-    return m
+def compose(P, T, W, g, origin, connected, img, lab):
+    """Step 5: 8-bit image and labels from the placed dashes and markers; returns the peak."""
+    n = P.contour_length
+    W.image[:, :] = 0.0
+    W.layer[:, :, :] = 0.0
+    for i in range(W.n[0]):
+        k, r, c = W.dash[i, 0], W.dash[i, 1], W.dash[i, 2]
+        draw_dash(T, g, k, r, c, P.contrast, W.image)
+        if i < 2 * n:
+            draw_dash(T, g, k, r, c, P.contrast, W.layer[i // n])
+    for i in range(W.n[1]):
+        draw_marker(T, W.marker[i, 0], W.marker[i, 1], W.image)
+    peak = 0.0
+    for i in range(P.M):
+        for j in range(P.M):
+            peak = max(peak, W.image[i, j])
+    for i in range(P.M):
+        for j in range(P.M):
+            img[i, j] = np.uint8(min(np.rint(W.image[i, j] / peak * 255.0), 255.0))
+            t = 0
+            for p in range(2):
+                if np.rint(W.layer[p, i, j] / peak * 255.0) >= 1.0:
+                    t = max(t, 2 if (connected and p == origin) else 1)
+            lab[i, j] = t
+    return peak
 
 
 @njit(cache=True)
-def _joined(ar, ac, na, br, bc, nb, link):
-    """True iff some pixel of a and some pixel of b have centres at most ``link`` apart."""
-    l2 = link * link
-    for i in range(na):
-        for j in range(nb):
-            dr = ar[i] - br[j]
-            dc = ac[i] - bc[j]
-            if dr * dr + dc * dc <= l2:
-                return True
-    return False
-
-
-@njit(cache=True)
-def _uniform_point(st, M, border):
-    span = M - 1.0 - 2.0 * border
-    r = border + uniform(st) * span
-    c = border + uniform(st) * span
-    return r, c
-
-
-@njit(cache=True)
-def place_paths(st, geom, theta, M, border, L, h, margin, continuity, contour_length,
-                distractor_length, distractors, seed_distance, s, level):
-    """Steps 4a-4b of the module docstring. Returns True when everything is placed."""
-    rho = margin + 1.0
-    turns, weights = turn_table(L, margin, continuity)
-    w = np.empty(turns.shape[0], dtype=np.float64)
-    cap = raster_capacity(L, h, 0.0)
-    rr = np.empty(cap, dtype=np.int64)
-    cc = np.empty(cap, dtype=np.int64)
-    vv = np.empty(cap, dtype=np.int64)
-    spans = np.empty((cap, 3), dtype=np.int64)
-    tr = np.empty(cap, dtype=np.int64)
-    tc = np.empty(cap, dtype=np.int64)
-    qr = np.empty(cap, dtype=np.int64)
-    qc = np.empty(cap, dtype=np.int64)
-    lr = np.empty(cap, dtype=np.int64)
-    lc = np.empty(cap, dtype=np.int64)
-    occ = np.zeros((M, M), dtype=np.int16)
-    n = contour_length
-    lo = float(border)
-    hi = M - 1.0 - border
-    for _attempt in range(IMAGE_TRIES):
-        occ[:, :] = 0
-        main_ok = False
-        for _round in range(MAIN_TRIES):
-            a_ok = False
-            for _t in range(MAIN_TRIES):
-                ar, ac = _uniform_point(st, M, border)
-                t0 = 2.0 * math.pi * uniform(st)
-                if grow_path(st, geom, theta, 0, n, ar, ac, t0, L, margin, h, s, level, rho, border, M,
-                             occ, turns, weights, w, rr, cc, vv, spans, tr, tc, qr, qc, lr, lc):
-                    a_ok = True
-                    break
-            if not a_ok:
-                break
-            sr = geom[0, 0]
-            sc = geom[0, 1]
-            for _t in range(MAIN_TRIES):
-                phi = 2.0 * math.pi * uniform(st)
-                br = sr + seed_distance * math.cos(phi)
-                bc = sc + seed_distance * math.sin(phi)
-                if br < lo or br > hi or bc < lo or bc > hi:
-                    continue
-                t0 = 2.0 * math.pi * uniform(st)
-                if grow_path(st, geom, theta, n, n, br, bc, t0, L, margin, h, s, level, rho, border, M,
-                             occ, turns, weights, w, rr, cc, vv, spans, tr, tc, qr, qc, lr, lc):
-                    main_ok = True
-                    break
-            if main_ok:
-                break
-            remove_path(geom, 0, n, h, s, level, rho, occ, M, rr, cc, vv, spans)
-        if not main_ok:
-            continue
-        all_ok = True
-        for j in range(distractors):
-            base = 2 * n + j * distractor_length
-            ok = False
-            for _t in range(DISTRACTOR_TRIES):
-                ar, ac = _uniform_point(st, M, border)
-                t0 = 2.0 * math.pi * uniform(st)
-                if grow_path(st, geom, theta, base, distractor_length, ar, ac, t0, L, margin, h, s, level,
-                             rho, border, M, occ, turns, weights, w, rr, cc, vv, spans, tr, tc, qr, qc, lr, lc):
-                    ok = True
-                    break
-            if not ok:
-                all_ok = False
-                break
-        if all_ok:
-            return True
-    return False
-
-
-@njit(cache=True)
-def _draw_capsule(img, lab, cls, r0, c0, r1, c1, h, s, level, rr, cc, vv):
-    n = raster_capsule(r0, c0, r1, c1, h, s, level, rr, cc, vv)
-    M = img.shape[0]
-    for i in range(n):
-        r = rr[i]
-        c = cc[i]
-        if r < 0 or r >= M or c < 0 or c >= M:
-            continue
-        if vv[i] > img[r, c]:
-            img[r, c] = vv[i]
-        if cls > 0:
-            lab[r, c] = cls
-
-
-@njit(cache=True)
-def render_one(seed, split, index, M, border, L, thickness, margin_min, margin_max, continuity,
-               contour_length, distractor_length, distractors, seed_distance, marker_radius,
-               s, contrast, mark_distractors, img, lab, markers, dashes):
-    """One image into img/lab uint8 [M, M], markers float32 [2 (+ distractors), 2],
-    dashes float32 [2 contour_length + distractors distractor_length, 4].
-
-    Returns (status, connected, margin): status 0 when placed, 1 when every attempt failed.
-    ``lab`` gets 2 on the main path carrying both markers, 1 on the other main path(s).
-    """
+def render_one(seed, split, index, P, T, W, img, lab, dashes, markers, counts):
+    """One image. dashes int32 [ND, 4] (row, col, blown dy, dx: origin path, other path,
+    distractors), markers int32 [NM, 2], counts int32 [6] = (connected, origin path's
+    dashes, other path's, distractors placed, margin, ok). Returns the peak."""
     st = stream(seed, split, index)
-    margin = margin_min + randint(st, margin_max - margin_min + 1)
-    origin = randint(st, 2)
     connected = randint(st, 2) == 1
-    h = 0.5 * thickness
-    level = 255.0 * contrast / (s * s)
-    n = contour_length
-    total = 2 * n + distractors * distractor_length
-    geom = np.empty((total, 4), dtype=np.float64)
-    theta = np.empty(total, dtype=np.float64)
-    ok = place_paths(st, geom, theta, M, border, L, h, float(margin), continuity, n,
-                     distractor_length, distractors, seed_distance, s, level)
-    img[:, :] = 0
-    lab[:, :] = 0
-    markers[:, :] = np.nan
-    dashes[:, :] = np.nan
-    if not ok:
-        return 1, connected, margin
-    # main path `origin` first
-    for k in range(n):
-        for q in range(4):
-            dashes[k, q] = geom[origin * n + k, q]
-            dashes[n + k, q] = geom[(1 - origin) * n + k, q]
-    for d in range(2 * n, total):
-        for q in range(4):
-            dashes[d, q] = geom[d, q]
-    cap = raster_capacity(L, h, marker_radius)
-    rr = np.empty(cap, dtype=np.int64)
-    cc = np.empty(cap, dtype=np.int64)
-    vv = np.empty(cap, dtype=np.int64)
-    for d in range(total):
-        cls = 0
-        if d < n:
-            cls = 2 if connected else 1
-        elif d < 2 * n:
-            cls = 1
-        _draw_capsule(img, lab, cls, float(dashes[d, 0]), float(dashes[d, 1]), float(dashes[d, 2]),
-                      float(dashes[d, 3]), h, s, level, rr, cc, vv)
-    # markers: start tip of main path 0, end tip of main path 0 (connected) or 1
-    markers[0, 0] = dashes[0, 0]
-    markers[0, 1] = dashes[0, 1]
-    end = n - 1 if connected else 2 * n - 1
-    markers[1, 0] = dashes[end, 2]
-    markers[1, 1] = dashes[end, 3]
-    if mark_distractors:
-        for j in range(distractors):
-            d = 2 * n + j * distractor_length
-            markers[2 + j, 0] = dashes[d, 0]
-            markers[2 + j, 1] = dashes[d, 1]
-    for i in range(markers.shape[0]):
-        _draw_capsule(img, lab, 0, float(markers[i, 0]), float(markers[i, 1]), float(markers[i, 0]),
-                      float(markers[i, 1]), marker_radius, s, level, rr, cc, vv)
-    return 0, connected, margin
+    g = randint(st, T.margins.shape[0])
+    if not place(st, P, T, W, g):
+        counts[5] = 0
+        return 0.0
+    origin = randint(st, 2)
+    end = origin if connected else 1 - origin
+    n = P.contour_length
+    W.marker[0, 0], W.marker[0, 1] = W.dash[origin * n, 1], W.dash[origin * n, 2]  # seed tail
+    W.marker[1, 0], W.marker[1, 1] = W.dash[end * n + n - 1, 1], W.dash[end * n + n - 1, 2]  # last head
+    if n == 1:  # a one-dash path ends where it starts
+        W.marker[1, 0], W.marker[1, 1] = W.dash[end * n, 1], W.dash[end * n, 2]
+    peak = compose(P, T, W, g, origin, connected, img, lab)
+    for i in range(W.n[0]):
+        src = i
+        if i < 2 * n:
+            src = (i % n) + n * (origin if i < n else 1 - origin)
+        k = W.dash[src, 0]
+        dashes[i, 0], dashes[i, 1] = W.dash[src, 1], W.dash[src, 2]
+        dashes[i, 2], dashes[i, 3] = T.key[g, k, 0], T.key[g, k, 1]
+    for i in range(W.n[1]):
+        markers[i, 0], markers[i, 1] = W.marker[i, 0], W.marker[i, 1]
+    counts[0] = 1 if connected else 0
+    counts[1] = W.n[4 + origin]
+    counts[2] = W.n[5 - origin]
+    counts[3] = W.n[3]
+    counts[4] = T.margins[g]
+    counts[5] = 1
+    return peak
+
+
+@njit(cache=True)
+def _render_strided(t, nt, seed, split, start, P, T, works, img, lab, dashes, markers, counts, peak):
+    W = thread_view(works, t)
+    for i in range(t, img.shape[0], nt):
+        peak[i] = render_one(seed, split, start + i, P, T, W, img[i], lab[i], dashes[i], markers[i], counts[i])
 
 
 @njit(cache=True, parallel=True)
-def render_batch(seed, split, start, M, border, L, thickness, margin_min, margin_max, continuity,
-                 contour_length, distractor_length, distractors, seed_distance, marker_radius, s,
-                 contrast, mark_distractors, img, lab, connected, markers, main_dashes, placed,
-                 margins, dashes, status):
-    """Images start..start+B-1 (B = img.shape[0]) into the per-key arrays, one per prange step."""
-    for b in prange(img.shape[0]):
-        code, conn, margin = render_one(
-            seed, split, start + b, M, border, L, thickness, margin_min, margin_max, continuity,
-            contour_length, distractor_length, distractors, seed_distance, marker_radius, s,
-            contrast, mark_distractors, img[b], lab[b], markers[b], dashes[b])
-        status[b] = code
-        connected[b] = conn
-        margins[b] = margin
-        main_dashes[b, 0] = contour_length if code == 0 else 0
-        main_dashes[b, 1] = contour_length if code == 0 else 0
-        placed[b] = distractors if code == 0 else 0
-
-
-@njit(cache=True)
-def path_layer(dashes, first, count, L, thickness, s, contrast, layer):
-    """layer uint8 [M, M] <- the 8-bit layer of dashes first..first+count-1 (max over dashes)."""
-    h = 0.5 * thickness
-    level = 255.0 * contrast / (s * s)
-    cap = raster_capacity(L + 1.0, h, 0.0)
-    rr = np.empty(cap, dtype=np.int64)
-    cc = np.empty(cap, dtype=np.int64)
-    vv = np.empty(cap, dtype=np.int64)
-    layer[:, :] = 0
-    for d in range(first, first + count):
-        _draw_capsule(layer, layer, 0, float(dashes[d, 0]), float(dashes[d, 1]), float(dashes[d, 2]),
-                      float(dashes[d, 3]), h, s, level, rr, cc, vv)
+def render_batch(seed, split, start, P, T, works, img, lab, dashes, markers, counts, peak):
+    """Images start..start+n-1, image i on thread i mod (threads in works)."""
+    nt = works.n.shape[0]
+    for t in prange(nt):
+        _render_strided(t, nt, seed, split, start, P, T, works, img, lab, dashes, markers, counts, peak)

@@ -276,47 +276,58 @@ def solve_fixed(seed, split, index, L):
     return _solve_sample(Stream(seed, SPLITS[split], index), solve_fixed_matrix(seed, L), L)
 
 
-# ---------------------------------------------------------------- pathfinder-seg (image checks)
-# Written from TASKS.md's definition only: they look at pixels and marker positions, never at
-# how the renderer places dashes.
+# ---------------------------------------------------------------- pathfinder-seg (image formation)
+# Written from TASKS.md's "image formation is the authors'" paragraph: given the drawn
+# geometry (dashes, markers) the image and labels follow; never from the renderer's stamps.
 
 
-def _pixel_graph(mask, link):
-    """Lit pixels of mask (row, col) and the sparse graph joining pixels <= link apart."""
-    from scipy.sparse import coo_matrix
-    from scipy.spatial import cKDTree
+def pathfinder_compose(dashes, markers, margin, connected, L, thickness, aa, contrast, radius, contour_length, size):
+    """Image and labels from the drawn geometry, by the authors' image formation (TASKS.md):
+    every dash a PIL line of width round(thickness aa) on a float canvas aa times finer,
+    of side 2 R aa + 1 (R = L + ceil(thickness) + margin) with the line's start at its
+    centre, reduced to 2R + 1 with PIL's LANCZOS and centred on the dash's start pixel,
+    times contrast; every marker a disk of radius ``radius`` drawn aa times finer and
+    reduced the same way; all composed by maximum, rescaled so the peak is 255 (rounded
+    half to even); a main path's pixels are those where its own layer is nonzero at 8 bits.
+    Dashes: origin path, other path, distractors; rows of -1 are absent."""
+    from PIL import Image, ImageDraw
 
-    pts = np.argwhere(mask).astype(np.float64)
-    pairs = cKDTree(pts).query_pairs(link + 1e-9, output_type="ndarray") if len(pts) else np.zeros((0, 2), int)
-    d = np.sqrt(((pts[pairs[:, 0]] - pts[pairs[:, 1]]) ** 2).sum(1))
-    g = coo_matrix((d, (pairs[:, 0], pairs[:, 1])), shape=(len(pts), len(pts))).tocsr()
-    return pts, g
+    M, n = size, contour_length
+    R = L + math.ceil(thickness) + margin
+    image = np.zeros((M, M))
+    layers = np.zeros((2, M, M))
 
+    def put(canvas, small, r, c):
+        h = small.shape[0] // 2
+        for i in range(small.shape[0]):
+            for j in range(small.shape[1]):
+                y, x = r - h + i, c - h + j
+                if 0 <= y < M and 0 <= x < M:
+                    canvas[y, x] = max(canvas[y, x], small[i, j])
 
-def joined_groups(mask, link):
-    """Label per lit pixel of the groups formed when pixels whose centres lie at most
-    ``link`` apart are joined (gaps bridged); returns (points [n, 2], labels [n], count)."""
-    from scipy.sparse.csgraph import connected_components
-
-    pts, g = _pixel_graph(mask, link)
-    if len(pts) == 0:
-        return pts, np.zeros(0, int), 0
-    count, labels = connected_components(g, directed=False)
-    return pts, labels, count
-
-
-def path_ends(mask, link):
-    """The two ends of a path drawn in mask: double sweep of shortest-path distances along
-    the pixel graph (gaps up to ``link`` bridged): the pixel farthest from any pixel, then
-    the pixel farthest from that one."""
-    from scipy.sparse.csgraph import dijkstra
-
-    pts, g = _pixel_graph(mask, link)
-    d0 = dijkstra(g, directed=False, indices=0)
-    a = int(np.argmax(np.where(np.isfinite(d0), d0, -1)))
-    da = dijkstra(g, directed=False, indices=a)
-    b = int(np.argmax(np.where(np.isfinite(da), da, -1)))
-    return pts[a], pts[b]
+    for q, (r, c, dy, dx) in enumerate(np.asarray(dashes, dtype=np.int64).tolist()):
+        if r < 0:
+            continue
+        big = Image.new("F", (2 * R * aa + 1, 2 * R * aa + 1), 0.0)
+        ImageDraw.Draw(big).line([(R * aa, R * aa), (R * aa + dx, R * aa + dy)], fill=255.0, width=int(round(thickness * aa)))
+        small = np.array(big.resize((2 * R + 1, 2 * R + 1), Image.LANCZOS)).astype(np.float64) / 255 * contrast
+        put(image, small, r, c)
+        if q < 2 * n:
+            put(layers[q // n], small, r, c)
+    K = math.ceil(radius) + 4
+    yy, xx = np.mgrid[-K * aa:(K + 1) * aa, -K * aa:(K + 1) * aa]
+    disk = np.array(Image.fromarray((xx**2 + yy**2 <= (radius * aa) ** 2).astype(np.float64)).resize(
+        (2 * K + 1, 2 * K + 1), Image.LANCZOS)).astype(np.float64)
+    for r, c in np.asarray(markers, dtype=np.int64).tolist():
+        if r >= 0:
+            put(image, disk, r, c)
+    peak = image.max()
+    img = np.rint(image / peak * 255).astype(np.uint8)
+    tgt = np.zeros((M, M), dtype=np.uint8)
+    for p in range(2):
+        on = np.rint(layers[p] / peak * 255) >= 1
+        tgt[on] = np.maximum(tgt[on], 2 if (connected and p == 0) else 1)
+    return img, tgt, peak
 
 
 def components8(mask):

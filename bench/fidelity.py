@@ -1,0 +1,164 @@
+"""Pathfinder-Segmentation fidelity: our images against the authors' generator, side by side.
+
+    python bench/fidelity.py --authors ../shared/reference/pathfinder-authors
+    python bench/fidelity.py --authors DIR --sizes 128 --n 400 --classifier
+    python bench/fidelity.py --authors DIR --write-reference tests/data/pathfinder_authors.json
+
+``--authors`` holds one folder per size (128/, 256/, 512/) in the authors' layout
+(imgs/, paths/, metadata/). For each size this reads all their images, generates ``--n``
+of ours (seed 0, train) with the default preset and, with ``--variants``, with the
+authors' distractor-dropping rule and exact restarts too, and prints every statistic of
+``longsynth.fidelity.STATS`` (means per image) ours vs theirs with the ratio, plus the
+total-variation distance of the nonzero-intensity histograms. ``--classifier`` trains a
+small CNN (torch) and a logistic regression on intensity histograms to tell our 128-px
+images from theirs and prints held-out accuracies (5-fold). Results go to
+bench/results/fidelity.json.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+import longsynth
+from longsynth import fidelity, registry
+
+TASK = "pathfinder-seg"
+
+
+def ours(size, n, **params):
+    cfg = registry.get(TASK).make_config(size=size, **params)
+    t = time.perf_counter()
+    b = longsynth.batch(TASK, 0, n, seed=0, size=size, **params)
+    dt = time.perf_counter() - t
+    samples = [{k: v[i] for k, v in b.items()} for i in range(n)]
+    s = fidelity.summary(fidelity.ours(samples, cfg.contour_length), cfg.paddle_thickness)
+    s["distractors_placed"] = float(b["distractors"].mean())
+    s["seconds"] = dt
+    return s, samples
+
+
+def table(size, theirs, rows):
+    names = list(rows)
+    head = f"{'statistic (mean per image)':44s} {'authors':>9s}" + "".join(f" {n:>12s} {'ratio':>6s}" for n in names)
+    print(f"\n## {size} px: authors {theirs['images']} images, ours " + ", ".join(f"{n} {r['images']}" for n, r in rows.items()))
+    print(head)
+    for k, doc in fidelity.STATS.items():
+        line = f"{k + ': ' + doc:44.44s} {theirs[k]:9.4g}"
+        for r in rows.values():
+            ratio = r[k] / theirs[k] if theirs[k] else float("nan")
+            line += f" {r[k]:12.4g} {ratio:6.3f}"
+        print(line)
+    line = f"{'histogram of nonzero intensities: TV dist.':44s} {'':9s}"
+    for r in rows.values():
+        line += f" {fidelity.tv_distance(r['hist_nonzero'], theirs['hist_nonzero']):12.3f} {'':6s}"
+    print(line)
+    line = f"{'distractors placed (ours: counted)':44s} {'':9s}"
+    for r in rows.values():
+        line += f" {r['distractors_placed']:12.4g} {'':6s}"
+    print(line)
+
+
+def features(img):
+    """Intensity histogram (32 bins of nonzero values, as shares of the image) + nonzero share."""
+    h = np.bincount(np.asarray(img).ravel() // 8, minlength=32).astype(np.float64) / img.size
+    return np.concatenate([h, [(img > 0).mean()]])
+
+
+def classifier_accuracy(a, b, folds=5, seed=0):
+    """Held-out accuracies (CNN, logistic regression) of telling images a from b, k-fold."""
+    import torch
+
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([a, b]).astype(np.float32)[:, None] / 255.0
+    y = np.concatenate([np.zeros(len(a)), np.ones(len(b))]).astype(np.int64)
+    order = rng.permutation(len(y))
+    parts = np.array_split(order, folds)
+    accs_cnn, accs_lr = [], []
+    f = np.stack([features(im) for im in np.concatenate([a, b])]).astype(np.float32)
+    f = (f - f.mean(0)) / (f.std(0) + 1e-9)
+    for k in range(folds):
+        test = parts[k]
+        train = np.concatenate([parts[j] for j in range(folds) if j != k])
+        net = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 16, 5, stride=2, padding=2), torch.nn.ReLU(),
+            torch.nn.Conv2d(16, 32, 5, stride=2, padding=2), torch.nn.ReLU(),
+            torch.nn.Conv2d(32, 32, 3, stride=2, padding=1), torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 2))
+        opt = torch.optim.Adam(net.parameters(), lr=2e-3)
+        xt, yt = torch.from_numpy(x[train]), torch.from_numpy(y[train])
+        for epoch in range(30):
+            perm = torch.randperm(len(train))
+            for i in range(0, len(train), 32):
+                idx = perm[i:i + 32]
+                loss = torch.nn.functional.cross_entropy(net(xt[idx]), yt[idx])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        with torch.no_grad():
+            pred = net(torch.from_numpy(x[test])).argmax(1).numpy()
+        accs_cnn.append(float((pred == y[test]).mean()))
+        lin = torch.nn.Linear(f.shape[1], 2)
+        opt = torch.optim.Adam(lin.parameters(), lr=1e-2, weight_decay=1e-3)
+        ft, fy = torch.from_numpy(f[train]), torch.from_numpy(y[train])
+        for _ in range(500):
+            loss = torch.nn.functional.cross_entropy(lin(ft), fy)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            pred = lin(torch.from_numpy(f[test])).argmax(1).numpy()
+        accs_lr.append(float((pred == y[test]).mean()))
+    return float(np.mean(accs_cnn)), float(np.mean(accs_lr))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--authors", required=True, help="folder with 128/, 256/, 512/ in the authors' layout")
+    ap.add_argument("--sizes", default="128,256,512", help="comma-separated sizes")
+    ap.add_argument("--n", type=int, default=0, help="our images per size (default: 4 x theirs, at least 24)")
+    ap.add_argument("--variants", action="store_true", help="also the authors' dropping rule and exact restarts")
+    ap.add_argument("--classifier", action="store_true", help="two-sample classifier test at 128 px (needs torch)")
+    ap.add_argument("--write-reference", default=None, help="write the authors' summaries to this JSON (for tests)")
+    ap.add_argument("--json", default="bench/results/fidelity.json", help="where results go")
+    args = ap.parse_args(argv)
+    results = {}
+    for size in [int(s) for s in args.sizes.split(",")]:
+        folder = os.path.join(args.authors, str(size))
+        if not os.path.isdir(folder):
+            print(f"{size}: no folder {folder}, skipped", file=sys.stderr)
+            continue
+        cfg = registry.get(TASK).make_config(size=size)
+        recs = fidelity.read_authors(folder)
+        theirs = fidelity.summary(recs, cfg.paddle_thickness)
+        n = args.n or max(24, 4 * len(recs))
+        rows = {}
+        rows["ours"], samples = ours(size, n)
+        if args.variants:
+            rows["ours-drop5"], _ = ours(size, n, distractor_tries=5)
+            rows["ours-exact"], _ = ours(size, max(8, n // 4), distractor_tries=5, exact_restarts=True)
+        table(size, theirs, rows)
+        results[size] = {"authors": theirs, **rows}
+        if args.classifier and size == 128:
+            m = min(len(recs), n)
+            a = np.stack([r[0] for r in recs[:m]])
+            b = np.stack([np.asarray(s["inputs"]) for s in samples[:m]])
+            cnn, lr = classifier_accuracy(a, b)
+            print(f"\ntwo-sample test, 128 px, {m} of theirs vs {m} of ours, 5-fold held-out accuracy: "
+                  f"CNN {cnn:.3f}, logistic regression on intensity histograms {lr:.3f} (chance 0.5)")
+            results[size]["classifier"] = {"images_each": m, "cnn_accuracy": cnn, "histogram_lr_accuracy": lr}
+    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(results, f, indent=1)
+    if args.write_reference:
+        os.makedirs(os.path.dirname(args.write_reference) or ".", exist_ok=True)
+        with open(args.write_reference, "w") as f:
+            json.dump({str(k): v["authors"] for k, v in results.items()}, f, indent=0)
+        print(f"authors' summaries written to {args.write_reference}")
+
+
+if __name__ == "__main__":
+    main()

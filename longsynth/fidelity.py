@@ -1,0 +1,116 @@
+"""Pathfinder image statistics, for comparing our images with the authors' generator.
+
+One function computes the same per-image statistics from either source, so that
+``bench/fidelity.py`` and the tests compare like with like:
+
+* :func:`read_authors` reads a directory in the authors' layout (``imgs/<b>/sample_<k>.png``,
+  ``paths/<b>/sample_<k>.pkl``, ``metadata/<b>.npy``) into (image, targets, tips) records,
+  targets built by their rule (2 on the path carrying both markers, 1 on any path);
+* :func:`ours` turns our samples into the same records;
+* :func:`image_stats` / :func:`summary` give per-image numbers and their means, plus the
+  intensity histogram of nonzero pixels.
+"""
+import glob
+import os
+import pickle
+
+import numpy as np
+from scipy import ndimage
+
+STATS = {  # name: what it is (means over images)
+    "nonzero": "share of pixels > 0",
+    "bright": "share of pixels >= 128",
+    "class1": "share of pixels labelled 1",
+    "class2": "share of pixels labelled 2",
+    "labelled": "share of pixels labelled 1 or 2",
+    "distinct": "distinct intensities in an image",
+    "faint_labelled": "share of labelled pixels with intensity <= 10",
+    "lit_mean": "mean intensity of nonzero pixels",
+    "components": "8-connected components of pixels >= 128",
+    "tip_to_tip": "distance between the two ends of a main path (px, mean of both)",
+    "markers": "marker disks found (thick blobs of pixels >= 128)",
+    "max": "brightest pixel",
+}
+EIGHT = np.ones((3, 3), dtype=bool)
+
+
+def _markers(img, thickness):
+    """Count marker disks: components of pixels >= 128 whose distance to the outside
+    exceeds what a dash of this thickness can reach."""
+    core = ndimage.distance_transform_edt(img >= 128) > thickness / 2 + 1.0
+    return ndimage.label(core, structure=EIGHT)[1]
+
+
+def image_stats(img, tgt, tips, thickness):
+    """Per-image statistics (see STATS); tips = [(origin tip, terminal tip) per main path]."""
+    img = np.asarray(img)
+    tgt = np.asarray(tgt)
+    lab = tgt > 0
+    lit = img > 0
+    return {
+        "nonzero": float(lit.mean()),
+        "bright": float((img >= 128).mean()),
+        "class1": float((tgt == 1).mean()),
+        "class2": float((tgt == 2).mean()),
+        "labelled": float(lab.mean()),
+        "distinct": float(len(np.unique(img))),
+        "faint_labelled": float((img[lab] <= 10).mean()) if lab.any() else 0.0,
+        "lit_mean": float(img[lit].mean()) if lit.any() else 0.0,
+        "components": float(ndimage.label(img >= 128, structure=EIGHT)[1]),
+        "tip_to_tip": float(np.mean([np.hypot(*(np.asarray(a, float) - np.asarray(b, float))) for a, b in tips])),
+        "markers": float(_markers(img, thickness)),
+        "max": float(img.max()),
+    }
+
+
+def summary(records, thickness):
+    """Means of image_stats over records [(img, tgt, tips)], the image count and the
+    normalised histogram (256 bins) of nonzero intensities."""
+    rows = [image_stats(img, tgt, tips, thickness) for img, tgt, tips in records]
+    hist = np.zeros(256)
+    for img, _, _ in records:
+        hist += np.bincount(np.asarray(img).ravel(), minlength=256)
+    hist[0] = 0
+    out = {k: float(np.mean([r[k] for r in rows])) for k in STATS}
+    out["images"] = len(rows)
+    out["hist_nonzero"] = (hist / hist.sum()).tolist()
+    return out
+
+
+def tv_distance(p, q):
+    """Total-variation distance of two histograms (each summing to 1)."""
+    return 0.5 * float(np.abs(np.asarray(p) - np.asarray(q)).sum())
+
+
+def read_authors(root, limit=None):
+    """(image, targets, tips) records from a directory in the authors' layout."""
+    from PIL import Image
+
+    records = []
+    metas = sorted(glob.glob(os.path.join(root, "metadata", "*.npy")), key=lambda p: int(os.path.basename(p)[:-4]))
+    for meta in metas:
+        for row in np.load(meta).tolist():
+            img = np.asarray(Image.open(os.path.join(root, row[0], row[1])).convert("L"))
+            with open(os.path.join(root, row[0].replace("imgs/", "paths/"), row[1].replace(".png", ".pkl")), "rb") as f:
+                d = pickle.load(f)
+            o, t = d["marker_indices"]
+            tgt = np.zeros(img.shape, dtype=np.uint8)
+            for k, (rr, cc) in enumerate(d["segs"]):
+                cls = 2 if o == t == k else 1
+                tgt[rr.astype(np.int64), cc.astype(np.int64)] = np.maximum(tgt[rr.astype(np.int64), cc.astype(np.int64)], cls)
+            tips = [(d["origin_tips"][k], d["terminal_tips"][k]) for k in range(2)]
+            records.append((img, tgt, tips))
+            if limit is not None and len(records) >= limit:
+                return records
+    return records
+
+
+def ours(samples, contour_length):
+    """(image, targets, tips) records from our samples (tips from ``dashes``)."""
+    n = contour_length
+    out = []
+    for s in samples:
+        d = np.asarray(s["dashes"])
+        tips = [(d[0, :2], d[n - 1, :2]), (d[n, :2], d[2 * n - 1, :2])]
+        out.append((np.asarray(s["inputs"]), np.asarray(s["targets"]), tips))
+    return out
