@@ -147,7 +147,7 @@ def params(cfg):
                       seed_distance=cfg.seed_distance, contour_length=cfg.contour_length,
                       distractor_length=cfg.distractor_length, distractors=cfg.distractors,
                       mark_distractors=bool(cfg.mark_distractors), exact=bool(cfg.exact_restarts),
-                      drop_after=cfg.distractor_tries)
+                      drop_after=cfg.distractor_tries, grow_fails=render.GROW_FAILS, backoff=render.BACKOFF)
     margins = tuple(range(cfg.margin_min, cfg.margin_max + 1))
     T = render.build_tables(cfg.paddle_length, float(cfg.paddle_thickness), margins, cfg.antialias_scale,
                             float(cfg.marker_radius), float(cfg.continuity))

@@ -63,8 +63,13 @@ from longsynth.rng import randint, stream, uniform
 MAIN_TRIES = 2000  # restarts of both main paths (theirs: unbounded)
 DISTRACTOR_TRIES = 100  # tries per distractor (theirs: 5, then the distractor is dropped)
 IMAGE_TRIES = 16  # whole-image restarts when a distractor cannot be placed
-GROW_FAILS = 8  # local retries per main path before both restart
-BACKOFF = 2  # the k-th retry of a path removes BACKOFF ** (k - 1) of its last dashes
+# their mask is float64 uint8/255 (or 1 on the border); ours holds the uint8 level, and
+# their float tests become exact level tables: occupied iff v / 255 > 0.3, and a candidate
+# collides iff mask / 255 + stamp / 255 >= 1.8
+OCCUPIED = min(a for a in range(256) if a / 255.0 > 0.3)
+COLLIDE = np.array([[a / 255.0 + b / 255.0 >= 1.8 for b in range(256)] for a in range(256)])
+GROW_FAILS = 4  # local retries per main path before both restart
+BACKOFF = 1  # the k-th retry of a path removes BACKOFF ** (k - 1) of its last dashes
 SEED_TRIALS = 3  # their max_paddle_retrial + 1
 EXTEND_TRIALS = 3
 SEED_DRAWS = 20_000  # rejection draws for a seed tail before the frame counts as full
@@ -84,6 +89,8 @@ Params = namedtuple("Params", [
     "mark_distractors",
     "exact",        # restart both main paths on any failure, as theirs (slow); else local retries
     "drop_after",   # tries after which a distractor is dropped, as theirs (5); 0: place every one
+    "grow_fails",   # local retries per main path before both restart (GROW_FAILS)
+    "backoff",      # the k-th retry of a path removes backoff ** (k - 1) of its last dashes (BACKOFF)
 ])
 
 # every stamp of a preset, stacked over its margins g (arrays padded to the largest)
@@ -106,7 +113,7 @@ Tables = namedtuple("Tables", [
     "angle",        # float64 [G, 360 + C]: orientation id -> radians (seeds, then circle points)
     "advance",      # int64 [G, 360 + C, 2]: next pivot - pivot for a path heading that way
     "turn",         # float64 [G, 360 + C, C]: max(cos(min(continuity |turn|, pi/2)), 0)^2
-    "ahead",        # int64 [G, 360 + C, C]: circle points with turn weight > 0, then -1
+    "ahead",        # int64 [G, 360 + C, C]: circle points with turn weight > 1e-12, then -1
     "disk",         # int64 [G, D, 2]: disk of radius margin
     "n_disk",       # int64 [G]
     "circle",       # float32 [Sc, Sc]: marker disk (PIL 'F' output, 0..1 plus ringing)
@@ -116,7 +123,7 @@ Tables = namedtuple("Tables", [
 Workspace = namedtuple("Workspace", [
     "image",        # float64 [M, M]: every dash and marker
     "layer",        # float64 [2, M, M]: each main path's own dashes
-    "mask",         # float64 [M, M]: their occupancy mask (0..1)
+    "mask",         # uint8 [M, M]: their occupancy mask in 1/255 steps (their float64 mask times 255)
     "dash",         # int64 [ND, 4]: (stamp, row, col, in mask) per slot: path A, B, distractors
     "hist",         # int64 [ND, 3]: the path's pivot (row, col) and orientation id after that dash
     "weight",       # float64 [C]: circle-point weights of one extension
@@ -271,7 +278,7 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
         w = np.maximum(np.cos(np.minimum(delta * continuity, 0.5 * np.pi)), 0) ** 2
         t["turn"][g, :len(a), :c] = w
         for o in range(len(a)):
-            nz = np.nonzero(w[o] > 0)[0]
+            nz = np.nonzero(w[o] > 1e-12)[0]  # cos(pi/2)^2 = 4e-33 is their "zero": never drawn
             t["ahead"][g, o, :len(nz)] = nz
     for v in t.values():
         v.setflags(write=False)
@@ -283,7 +290,7 @@ def workspace(P, T, threads=1):
     M, t = P.M, threads
     nd = 2 * P.contour_length + P.distractors * P.distractor_length
     return Workspace(
-        image=np.zeros((t, M, M)), layer=np.zeros((t, 2, M, M)), mask=np.zeros((t, M, M)),
+        image=np.zeros((t, M, M)), layer=np.zeros((t, 2, M, M)), mask=np.zeros((t, M, M), np.uint8),
         dash=np.zeros((t, nd, 4), np.int64), hist=np.zeros((t, nd, 3), np.int64),
         weight=np.zeros((t, T.cand.shape[1])), marker=np.zeros((t, 2 + P.distractors, 2), np.int64),
         n=np.zeros((t, 12), np.int64))
@@ -306,7 +313,7 @@ def _collides(T, W, g, k, r, c, M):
     for q in range(T.n_hot[g, k]):
         i, j = T.hot[g, k, q, 0], T.hot[g, k, q, 1]
         y, x = r - R + i, c - R + j
-        if 0 <= y < M and 0 <= x < M and W.mask[y, x] + T.mask[g, k, i, j] / 255.0 >= 1.8:
+        if 0 <= y < M and 0 <= x < M and COLLIDE[W.mask[y, x], T.mask[g, k, i, j]]:
             return True
     return False
 
@@ -320,10 +327,10 @@ def _commit(P, T, W, g, slot):
     for i in range(max(0, R - r), min(2 * R + 1, M - r + R)):
         for j in range(max(0, R - c), min(2 * R + 1, M - c + R)):
             old = W.mask[r - R + i, c - R + j]
-            v = T.mask[g, k, i, j] / 255.0
+            v = T.mask[g, k, i, j]
             if v > old:
                 W.mask[r - R + i, c - R + j] = v
-                if old <= 0.3 and v > 0.3:
+                if old < OCCUPIED and v >= OCCUPIED:
                     W.n[2] += 1
 
 
@@ -337,21 +344,21 @@ def _uncommit(P, T, W, g, slot):
     r0, r1, c0, c1 = max(0, r - R), min(M, r + R + 1), max(0, c - R), min(M, c + R + 1)
     for y in range(r0, r1):
         for x in range(c0, c1):
-            if W.mask[y, x] > 0.3:
+            if W.mask[y, x] >= OCCUPIED:
                 W.n[2] -= 1
-            W.mask[y, x] = 1.0 if (y < b or x < b or y >= M - b or x >= M - b) else 0.0
+            W.mask[y, x] = 255 if (y < b or x < b or y >= M - b or x >= M - b) else 0
     for o in range(W.dash.shape[0]):
         if W.dash[o, 3] == 0 or abs(W.dash[o, 1] - r) > 2 * R or abs(W.dash[o, 2] - c) > 2 * R:
             continue
         k, oy, ox = W.dash[o, 0], W.dash[o, 1] - R, W.dash[o, 2] - R
         for y in range(max(r0, oy), min(r1, oy + 2 * R + 1)):
             for x in range(max(c0, ox), min(c1, ox + 2 * R + 1)):
-                v = T.mask[g, k, y - oy, x - ox] / 255.0
+                v = T.mask[g, k, y - oy, x - ox]
                 if v > W.mask[y, x]:
                     W.mask[y, x] = v
     for y in range(r0, r1):
         for x in range(c0, c1):
-            if W.mask[y, x] > 0.3:
+            if W.mask[y, x] >= OCCUPIED:
                 W.n[2] += 1
 
 
@@ -362,7 +369,10 @@ def draw_dash(T, g, k, r, c, contrast, out):
     M0, M1 = out.shape[0], out.shape[1]
     for i in range(max(0, R - r), min(2 * R + 1, M0 - r + R)):
         for j in range(max(0, R - c), min(2 * R + 1, M1 - c + R)):
-            v = (np.float64(T.line[g, k, i, j]) / 255.0) * contrast
+            x = T.line[g, k, i, j]
+            if x <= 0.0:  # out starts at 0 and only grows: ringing below 0 never shows
+                continue
+            v = (np.float64(x) / 255.0) * contrast
             if v > out[r - R + i, c - R + j]:
                 out[r - R + i, c - R + j] = v
 
@@ -394,7 +404,7 @@ def _seed_free(T, W, g, d, r, c, band, M):
         y, x = r + T.struct[g, d, q, 0], c + T.struct[g, d, q, 1]
         if not _in_frame(y, x, M):
             continue
-        if y < band or x < band or y >= M - band or x >= M - band or W.mask[y, x] > 0.3:
+        if y < band or x < band or y >= M - band or x >= M - band or W.mask[y, x] >= OCCUPIED:
             return False
     return True
 
@@ -457,14 +467,14 @@ def _extend(st, P, T, W, g, slot):
         if not _in_frame(y, x, M):
             continue
         cw = T.turn[g, o, q]
-        dil = 0.0
+        dil = 0
         for e in range(T.n_disk[g]):
             yy, xx = y + T.disk[g, e, 0], x + T.disk[g, e, 1]
             if _in_frame(yy, xx, M) and W.mask[yy, xx] > dil:
                 dil = W.mask[yy, xx]
-                if dil >= 1.0:
+                if dil == 255:
                     break
-        w[q] = (1.0 - dil) * cw
+        w[q] = (1.0 - dil / 255.0) * cw
         total += w[q]
     if total < 1e-4:
         W.n[8] += 1
@@ -495,13 +505,9 @@ def _clear(P, W):
     """Empty frame: no dash placed, the border in the mask."""
     M, b = P.M, P.border
     W.dash[:, 3] = 0
-    n = 0
-    for i in range(M):
-        for j in range(M):
-            edge = i < b or j < b or i >= M - b or j >= M - b
-            W.mask[i, j] = 1.0 if edge else 0.0
-            n += edge
-    W.n[2] = n
+    W.mask[:, :] = 255
+    W.mask[b:M - b, b:M - b] = 0
+    W.n[2] = M * M - max(M - 2 * b, 0) ** 2
 
 
 @njit(cache=True)
@@ -543,8 +549,8 @@ def _main_paths(st, P, T, W, g):
                 have[s] += 1
                 continue
             fails[s] += 1
-            back = min(j - 1, BACKOFF ** (fails[s] - 1))  # 1, 2, 4, ... dashes
-            if P.exact or back < 1 or fails[s] > GROW_FAILS:
+            back = min(j - 1, P.backoff ** (fails[s] - 1))  # 1, 2, 4, ... dashes
+            if P.exact or back < 1 or fails[s] > P.grow_fails:
                 ok = False
                 break
             for q in range(s * n + j - 1 - back, s * n + j - 1):  # keep dashes 0..j-1-back
@@ -609,10 +615,14 @@ def place(st, P, T, W, g):
 
 @njit(cache=True)
 def compose(P, T, W, g, origin, connected, img, lab):
-    """Step 5: 8-bit image and labels from the placed dashes and markers; returns the peak."""
-    n = P.contour_length
+    """Step 5: 8-bit image and labels from the placed dashes and markers; returns the peak.
+    The per-path layers are only drawn, read and cleared inside the main paths' box."""
+    n, M, R = P.contour_length, P.M, T.R[g]
     W.image[:, :] = 0.0
-    W.layer[:, :, :] = 0.0
+    r0, r1, c0, c1 = M, 0, M, 0
+    for i in range(2 * n):
+        r0, r1 = min(r0, max(W.dash[i, 1] - R, 0)), max(r1, min(W.dash[i, 1] + R + 1, M))
+        c0, c1 = min(c0, max(W.dash[i, 2] - R, 0)), max(c1, min(W.dash[i, 2] + R + 1, M))
     for i in range(W.n[0]):
         k, r, c = W.dash[i, 0], W.dash[i, 1], W.dash[i, 2]
         draw_dash(T, g, k, r, c, P.contrast, W.image)
@@ -620,18 +630,19 @@ def compose(P, T, W, g, origin, connected, img, lab):
             draw_dash(T, g, k, r, c, P.contrast, W.layer[i // n])
     for i in range(W.n[1]):
         draw_marker(T, W.marker[i, 0], W.marker[i, 1], W.image)
-    peak = 0.0
-    for i in range(P.M):
-        for j in range(P.M):
-            peak = max(peak, W.image[i, j])
-    for i in range(P.M):
-        for j in range(P.M):
-            img[i, j] = np.uint8(min(np.rint(W.image[i, j] / peak * 255.0), 255.0))
-            t = 0
-            for p in range(2):
-                if np.rint(W.layer[p, i, j] / peak * 255.0) >= 1.0:
-                    t = max(t, 2 if (connected and p == origin) else 1)
-            lab[i, j] = t
+    peak = W.image.max()
+    for i in range(M):
+        for j in range(M):
+            v = W.image[i, j]
+            img[i, j] = 0 if v == 0.0 else np.uint8(min(np.rint(v / peak * 255.0), 255.0))
+    lab[:, :] = 0
+    for p in range(2):
+        cls = 2 if (connected and p == origin) else 1
+        for i in range(r0, r1):
+            for j in range(c0, c1):
+                if np.rint(W.layer[p, i, j] / peak * 255.0) >= 1.0 and lab[i, j] < cls:
+                    lab[i, j] = cls
+        W.layer[p, r0:r1, c0:c1] = 0.0  # left clean for the next image
     return peak
 
 

@@ -216,12 +216,12 @@ def test_statistics_match_the_authors(size):
 # ---------------------------------------------------------------- identity and storage
 
 GOLDEN = {  # sample_digest of samples 0 and 1, seed 0, train (revision 2)
-    128: ["b5c7b2739b81d8aafd893f1bc5f549d5090e0e2f979522b863d91393bc76d783",
-          "4e2c4bc7c8a58d01061f4f349c08d8ecfca2626b301415ae08701324f1c8540a"],
-    256: ["498dbcd64c711d122c995a4e8e7d50d13cb338ee41c3c9f1bdc14cc5059256d4",
-          "1a223792b2bd03a944eec3407702f06803a02fe5c3a1e8dd5c1745a6de3c219d"],
-    512: ["d8817c83e0c2d6606f45e896dde9076c34df025c0afe8175d751fd2695acb75d",
-          "b2bb83aecca759c521750b4015478519fa270e5d17da3fb4fe1be2eda2bcdaa1"],
+    128: ["5639f310718a151a2c8ddb5254d066296c276eeea55fc69478b68fc5b2abf4dc",
+          "be0fff63fa9413fb8da915619d45dda77a15e9d2417dc48a1c95f478acafb350"],
+    256: ["09819be11b32aa2a608c3eaf1707fc37990ba72b560d5f9f3e2156b01db6303b",
+          "e9c18a9d9a8e2676a777de57338ab91026a60b898f0f955f9f789c8c6fc97b2f"],
+    512: ["28e8fb53fdfe34f205688f1b2928cd9eade0947f114048e2eb4e034d0759167f",
+          "7b0d1c6219de5559869356e2c2e65bd94fad36cacb0578770fd8c5ed3fc4ab7a"],
 }
 
 
