@@ -94,7 +94,7 @@ class PathfinderSegConfig:
     distractor_tries: int = param(0, "drop a distractor after this many failed tries, as the authors' generator "
                                      "(theirs: 5); 0: place every distractor", lo=0, hi=1000)
     exact_restarts: bool = param(False, "restart both main paths on any failure, as the authors' generator "
-                                        "(their exact law; 5-10x slower); default: local retries")
+                                        "(their exact law; 1.4-7x slower); default: local retries")
 
 
 def _resolve(cfg):

@@ -114,8 +114,8 @@ Tables = namedtuple("Tables", [
     "advance",      # int64 [G, 360 + C, 2]: next pivot - pivot for a path heading that way
     "turn",         # float64 [G, 360 + C, C]: max(cos(min(continuity |turn|, pi/2)), 0)^2
     "ahead",        # int64 [G, 360 + C, C]: circle points with turn weight > 1e-12, then -1
-    "disk",         # int64 [G, D, 2]: disk of radius margin
-    "n_disk",       # int64 [G]
+    "disk",         # int64 [G, 2m+1, 2]: disk of radius margin as row spans: half-width per row offset
+
     "circle",       # float32 [Sc, Sc]: marker disk (PIL 'F' output, 0..1 plus ringing)
 ])
 
@@ -223,18 +223,16 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
             off = np.stack([a - R + 1, b - R + 1], axis=1)
             keep = np.all((off >= -(L + m)) & (off <= L + m), axis=1)  # the struct window
             structs.append(off[keep])
-        dy, dx = np.mgrid[-m:m + 1, -m:m + 1]
-        inside = dy**2 + dx**2 <= m * m
+        rows = [(dy, int(np.floor(np.sqrt(m * m - dy * dy)))) for dy in range(-m, m + 1)]  # x^2 + y^2 <= m^2
         per.append(dict(R=R, keys=keys, drawn=drawn, seed_stamp=seed_stamp, seed_head=seed_head,
                         seed_pivot=seed_pivot, structs=structs, cand=cand, cand_stamp=cand_stamp,
-                        angles=angles, advance=advance, disk=np.stack([dy[inside], dx[inside]], axis=1)))
+                        angles=angles, advance=advance, disk=rows))
     G = len(per)
     S = max(2 * p["R"] + 1 for p in per)
     K = max(len(p["keys"]) for p in per)
     C = max(len(p["cand"]) for p in per)
     Q = max(len(s) for p in per for s in p["structs"])
     H = max(int(np.count_nonzero(mk >= 204)) for p in per for _, mk in p["drawn"])
-    D = max(len(p["disk"]) for p in per)
     t = dict(
         margins=np.array(margins, dtype=np.int64), R=np.array([p["R"] for p in per], dtype=np.int64),
         key=np.zeros((G, K, 2), np.int64), line=np.zeros((G, K, S, S), np.float32),
@@ -244,7 +242,7 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
         struct=np.zeros((G, 360, Q, 2), np.int64), n_struct=np.zeros((G, 360), np.int64),
         cand=np.zeros((G, C, 2), np.int64), cand_stamp=np.zeros((G, C), np.int64),
         n_cand=np.zeros(G, np.int64), angle=np.zeros((G, 360 + C)), advance=np.zeros((G, 360 + C, 2), np.int64),
-        disk=np.zeros((G, D, 2), np.int64), n_disk=np.zeros(G, np.int64), circle=_circle(marker_radius, aa))
+        disk=np.full((G, 2 * max(margins) + 1, 2), -1, np.int64), circle=_circle(marker_radius, aa))
     for g, p in enumerate(per):
         s = 2 * p["R"] + 1
         for k, ((dy, dx), (ln, mk)) in enumerate(zip(p["keys"], p["drawn"])):
@@ -266,8 +264,8 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
         t["n_cand"][g] = c
         t["angle"][g, :len(p["angles"])] = p["angles"]
         t["advance"][g, :len(p["advance"])] = p["advance"]
-        t["disk"][g, :len(p["disk"])] = p["disk"]
-        t["n_disk"][g] = len(p["disk"])
+        for row, (dy, half) in enumerate(p["disk"]):
+            t["disk"][g, row] = (dy, half)
     t["turn"] = np.zeros((G, 360 + C, C))
     t["ahead"] = np.full((G, 360 + C, C), -1, np.int64)
     for g, p in enumerate(per):
@@ -468,12 +466,16 @@ def _extend(st, P, T, W, g, slot):
             continue
         cw = T.turn[g, o, q]
         dil = 0
-        for e in range(T.n_disk[g]):
-            yy, xx = y + T.disk[g, e, 0], x + T.disk[g, e, 1]
-            if _in_frame(yy, xx, M) and W.mask[yy, xx] > dil:
-                dil = W.mask[yy, xx]
-                if dil == 255:
-                    break
+        for e in range(T.disk.shape[1]):  # their cv2.dilate by the disk, at this point only
+            dy, half = T.disk[g, e, 0], T.disk[g, e, 1]
+            yy = y + dy
+            if half < 0 or yy < 0 or yy >= M:
+                continue
+            for xx in range(max(x - half, 0), min(x + half + 1, M)):
+                if W.mask[yy, xx] > dil:
+                    dil = W.mask[yy, xx]
+            if dil == 255:
+                break
         w[q] = (1.0 - dil / 255.0) * cw
         total += w[q]
     if total < 1e-4:
