@@ -40,7 +40,7 @@ class TrainConfig:
     lr: float
     objective: str = "regression"  # "regression" | "tokens" | "segmentation"
     num_classes: int = 3  # segmentation only
-    weight_decay: float = 0.0  # non-SSM parameters; SSM parameters carry their own (0)
+    weight_decay: float = 0.0  # matrices only (not norms, biases, embeddings); SSM parameters carry their own (0)
     schedule: str = "constant"  # "constant" | "cosine" (linear warmup, cosine decay to min_lr_ratio)
     warmup_steps: int = 0
     min_lr_ratio: float = 0.0
@@ -72,15 +72,24 @@ def lr_factor(step, cfg: TrainConfig):
     return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t))
 
 
+def decays(module, p):
+    """Whether parameter ``p`` of ``module`` takes weight decay: matrices only (Linear
+    weights), never LayerNorm, biases or embeddings."""
+    return p.ndim >= 2 and not isinstance(module, torch.nn.Embedding)
+
+
 def build_optimizer(model, cfg: TrainConfig):
-    """AdamW; parameters with an ``_optim`` dict (SSM parameters) get their own lr / weight decay."""
+    """AdamW. Weight decay ``cfg.weight_decay`` on matrices only (``decays``); parameters with
+    an ``_optim`` dict (the SSM parameters, kernel.register) take their own lr and weight decay."""
     groups = {}
-    for p in model.parameters():
-        if not p.requires_grad:
-            continue
-        hp = getattr(p, "_optim", {})
-        key = (hp.get("lr", cfg.lr), hp.get("weight_decay", cfg.weight_decay))
-        groups.setdefault(key, []).append(p)
+    for module in model.modules():
+        for p in module.parameters(recurse=False):
+            if not p.requires_grad:
+                continue
+            hp = getattr(p, "_optim", {})
+            wd = cfg.weight_decay if decays(module, p) else 0.0
+            key = (hp.get("lr", cfg.lr), hp.get("weight_decay", wd))
+            groups.setdefault(key, []).append(p)
     param_groups = [{"params": ps, "lr": lr, "base_lr": lr, "weight_decay": wd}
                     for (lr, wd), ps in groups.items()]
     return torch.optim.AdamW(param_groups, lr=cfg.lr)

@@ -263,6 +263,43 @@ def test_optimizer_reads_ssm_attributes():
     assert (1e-2, 0.1) in groups
 
 
+def test_weight_decay_only_on_matrices():
+    """Linear weights decay; LayerNorm, biases, the embedding and the SSM parameters do not."""
+    torch.manual_seed(10)
+    m = Model(ModelConfig(d_input=1, d_output=3, H=4, N=4, n_layers=2, glu=True, vocab_size=7, prenorm=True))
+    opt = build_optimizer(m, TrainConfig(steps=1, lr=1e-2, weight_decay=0.1))
+    wd = {id(p): g["weight_decay"] for g in opt.param_groups for p in g["params"]}
+    names = dict(m.named_parameters())
+    assert len(wd) == len(names)
+    decayed = sorted(n for n, p in names.items() if wd[id(p)] == 0.1)
+    assert decayed == sorted(n for n in names if n.endswith(("layer.out.weight", "glu.weight")) or n == "decoder.weight")
+    assert wd[id(m.encoder.weight)] == 0.0 and wd[id(m.blocks[0].norm.weight)] == 0.0
+    assert wd[id(m.blocks[0].layer.W)] == 0.0 and wd[id(m.decoder.bias)] == 0.0
+
+
+def test_register_lr_zero_freezes_and_layers_share_the_kernel_module():
+    from longsynth.models_ref import kernel
+
+    torch.manual_seed(13)
+    for layer in (DLR(4, 8, lr=0.0), DSSExp(4, 8, lr=0.0)):
+        assert isinstance(layer, kernel.SSMLayer)
+        assert {n for n, _ in layer.named_parameters()} == {"out.weight", "out.bias"}
+        frozen = {n: b.clone() for n, b in layer.named_buffers()}
+        assert "W" in frozen and "Lambda_im" in frozen and set(frozen) <= set(layer.state_dict())
+        opt = torch.optim.AdamW(layer.parameters(), lr=0.1)
+        layer(torch.randn(2, 16, 4)).square().mean().backward()
+        opt.step()
+        assert all(torch.equal(b, frozen[n]) for n, b in layer.named_buffers())
+    # the convolution, kernel length and real cast live once, in kernel.py
+    for cls in (DLR, DSSExp):
+        assert cls.forward is kernel.SSMLayer.forward and cls.real_kernel is kernel.SSMLayer.real_kernel
+    K = torch.randn(2, 5, dtype=torch.complex128)
+    assert torch.equal(kernel.cast_real(K, "prod"), K.real * K.imag) and torch.equal(kernel.cast_real(K), K.real)
+    u, Kr = torch.randn(1, 2, 5, dtype=torch.float64), K.real
+    want = torch.stack([sum(Kr[:, j] * u[:, :, k - j] for j in range(k + 1)) for k in range(5)], -1)
+    assert torch.allclose(kernel.fft_conv(u, Kr), want, atol=1e-12)
+
+
 
 def test_tiny_dlr_preset_trains_ssm_parameters_slower():
     """The tiny atomic DLR preset reaches the optimizer with Lambda and W at 2e-4, the rest
