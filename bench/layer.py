@@ -1,6 +1,20 @@
-"""DLR layer benchmark: forward+backward tokens/s and peak memory, chunked vs materialising.
+"""DLR layer benchmark: forward+backward tokens/s and peak memory, chunked vs materialising,
+and against the authors' own layer.
 
     python bench/layer.py [--device cpu|cuda] [--reps 2] [--json bench/results/layer.json]
+    python bench/layer.py --authors-src /tmp/dlr-src [--json bench/results/layer_authors.json]
+
+``--authors-src PATH``: a checkout of github.com/ag1988/dlr (for example
+``git --git-dir=... archive HEAD src | tar -x -C PATH``). Their DLR layer (``DSS`` with
+``kernel_type='dlr'`` in src/models/sequence/ss/standalone/dss.py) is imported from it,
+nothing of it is copied here, and timed against ours in the same run on the same device,
+same H, N, L, kernel length and batch (unidirectional, ``transposed=False``). It needs
+einops, opt_einsum, omegaconf and tqdm from PyPI (``pip install einops opt_einsum omegaconf
+tqdm``); pytorch_lightning, which it imports only for a logging decorator, is replaced by a
+no-op ``rank_zero_only`` when absent. Without pykeops their kernel materialises
+S = Lambda^k as [N, L_kernel] (``pykeops=False``, what runs here); with pykeops installed it
+uses KeOps' lazy reduction instead. Each run has its address space capped (--mem-cap-gib)
+so a run that cannot fit fails instead of starving the machine.
 
 Configurations (paper Table 6): H=128, N=1024, L=16K (Pathfinder-128) and H=64, N=2048,
 L=262K with kernel length 32K (Pathfinder-512). "chunked" is models_ref.dlr.DLR (power
@@ -27,6 +41,41 @@ CONFIGS = {
 }
 PLAN = [("chunked", "pf128"), ("naive", "pf128"), ("chunked", "pf512"), ("naive", "pf512"),
         ("chunked", "pf512-fullkernel")]
+AUTHORS_PLAN = [("chunked", "pf128"), ("authors", "pf128"), ("chunked", "pf512"), ("authors", "pf512"),
+                ("chunked", "pf512-fullkernel"), ("authors", "pf512-fullkernel")]
+
+
+def load_authors(src):
+    """The authors' standalone module (their dss.py, DLR kernel included) from a checkout at ``src``."""
+    import importlib
+    import types
+
+    std = os.path.join(src, "src", "models", "sequence", "ss", "standalone")
+    if not os.path.isfile(os.path.join(std, "dss.py")):
+        raise SystemExit(f"--authors-src: {std}/dss.py not found (a checkout of ag1988/dlr is expected)")
+    try:
+        import pytorch_lightning  # noqa: F401
+    except ImportError:  # used there only for rank_zero_only (log on rank 0): a no-op stand-in
+        pl = types.ModuleType("pytorch_lightning")
+        pl.utilities = types.ModuleType("pytorch_lightning.utilities")
+        pl.utilities.rank_zero_only = lambda fn: fn
+        sys.modules.update({"pytorch_lightning": pl, "pytorch_lightning.utilities": pl.utilities})
+    pkg = types.ModuleType("dlr_authors")
+    pkg.__path__ = [std]
+    sys.modules["dlr_authors"] = pkg
+    return importlib.import_module("dlr_authors.dss")
+
+
+def authors_layer(src, c):
+    """Their DLR layer with the paper's settings for these sizes (configs/model/layer/dlr.yaml)."""
+    from omegaconf import DictConfig
+
+    mod = load_authors(src)
+    layer = mod.DSS(c["H"], d_state=c["N"], bidirectional=False, transposed=False, max_kernel_length=c["klen"],
+                    kernel_type="dlr", dt_min=1e-4, dt_max=1e-1, Lambda_init="omega", version="",
+                    lr=DictConfig({"Lambda": 1e-4, "Lambda_re": None, "W": 1e-4}), pykeops=True,
+                    kernel_to_real="real")
+    return layer, mod.has_pykeops
 
 
 def analytic_bytes(impl, c):
@@ -45,7 +94,7 @@ def rss_bytes():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def run_one(impl, name, device, reps, threads):
+def run_one(impl, name, device, reps, threads, authors_src=None):
     import torch
     import torch.nn.functional as F
 
@@ -54,7 +103,15 @@ def run_one(impl, name, device, reps, threads):
     torch.set_num_threads(threads)
     c = CONFIGS[name]
     torch.manual_seed(0)
-    layer = DLR(c["H"], c["N"], max_kernel_length=c["klen"], dt_min=1e-4, dt_max=1e-1).to(device)
+    extra = {}
+    if impl == "authors":
+        layer, keops = authors_layer(authors_src, c)
+        layer = layer.to(device)
+        extra["pykeops"] = keops
+        call = lambda u: layer(u)[0]  # noqa: E731  their forward returns (y, state)
+    else:
+        layer = DLR(c["H"], c["N"], max_kernel_length=c["klen"], dt_min=1e-4, dt_max=1e-1).to(device)
+        call = layer
     if impl == "naive":
         def naive_kernel(L):  # paper Figure 4
             Lambda_log = torch.complex(-layer.Lambda_re_sqrt ** 2, layer.Lambda_im)  # [N]
@@ -75,12 +132,12 @@ def run_one(impl, name, device, reps, threads):
         layer.zero_grad(set_to_none=True)
         sync()
         t = time.perf_counter()
-        layer(u).square().mean().backward()
+        call(u).square().mean().backward()
         sync()
         if i:  # the first step is a warm-up
             times.append(time.perf_counter() - t)
     sec = sorted(times)[len(times) // 2]
-    out = {"impl": impl, "config": name, **c, "device": device, "threads": threads,
+    out = {"impl": impl, "config": name, **c, **extra, "device": device, "threads": threads,
            "step_s": sec, "tokens_per_s": c["B"] * c["L"] / sec}
     if device == "cuda":
         out["peak_bytes"] = torch.cuda.max_memory_allocated() - base_cuda
@@ -95,33 +152,55 @@ def main():
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "layer.json"))
+    ap.add_argument("--authors-src", default=None, help="checkout of ag1988/dlr: time their DLR layer beside ours")
+    ap.add_argument("--configs", nargs="+", default=None, help=f"subset of {list(CONFIGS)}")
+    ap.add_argument("--mem-cap-gib", type=float, default=16.0, help="address-space cap per run (CPU)")
     ap.add_argument("--one", nargs=2, metavar=("IMPL", "CONFIG"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     import torch
 
     devices = [args.device] if args.device else (["cuda"] if torch.cuda.is_available() else []) + ["cpu"]
     if args.one:
-        run_one(args.one[0], args.one[1], devices[0], args.reps, args.threads)
+        if devices[0] == "cpu" and args.mem_cap_gib:
+            cap = int(args.mem_cap_gib * 2**30)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        run_one(args.one[0], args.one[1], devices[0], args.reps, args.threads, args.authors_src)
         return
+    plan = PLAN
+    if args.authors_src:
+        load_authors(args.authors_src)  # fail early, in one line, on a wrong path or a missing package
+        plan = AUTHORS_PLAN
+    if args.configs:
+        plan = [(i, n) for i, n in plan if n in args.configs]
     results = []
     for device in devices:
-        for impl, name in PLAN:
-            cmd = [sys.executable, __file__, "--one", impl, name, "--device", device,
-                   "--reps", str(args.reps), "--threads", str(args.threads)]
+        for impl, name in plan:
+            cmd = [sys.executable, __file__, "--one", impl, name, "--device", device, "--reps", str(args.reps),
+                   "--threads", str(args.threads), "--mem-cap-gib", str(args.mem_cap_gib)]
+            if args.authors_src:
+                cmd += ["--authors-src", os.path.abspath(args.authors_src)]
             p = subprocess.run(cmd, capture_output=True, text=True)
             if p.returncode == 0:
                 r = json.loads(p.stdout.strip().splitlines()[-1])
             else:
                 r = {"impl": impl, "config": name, **CONFIGS[name], "device": device,
                      "failed": (p.stderr.strip().splitlines() or ["killed"])[-1][:200]}
-            r["analytic_bytes"] = analytic_bytes(impl, CONFIGS[name])
+            r["analytic_bytes"] = analytic_bytes("naive" if impl == "authors" else impl, CONFIGS[name])
             results.append(r)
             peak = f"{r['peak_bytes'] / 2**20:9.0f} MiB" if "peak_bytes" in r else "        -"
             speed = f"{r['tokens_per_s']:12.0f} tok/s  {r['step_s']:7.3f} s" if "step_s" in r else r["failed"]
             print(f"{device:4s} {impl:8s} {name:17s} {speed}  peak {peak}", flush=True)
     meta = {"host": platform.node(), "cpu": platform.processor() or platform.machine(),
             "torch": torch.__version__, "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-            "time": time.strftime("%Y-%m-%d %H:%M:%S"), "results": results}
+            "time": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv), "results": results}
+    for name in sorted({n for _, n in plan}):  # ours / theirs, measured in the same run
+        by = {r["impl"]: r for r in results if r["config"] == name and "tokens_per_s" in r}
+        if "chunked" in by and "authors" in by:
+            ratio = by["chunked"]["tokens_per_s"] / by["authors"]["tokens_per_s"]
+            mem = by["authors"]["peak_bytes"] / max(by["chunked"]["peak_bytes"], 1)
+            meta.setdefault("ours_vs_authors", {})[name] = {
+                "tokens_per_s_ratio": ratio, "peak_memory_ratio_theirs_over_ours": mem}
+            print(f"{name}: ours {ratio:.2f}x their tokens/s; their peak memory {mem:.2f}x ours")
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(meta, f, indent=2)

@@ -343,17 +343,29 @@ def export(root, fmt, out):
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True, help="where to train")
 @click.option("--report-dir", type=click.Path(file_okay=False), default=None,
               help="where to write the certificate [default: DIR/validation/<model>-<time>/]")
+@click.option("--batch-size", type=int, default=None,
+              help="global batch, split over torchrun's processes [default: the preset's]")
+@click.option("--amp/--no-amp", default=None, help="bf16 autocast [default: on for cuda, off for cpu]")
+@click.option("--compile", "compile_", is_flag=True, help="torch.compile the model")
+@click.option("--checkpoint-activations", is_flag=True, help="recompute each block in the backward pass (less memory)")
 @friendly
-def validate(target, model, scale, steps, device, report_dir):
-    """Train a reference model on a dataset DIR (or an atomic TASK, on the fly) and certify it."""
+def validate(target, model, scale, steps, device, report_dir, batch_size, amp, compile_, checkpoint_activations):
+    """Train a reference model on a dataset DIR (or an atomic TASK, on the fly) and certify it.
+
+    Data parallel: torchrun --nproc_per_node N --no-python longsynth validate ... (nccl on
+    cuda, gloo on cpu); rank 0 writes the certificate.
+    """
     try:
         from longsynth.models_ref.validate import validate as run
     except ImportError as e:
         raise click.ClickException(f"validate needs PyTorch ({e}); pip install torch") from None
     if steps is not None and steps < 1:
         raise click.ClickException("--steps must be >= 1")
-    report = run(target, model=model, scale=scale, steps=steps, device=device, report_dir=report_dir)
-    click.echo(json.dumps({k: report[k] for k in ("final", "best", "paper", "report_dir") if k in report}, indent=1))
+    report = run(target, model=model, scale=scale, steps=steps, device=device, report_dir=report_dir,
+                 batch_size=batch_size, amp=amp, compile=compile_, checkpoint_activations=checkpoint_activations)
+    if report.get("rank", 0) == 0:
+        click.echo(json.dumps({k: report[k] for k in ("final", "best", "test", "paper", "report_dir") if k in report},
+                              indent=1))
 
 
 def main():

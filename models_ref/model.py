@@ -11,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 from longsynth.models_ref.dlr import DLR
 from longsynth.models_ref.dss import DSSExp
@@ -95,12 +97,17 @@ class Model(nn.Module):
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.final_norm = nn.LayerNorm(cfg.H) if cfg.prenorm else nn.Identity()
         self.decoder = nn.Linear(cfg.H, cfg.d_output)
+        self.checkpoint_activations = False  # a training choice (TrainConfig), not part of the model
+
 
     def forward(self, x, target_len=None):
         """x [B, L, d_input] float (or [B, L] long tokens) -> [B, target_len or L, d_output]."""
         h = self.encoder(x)  # [B, L, H]
         for block in self.blocks:
-            h = block(h)  # [B, L, H]
+            if self.checkpoint_activations and torch.is_grad_enabled():  # keep only block inputs
+                h = checkpoint(block, h, use_reentrant=False)  # [B, L, H]
+            else:
+                h = block(h)  # [B, L, H]
         h = self.final_norm(h)  # [B, L, H]
         if target_len is not None:
             h = h[:, h.shape[1] - target_len:]  # [B, target_len, H]  rightmost positions

@@ -11,6 +11,15 @@ Data protocol (both on-the-fly atomic batches and loaders over stored shards plu
 Objectives: "regression" (MSE on the rightmost y.shape[1] positions, metric R^2),
 "tokens" (cross-entropy ignoring -100, token accuracy with breakdown by every extras key),
 "segmentation" (cross-entropy over classes, macro F1 and macro accuracy).
+Every evaluation reports each metric twice: the paper's (computed per batch, averaged over
+batches, so it depends on the batch size) and ``exact`` (from counts summed over the whole
+evaluation set: one confusion matrix, one correct/count pair, one set of R^2 sums).
+
+Data parallel: when a process group is initialised (torchrun), the model is wrapped in
+DistributedDataParallel; ``train_batch(step)`` and the evaluation batches must then be this
+rank's share (``IndexedBatches(rank=, world=)`` does it for stored data). The loss is the
+global mean (sum over ranks / global count of labelled targets), so W ranks with batch B/W
+follow the 1-process run with batch B; metrics are summed across ranks; rank 0 alone writes.
 """
 from __future__ import annotations
 
@@ -24,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 
 from longsynth.models_ref import metrics as M
@@ -40,7 +50,7 @@ class TrainConfig:
     lr: float
     objective: str = "regression"  # "regression" | "tokens" | "segmentation"
     num_classes: int = 3  # segmentation only
-    weight_decay: float = 0.0  # non-SSM parameters; SSM parameters carry their own (0)
+    weight_decay: float = 0.0  # matrices only (not norms, biases, embeddings); SSM parameters carry their own (0)
     schedule: str = "constant"  # "constant" | "cosine" (linear warmup, cosine decay to min_lr_ratio)
     warmup_steps: int = 0
     min_lr_ratio: float = 0.0
@@ -49,8 +59,9 @@ class TrainConfig:
     eval_batches: int | None = None  # cap on val/test batches per evaluation
     checkpoint_every: int | None = None
     seed: int = 0
-    amp: bool = False  # bf16 autocast, CUDA only
-    compile: bool = False  # torch.compile, CUDA only
+    amp: bool = False  # bf16 autocast (the SSM kernel and FFT stay float32)
+    compile: bool = False  # torch.compile the model
+    checkpoint_activations: bool = False  # recompute each block in the backward pass
 
     def __post_init__(self):
         if self.objective not in OBJECTIVES:
@@ -72,15 +83,24 @@ def lr_factor(step, cfg: TrainConfig):
     return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t))
 
 
+def decays(module, p):
+    """Whether parameter ``p`` of ``module`` takes weight decay: matrices only (Linear
+    weights), never LayerNorm, biases or embeddings."""
+    return p.ndim >= 2 and not isinstance(module, torch.nn.Embedding)
+
+
 def build_optimizer(model, cfg: TrainConfig):
-    """AdamW; parameters with an ``_optim`` dict (SSM parameters) get their own lr / weight decay."""
+    """AdamW. Weight decay ``cfg.weight_decay`` on matrices only (``decays``); parameters with
+    an ``_optim`` dict (the SSM parameters, kernel.register) take their own lr and weight decay."""
     groups = {}
-    for p in model.parameters():
-        if not p.requires_grad:
-            continue
-        hp = getattr(p, "_optim", {})
-        key = (hp.get("lr", cfg.lr), hp.get("weight_decay", cfg.weight_decay))
-        groups.setdefault(key, []).append(p)
+    for module in model.modules():
+        for p in module.parameters(recurse=False):
+            if not p.requires_grad:
+                continue
+            hp = getattr(p, "_optim", {})
+            wd = cfg.weight_decay if decays(module, p) else 0.0
+            key = (hp.get("lr", cfg.lr), hp.get("weight_decay", wd))
+            groups.setdefault(key, []).append(p)
     param_groups = [{"params": ps, "lr": lr, "base_lr": lr, "weight_decay": wd}
                     for (lr, wd), ps in groups.items()]
     return torch.optim.AdamW(param_groups, lr=cfg.lr)
@@ -90,22 +110,43 @@ class IndexedBatches:
     """``batch(step)`` over a map-style dataset: epoch e uses a permutation seeded by (seed, e).
 
     ``collate(list of items) -> batch``; the last incomplete batch of an epoch is dropped.
+    Data parallel: ``rank`` of ``world`` reads its DistributedSampler share of the epoch's
+    permutation (the same on every rank), ``batch_size`` samples per rank; the union over
+    ranks of step s is the 1-process batch s of ``world * batch_size`` samples.
     """
 
-    def __init__(self, dataset, batch_size, collate, seed=0):
+    def __init__(self, dataset, batch_size, collate, seed=0, rank=0, world=1):
+        from torch.utils.data import DistributedSampler
+
         self.dataset, self.batch_size, self.collate, self.seed = dataset, batch_size, collate, seed
-        self.per_epoch = len(dataset) // batch_size
+        self.sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True,
+                                          seed=seed * 1_000_003, drop_last=True)
+        self.per_epoch = len(self.sampler) // batch_size
         if self.per_epoch < 1:
-            raise ValueError(f"batch_size: {batch_size} exceeds the dataset size {len(dataset)}")
+            raise ValueError(f"batch_size: {batch_size * world} exceeds the dataset size {len(dataset)}")
         self._perm = (None, None)
 
     def __call__(self, step):
         epoch, i = divmod(step, self.per_epoch)
         if self._perm[0] != epoch:
-            g = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
-            self._perm = (epoch, torch.randperm(len(self.dataset), generator=g))
+            self.sampler.set_epoch(epoch)
+            self._perm = (epoch, list(self.sampler))
         idx = self._perm[1][i * self.batch_size:(i + 1) * self.batch_size]
         return self.collate([self.dataset[int(j)] for j in idx])
+
+
+def dist_info():
+    """(rank, world size) of the process group, (0, 1) without one."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def all_sum(t):
+    """Sum a tensor over ranks (in place; a no-op without a process group)."""
+    if dist_info()[1] > 1:
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return t
 
 
 def _unpack(batch, device):
@@ -115,40 +156,63 @@ def _unpack(batch, device):
 
 
 def _forward(model, x, y, cfg):
+    """(out, loss sum, count of targets): the loss is the mean = sum / count."""
     if cfg.objective == "regression":
         target_len = y.shape[1] if y.shape[1] != x.shape[1] else None
         out = model(x, target_len=target_len).float()
-        return out, F.mse_loss(out, y.float().reshape(out.shape))
+        return out, F.mse_loss(out, y.float().reshape(out.shape), reduction="sum"), out.numel()
     out = model(x).float()
-    return out, F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1).long(),
-                                ignore_index=M.IGNORE_INDEX)
+    y = y.reshape(-1).long()
+    loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y, ignore_index=M.IGNORE_INDEX, reduction="sum")
+    return out, loss, int((y != M.IGNORE_INDEX).sum())
 
 
 def _batch_metrics(out, y, extras, cfg):
+    """(the paper's metrics of this batch, exact-metric sums to add over batches)."""
     if cfg.objective == "regression":
-        return {"r2": M.r2(out, y.reshape(out.shape))}
+        y = y.reshape(out.shape)
+        return {"r2": M.r2(out, y)}, M.r2_sums(out, y)
     if cfg.objective == "tokens":
-        return M.token_accuracy(out, y.long(), groups=extras)
-    s = M.macro_scores(out, y.long(), cfg.num_classes)
-    return {"macro_f1": s["macro_f1"], "macro_accuracy": s["macro_accuracy"]}
+        m = M.token_accuracy(out, y.long(), groups=extras)
+        return m, torch.tensor([m["correct"], m["count"]], dtype=torch.float64)
+    cm = M.confusion(out, y.long(), cfg.num_classes)
+    s = M.macro_from_confusion(cm)
+    return {"macro_f1": s["macro_f1"], "macro_accuracy": s["macro_accuracy"]}, cm.flatten()
+
+
+def _exact(sums, cfg):
+    if cfg.objective == "regression":
+        return {"r2": M.r2_from_sums(sums)}
+    if cfg.objective == "tokens":
+        c, n = int(sums[0]), int(sums[1])
+        return {"accuracy": c / n if n else float("nan"), "correct": c, "count": n}
+    cm = sums.reshape(cfg.num_classes, cfg.num_classes)
+    s = M.macro_from_confusion(cm)
+    return {**s, "confusion": cm.long().tolist()}
 
 
 @torch.no_grad()
 def evaluate(model, batches, cfg: TrainConfig, device="cpu"):
-    """Loss and metrics averaged over batches (the paper's per-batch averaging).
+    """Loss and metrics of the evaluation batches (this rank's share under DDP).
 
-    Breakdown tables (``by_*`` keys) are summed over batches and reported as accuracies.
+    The top-level metrics (and loss) are the paper's: computed per batch, averaged over the
+    batches of all ranks; ``batch_size`` is the size of those batches. ``exact`` holds the
+    same metrics from counts summed over the whole set (all ranks). Breakdown tables
+    (``by_*`` keys) are summed over batches and ranks and reported as accuracies.
     """
     model.eval()
-    sums, tables, n = {}, {}, 0
+    sums, tables, n, exact, batch_size = {}, {}, 0, None, None
+    names = []
     for b, batch in enumerate(batches):
         if cfg.eval_batches is not None and b >= cfg.eval_batches:
             break
         x, y, extras = _unpack(batch, device)
+        batch_size = batch_size or x.shape[0]
         with _autocast(device, cfg):
-            out, loss = _forward(model, x, y, cfg)
-        m = _batch_metrics(out, y, extras, cfg)
-        m["loss"] = float(loss)
+            out, loss, count = _forward(model, x, y, cfg)
+        m, e = _batch_metrics(out, y, extras, cfg)
+        exact = e.cpu() if exact is None else exact + e.cpu()
+        m["loss"] = float(loss) / max(count, 1)
         for k, v in m.items():
             if k.startswith("by_"):
                 tables.setdefault(k, []).append(v)
@@ -156,16 +220,35 @@ def evaluate(model, batches, cfg: TrainConfig, device="cpu"):
                 sums[k] = sums.get(k, 0.0) + v
         n += 1
     model.train()
+    rank, world = dist_info()
+    names = sorted(sums)
+    if world > 1:  # every rank evaluates at least one batch (validate's sources ensure it)
+        packed = torch.tensor([n] + [sums[k] for k in names], dtype=torch.float64)
+        if device != "cpu" and dist.get_backend() == "nccl":
+            packed, exact = packed.to(device), exact.to(device)
+        all_sum(packed)
+        all_sum(exact)
+        packed, exact = packed.cpu(), exact.cpu()
+        n, sums = int(packed[0]), {k: float(v) for k, v in zip(names, packed[1:])}
+        gathered = [None] * world
+        dist.all_gather_object(gathered, tables)
+        tables = {}
+        for t in gathered:
+            for k, ts in t.items():
+                tables.setdefault(k, []).extend(ts)
     res = {k: v / max(n, 1) for k, v in sums.items()}
     for k, ts in tables.items():
         res[k] = {str(g): {"accuracy": c / t, "count": t} for g, (c, t) in sorted(M.merge_counts(ts).items())}
     res["batches"] = n
+    res["batch_size"] = batch_size
+    res["averaging"] = "paper: each metric computed per batch of batch_size, then averaged over batches"
+    res["exact"] = _exact(exact, cfg) if exact is not None else None
     return res
 
 
 def _autocast(device, cfg):
     dev = torch.device(device).type
-    return torch.autocast(dev, dtype=torch.bfloat16, enabled=cfg.amp and dev == "cuda")
+    return torch.autocast(dev, dtype=torch.bfloat16, enabled=cfg.amp)
 
 
 def _rng_state():
@@ -225,6 +308,8 @@ def train(model_cfg: ModelConfig, train_cfg: TrainConfig, train_batch, val_batch
           manifest_digest=None, stop_at_step=None, progress=False):
     """Train; returns {"history", "val" (best), "best_step", "test", "final_val", "steps"}.
 
+    Under a process group (torchrun) the model is wrapped in DistributedDataParallel and only
+    rank 0 writes checkpoints and shows progress; ``train_batch`` gives this rank's share.
     ``checkpoint_dir``: writes last.pt (every checkpoint_every steps and at the end) and
     best.pt (best validation metric). ``resume``: a checkpoint path to continue from; its
     model config and manifest digest must match. ``stop_at_step``: stop (with a checkpoint)
@@ -244,7 +329,18 @@ def train(model_cfg: ModelConfig, train_cfg: TrainConfig, train_batch, val_batch
         opt.load_state_dict(ck["optimizer"])
         _set_rng_state(ck["rng"])
         history, best, start = ck["history"], ck["best"], ck["step"]
-    fwd_model = torch.compile(model) if train_cfg.compile and torch.device(device).type == "cuda" else model
+    rank, world = dist_info()
+    model.checkpoint_activations = train_cfg.checkpoint_activations
+    fwd_model = model
+    if world > 1:
+        from torch.nn.parallel import DistributedDataParallel
+
+        dev = torch.device(device)
+        fwd_model = DistributedDataParallel(model, device_ids=[dev.index] if dev.type == "cuda" else None)
+    if train_cfg.compile:
+        fwd_model = torch.compile(fwd_model)
+    if rank != 0:
+        checkpoint_dir, progress = None, False
     primary = PRIMARY[train_cfg.objective]
     best_state = None
     if best is not None:  # resumed after a validation: the best weights live in best.pt beside it
@@ -271,14 +367,18 @@ def train(model_cfg: ModelConfig, train_cfg: TrainConfig, train_batch, val_batch
         for g in opt.param_groups:
             g["lr"] = g["base_lr"] * f
         with _autocast(device, train_cfg):
-            _, loss = _forward(fwd_model, x, y, train_cfg)
+            _, loss_sum, count = _forward(fwd_model, x, y, train_cfg)
+        # global mean over ranks: sum / global count; DDP averages gradients over the world
+        tot = all_sum(torch.tensor([float(loss_sum.detach()), float(count)], dtype=torch.float64,
+                                   device=device if world > 1 and dist.get_backend() == "nccl" else "cpu"))
+        loss = float(tot[0] / max(float(tot[1]), 1.0))
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        (loss_sum * (world / max(float(tot[1]), 1.0))).backward()
         if train_cfg.grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), train_cfg.grad_clip)
         opt.step()
         done = step + 1
-        history["train"].append({"step": done, "loss": float(loss.detach()), "lr": train_cfg.lr * f})
+        history["train"].append({"step": done, "loss": loss, "lr": train_cfg.lr * f})
         if val_batches is not None and (done % train_cfg.eval_every == 0 or done == train_cfg.steps):
             res = evaluate(model, val_batches(), train_cfg, device)
             res["step"] = done

@@ -7,6 +7,11 @@ metrics.json, curves.png and, for Pathfinder, predictions.png to the report dire
 
 Targets: a stored dataset directory (its manifest digest goes into every checkpoint) or an
 atomic task name (fresh batches generated on the fly, a pure function of the step).
+
+Data parallel: under ``torchrun --nproc_per_node W`` (WORLD_SIZE > 1) every process joins
+one process group (nccl on CUDA, gloo on CPU), reads its share of each batch (the preset's
+batch size is the global batch; each rank takes batch/W samples), and rank 0 alone writes
+the certificate, which records world_size and the global batch.
 """
 from __future__ import annotations
 
@@ -20,8 +25,10 @@ import time
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
 from longsynth import plot, registry
+from longsynth.store import LongsynthError
 from longsynth.models_ref.metrics import IGNORE_INDEX
 from longsynth.models_ref.model import ModelConfig
 from longsynth.models_ref.trainer import PRIMARY, IndexedBatches, TrainConfig, train
@@ -113,16 +120,20 @@ def _atomic_tensors(inputs, targets):
 
 
 class OnTheFly:
-    """Atomic task batches from ``longsynth.batch``: sample indices step*B .. step*B+B-1."""
+    """Atomic task batches from ``longsynth.batch``: global batch ``step`` is sample indices
+    step*B .. step*B+B-1; rank r of W reads its slice of B/W of them."""
 
-    def __init__(self, task, params, seed, batch_size, split):
+    def __init__(self, task, params, seed, batch_size, split, rank=0, world=1):
         self.task, self.params, self.seed, self.B, self.split = task, params, seed, batch_size, split
+        self.local = batch_size // world
+        self.offset = rank * self.local
 
     def __call__(self, step):
         import longsynth
 
         threads = torch.get_num_threads()
-        d = longsynth.batch(self.task, step * self.B, self.B, seed=self.seed, split=self.split, **self.params)
+        d = longsynth.batch(self.task, step * self.B + self.offset, self.local, seed=self.seed,
+                            split=self.split, **self.params)
         torch.set_num_threads(threads)  # Numba's OpenMP pool shares (and resets) the thread count
         return _atomic_tensors(d["inputs"], d["targets"])
 
@@ -173,12 +184,14 @@ def _classic_listops_collate(items):
     return x, y, {"height": height, "operator": operator}
 
 
-def _sequential(dataset, batch_size, n, collate):
-    """The first n batches of a split, in index order (evaluation)."""
+def _sequential(dataset, batch_size, n, collate, rank=0, world=1):
+    """The first n batches of ``batch_size`` samples of a split, in index order (evaluation);
+    rank r of W holds its slice of batch_size/W samples of each."""
     count = min(n, len(dataset) // batch_size)
     if count < 1:
         raise ValueError(f"split has {len(dataset)} samples, fewer than one batch of {batch_size}")
-    batches = [collate([dataset[i * batch_size + j] for j in range(batch_size)]) for i in range(count)]
+    local = batch_size // world
+    batches = [collate([dataset[i * batch_size + rank * local + j] for j in range(local)]) for i in range(count)]
     return lambda: batches
 
 
@@ -187,8 +200,9 @@ def _eval_list(source, n):
     return lambda: batches
 
 
-def stored_sources(root, family, batch_size, eval_batches, seed=0):
-    """(train_batch, val_batches, test_batches) over a stored dataset via longsynth.torch."""
+def stored_sources(root, family, batch_size, eval_batches, seed=0, rank=0, world=1):
+    """(train_batch, val_batches, test_batches) over a stored dataset via longsynth.torch;
+    ``batch_size`` is the global batch, rank ``rank`` of ``world`` reads its share."""
     from longsynth.torch import ShardDataset
 
     listops = family == "listops"
@@ -197,9 +211,9 @@ def stored_sources(root, family, batch_size, eval_batches, seed=0):
     if listops:
         per_token = sets["train"][0][1].dim() == 1  # ListOps-Subtrees; classic ListOps: a root value
         collate = _listops_collate if per_token else _classic_listops_collate
-    return (IndexedBatches(sets["train"], batch_size, collate, seed=seed),
-            _sequential(sets["val"], batch_size, eval_batches, collate),
-            _sequential(sets["test"], batch_size, eval_batches, collate))
+    return (IndexedBatches(sets["train"], batch_size // world, collate, seed=seed, rank=rank, world=world),
+            _sequential(sets["val"], batch_size, eval_batches, collate, rank, world),
+            _sequential(sets["test"], batch_size, eval_batches, collate, rank, world))
 
 
 def _paper_figure(family, task, model, side):
@@ -247,12 +261,72 @@ def prediction_figure(labels, predictions, side, path, scale=2):
     return plot.grid(gold + pred, path, cols=len(gold), scale=scale)
 
 
-def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report_dir=None, progress=True):
-    """Train the preset model on ``target`` and write a certificate; returns the metrics dict."""
+def _check_device(device):
+    """One line when the device cannot be used (before anything is written)."""
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        why = "this PyTorch was built without CUDA" if torch.version.cuda is None else "no GPU is visible"
+        raise LongsynthError(f"--device cuda: CUDA is not available ({why}, torch {torch.__version__}); use --device cpu")
+    if dev.type not in ("cpu", "cuda"):
+        raise LongsynthError(f"--device: must be cpu or cuda, got {device!r}")
+
+
+def _join_process_group(device):
+    """(device, rank, world, joined): join torchrun's process group when WORLD_SIZE > 1."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if dist.is_available() and dist.is_initialized():
+        return device, dist.get_rank(), dist.get_world_size(), False
+    if world <= 1:
+        return device, 0, 1, False
+    if torch.device(device).type == "cuda":
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        if local >= torch.cuda.device_count():
+            raise LongsynthError(f"--device cuda: local rank {local} but {torch.cuda.device_count()} GPUs are visible")
+        torch.cuda.set_device(local)
+        device = f"cuda:{local}"
+    dist.init_process_group("nccl" if torch.device(device).type == "cuda" else "gloo")
+    return device, dist.get_rank(), dist.get_world_size(), True
+
+
+def _check_counts(root, counts, B, world, scale):
+    """One line when the splits cannot hold the batches: train, val and test need one global batch each."""
+    if B % world:
+        raise LongsynthError(f"--batch-size: the global batch {B} does not divide over {world} processes")
+    have = {s: int(counts.get(s, 0)) for s in ("train", "val", "test")}
+    short = [s for s, n in have.items() if n < B]
+    if short:
+        listing = ", ".join(f"{s} {n}" for s, n in have.items())
+        raise LongsynthError(
+            f"{root}: too few samples in {', '.join(short)} ({listing}); validate --scale {scale} uses batches of "
+            f"{B} and needs at least {B} samples in each of train, val and test: regenerate with e.g. "
+            f"--splits train={max(10 * B, 100)},val={B},test={B} (or pass a smaller --batch-size)")
+
+
+def _peak_memory(dev):
+    if dev.type == "cuda":
+        return {"peak_gpu_bytes": int(torch.cuda.max_memory_allocated(dev))}
+    import resource
+
+    return {"peak_rss_bytes": int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024}
+
+
+def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report_dir=None, progress=True,
+             batch_size=None, amp=None, compile=False, checkpoint_activations=False):  # noqa: A002
+    """Train the preset model on ``target`` and write a certificate; returns the metrics dict.
+
+    ``batch_size``: the global batch (default: the preset's); ``amp``: bf16 autocast
+    (default: on for CUDA); ``compile``: torch.compile; ``checkpoint_activations``: recompute
+    each block in the backward pass. Under torchrun every rank calls this; rank 0 writes.
+    Failures before training (device, too few samples) are one-line LongsynthErrors and
+    leave no report directory behind.
+    """
     if model not in MODELS:
         raise ValueError(f"model: must be one of {MODELS}, got {model!r}")
     if scale not in SCALES:
         raise ValueError(f"scale: must be one of {SCALES}, got {scale!r}")
+    if batch_size is not None and batch_size < 1:
+        raise LongsynthError(f"--batch-size: must be >= 1, got {batch_size}")
+    _check_device(device)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     is_dir = os.path.isdir(target)
     if is_dir:
@@ -264,37 +338,57 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
             digest = hashlib.sha256(f.read()).hexdigest()
         data_info = {"dataset": ds.root, "params": ds.manifest["params"], "seed": ds.seed,
                      "manifest_sha256": digest}
-        report_dir = report_dir or os.path.join(ds.root, "validation", f"{model}-{stamp}")
+        default_dir = os.path.join(ds.root, "validation", f"{model}-{stamp}")
     else:
         t = registry.get(target)
         task, family, digest, ds = t.name, t.family, None, None
-        report_dir = report_dir or os.path.join("validation", f"{task}-{model}-{stamp}")
+        default_dir = os.path.join("validation", f"{task}-{model}-{stamp}")
     if not is_dir and family != "atomic":
         raise ValueError(f"target: {task} is a {family} task; on-the-fly validation covers atomic tasks, "
                          "generate a dataset directory for it")
+    device, rank, world, joined = _join_process_group(device)
+    try:
+        return _validate(target, model, scale, steps, device, report_dir or default_dir, progress, batch_size,
+                         amp, compile, checkpoint_activations, stamp, is_dir, ds, task, family, digest,
+                         data_info if is_dir else None, rank, world)
+    finally:
+        if joined:
+            dist.destroy_process_group()
+
+
+def _validate(target, model, scale, steps, device, report_dir, progress, batch_size, amp, compile_,
+              checkpoint_activations, stamp, is_dir, ds, task, family, digest, data_info, rank, world):
+    if world > 1:  # one report directory: rank 0's
+        box = [report_dir]
+        dist.broadcast_object_list(box, src=0)
+        report_dir = box[0]
     side = None
-    if family == "pathfinder":  # the preset depends on the image side
+    if family == "pathfinder" and ds.manifest["counts"].get("train", 0):  # the preset depends on the image side
         side = int(np.asarray(ds["train"].read(0, keys=["inputs"])["inputs"]).shape[-1])
     pre = preset(family, model, scale, L=None if side is None else side * side)
-    B, n_eval = pre.batch_size, pre.train["eval_batches"]
+    B = batch_size or pre.batch_size
+    n_eval = pre.train["eval_batches"]
+    if B % world:
+        raise LongsynthError(f"--batch-size: the global batch {B} does not divide over {world} processes")
     if is_dir:
-        train_batch, val, test = stored_sources(ds.root, family, B, n_eval)
-        data_info["batch_size"] = B
+        _check_counts(ds.root, ds.manifest["counts"], B, world, scale)
+        train_batch, val, test = stored_sources(ds.root, family, B, n_eval, rank=rank, world=world)
     else:
-        fields = {f.name for f in dataclasses.fields(t.config)}
+        fields = {f.name for f in dataclasses.fields(registry.get(task).config)}
         params = {k: v for k, v in pre.data.items() if k in fields}
-        train_batch = OnTheFly(task, params, 0, B, "train")
-        val = _eval_list(OnTheFly(task, params, 0, B, "val"), n_eval)
-        test = _eval_list(OnTheFly(task, params, 0, B, "test"), n_eval)
-        data_info = {"task": task, "params": params, "seed": 0, "on_the_fly": True, "batch_size": B}
+        train_batch = OnTheFly(task, params, 0, B, "train", rank, world)
+        val = _eval_list(OnTheFly(task, params, 0, B, "val", rank, world), n_eval)
+        test = _eval_list(OnTheFly(task, params, 0, B, "test", rank, world), n_eval)
+        data_info = {"task": task, "params": params, "seed": 0, "on_the_fly": True}
+    data_info.update(batch_size=B, world_size=world, batch_size_per_rank=B // world)
     x0, y0 = train_batch(0)[:2]
     tkw = dict(pre.train)
     if steps is not None:
         tkw["steps"] = steps
         tkw["eval_every"] = min(tkw["eval_every"], steps)
     dev = torch.device(device)
-    tkw["amp"] = dev.type == "cuda"
-    tcfg = TrainConfig(seed=0, **tkw)
+    tkw["amp"] = dev.type == "cuda" if amp is None else bool(amp)
+    tcfg = TrainConfig(seed=0, compile=compile_, checkpoint_activations=checkpoint_activations, **tkw)
     if family == "atomic":
         io = dict(d_input=x0.shape[-1], d_output=y0.shape[-1])
     elif family == "listops":
@@ -304,25 +398,48 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
     else:
         io = dict(d_input=x0.shape[-1], d_output=tcfg.num_classes)
     mcfg = ModelConfig(layer=model, **io, **pre.model)
-    os.makedirs(report_dir, exist_ok=True)
-    t0 = time.time()
-    res = train(mcfg, tcfg, train_batch, val, test, device=device, manifest_digest=digest,
-                checkpoint_dir=os.path.join(report_dir, "checkpoints"), progress=progress)
-    wall = time.time() - t0
+    created = []
+    if rank == 0:
+        for d in (os.path.dirname(os.path.abspath(report_dir)), os.path.abspath(report_dir)):
+            if not os.path.isdir(d):
+                created.append(d)
+        os.makedirs(report_dir, exist_ok=True)
+    try:
+        if dev.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(dev)
+        t0 = time.time()
+        res = train(mcfg, tcfg, train_batch, val, test, device=device, manifest_digest=digest,
+                    checkpoint_dir=os.path.join(report_dir, "checkpoints"), progress=progress)
+        wall = time.time() - t0
+    except BaseException:
+        for d in reversed(created):  # no empty report directory is left behind (checkpoints are kept)
+            _remove_empty_dirs(d)
+        raise
     primary = PRIMARY[tcfg.objective]
     paper = _paper_figure(family, task, model, side)
+    L = int(x0.shape[1])
     out = {
         "task": task, "family": family, "target": os.path.abspath(target) if is_dir else target,
         "model": model, "scale": scale, "model_config": mcfg.to_dict(), "train_config": dataclasses.asdict(tcfg),
         "data": data_info, "steps": res["steps"], "wall_time_s": round(wall, 2),
+        "world_size": world, "global_batch_size": B,
+        "backend": dist.get_backend() if world > 1 else None,
         "device": str(dev), "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or platform.machine(),
         "torch_threads": torch.get_num_threads(), "torch_version": torch.__version__,
+        "train_tokens_per_s": round(res["steps"] * B * L / wall, 1),  # wall includes evaluations
+        **_peak_memory(dev),  # rank 0's
+        "metrics_note": "top-level metrics are the paper's (per batch of batch_size, averaged over batches); "
+                        "'exact' holds the same metrics from counts over the whole evaluation set",
         "primary_metric": primary, "final": res["final_val"], "best": res["val"], "best_step": res["best_step"],
         "test": res["test"], "paper": paper, "verdict": _verdict(res["test"], paper, primary),
-        "created": stamp,
+        "created": stamp, "rank": rank,
     }
+    if rank != 0:
+        return out
     with open(os.path.join(report_dir, "metrics.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, indent=2)
+    with open(os.path.join(report_dir, "history.json"), "w", encoding="utf-8") as f:
+        json.dump(res["history"], f)
     curves(res["history"], primary, os.path.join(report_dir, "curves.png"), f"{task} / {model} / {scale}")
     if family == "pathfinder":
         xv, yv = val()[0][:2]
@@ -332,3 +449,12 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
         prediction_figure(list(yv[:4].numpy()), list(pred.numpy()), side, os.path.join(report_dir, "predictions.png"))
     out["report_dir"] = report_dir
     return out
+
+
+def _remove_empty_dirs(root):
+    """Remove ``root`` and the directories under it that hold no files."""
+    for d, _, _ in sorted(os.walk(root), key=lambda w: -len(w[0])):
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass

@@ -263,6 +263,43 @@ def test_optimizer_reads_ssm_attributes():
     assert (1e-2, 0.1) in groups
 
 
+def test_weight_decay_only_on_matrices():
+    """Linear weights decay; LayerNorm, biases, the embedding and the SSM parameters do not."""
+    torch.manual_seed(10)
+    m = Model(ModelConfig(d_input=1, d_output=3, H=4, N=4, n_layers=2, glu=True, vocab_size=7, prenorm=True))
+    opt = build_optimizer(m, TrainConfig(steps=1, lr=1e-2, weight_decay=0.1))
+    wd = {id(p): g["weight_decay"] for g in opt.param_groups for p in g["params"]}
+    names = dict(m.named_parameters())
+    assert len(wd) == len(names)
+    decayed = sorted(n for n, p in names.items() if wd[id(p)] == 0.1)
+    assert decayed == sorted(n for n in names if n.endswith(("layer.out.weight", "glu.weight")) or n == "decoder.weight")
+    assert wd[id(m.encoder.weight)] == 0.0 and wd[id(m.blocks[0].norm.weight)] == 0.0
+    assert wd[id(m.blocks[0].layer.W)] == 0.0 and wd[id(m.decoder.bias)] == 0.0
+
+
+def test_register_lr_zero_freezes_and_layers_share_the_kernel_module():
+    from longsynth.models_ref import kernel
+
+    torch.manual_seed(13)
+    for layer in (DLR(4, 8, lr=0.0), DSSExp(4, 8, lr=0.0)):
+        assert isinstance(layer, kernel.SSMLayer)
+        assert {n for n, _ in layer.named_parameters()} == {"out.weight", "out.bias"}
+        frozen = {n: b.clone() for n, b in layer.named_buffers()}
+        assert "W" in frozen and "Lambda_im" in frozen and set(frozen) <= set(layer.state_dict())
+        opt = torch.optim.AdamW(layer.parameters(), lr=0.1)
+        layer(torch.randn(2, 16, 4)).square().mean().backward()
+        opt.step()
+        assert all(torch.equal(b, frozen[n]) for n, b in layer.named_buffers())
+    # the convolution, kernel length and real cast live once, in kernel.py
+    for cls in (DLR, DSSExp):
+        assert cls.forward is kernel.SSMLayer.forward and cls.real_kernel is kernel.SSMLayer.real_kernel
+    K = torch.randn(2, 5, dtype=torch.complex128)
+    assert torch.equal(kernel.cast_real(K, "prod"), K.real * K.imag) and torch.equal(kernel.cast_real(K), K.real)
+    u, Kr = torch.randn(1, 2, 5, dtype=torch.float64), K.real
+    want = torch.stack([sum(Kr[:, j] * u[:, :, k - j] for j in range(k + 1)) for k in range(5)], -1)
+    assert torch.allclose(kernel.fft_conv(u, Kr), want, atol=1e-12)
+
+
 
 def test_tiny_dlr_preset_trains_ssm_parameters_slower():
     """The tiny atomic DLR preset reaches the optimizer with Lambda and W at 2e-4, the rest
@@ -369,16 +406,20 @@ def test_tiny_listops_subtrees_lowers_loss(tmp_path):
     assert res["test"]["by_height"] and set(res["test"]["by_operator"]) <= {"0", "1", "2", "3"}
 
 
-def test_classic_listops_is_tagged_at_its_last_token(tmp_path):
-    """Classic ListOps: the root value is the one label, at the final `]`; validate runs on it."""
+def test_classic_listops_is_tagged_at_its_last_token_and_learned(tmp_path):
+    """Classic ListOps: the root value is the one label, at the final `]`; validate learns it.
+
+    Short shallow expressions ([MAX 3 5 ], nested once) so that 300 tiny steps learn: the
+    test accuracy must beat twice the most frequent test value's share (about 0.16).
+    """
     import json
 
     import longsynth
-    from longsynth.models_ref.validate import stored_sources, validate
+    from longsynth.models_ref.validate import _paper_figure, stored_sources, validate
 
     torch.set_num_threads(1)
-    params = {"min_length": 20, "max_length": 60, "max_depth": 5, "max_args": 4}
-    root = _stored(tmp_path, "listops", params, 32, 8)
+    params = {"min_length": 5, "max_length": 40, "max_depth": 2, "max_args": 4}
+    root = _stored(tmp_path, "listops", params, 512, 64)
     train_batch, val, _ = stored_sources(root, "listops", 8, 1)
     x, y, groups = val()[0]
     ds = longsynth.open(root)["val"]
@@ -388,11 +429,22 @@ def test_classic_listops_is_tagged_at_its_last_token(tmp_path):
         assert x[b, :n].tolist() == s["inputs"].tolist() and (x[b, n:] == 0).all()
         assert (y[b] != -100).nonzero().flatten().tolist() == [n - 1] and y[b, n - 1] == int(s["targets"])
         assert groups["height"][b, n - 1] == s["heights"][-1] and groups["operator"][b, n - 1] == s["operators"][-1]
-    r = validate(root, model="dss", scale="tiny", steps=3, report_dir=str(tmp_path / "rep"), progress=False)
+    r = validate(root, model="dlr", scale="tiny", steps=300, batch_size=16, report_dir=str(tmp_path / "rep"),
+                 progress=False)
     torch.set_num_threads(1)
     m = json.load(open(tmp_path / "rep" / "metrics.json"))
-    assert m["task"] == "listops" and 0.0 <= m["test"]["accuracy"] <= 1.0 and m["paper"]["accuracy"] == 0.597
-    assert r["verdict"]["metric"] == "accuracy"
+    test_values = [int(longsynth.open(root)["test"][i]["targets"]) for i in range(64)]
+    majority = max(test_values.count(v) for v in set(test_values)) / 64
+    assert m["task"] == "listops" and m["test"]["exact"]["count"] == 64
+    assert m["test"]["exact"]["accuracy"] > 2 * majority, (m["test"]["exact"], majority)
+    assert r["verdict"] is None and _paper_figure("listops", "listops", "dss", None)["accuracy"] == 0.597
+
+
+def _all_background(cm):
+    """The confusion matrix of predicting class 0 everywhere on the same labels."""
+    out = torch.zeros_like(cm)
+    out[:, 0] = cm.sum(1)
+    return out
 
 
 def test_tiny_pathfinder_segmentation_lowers_loss(tmp_path):
@@ -410,7 +462,20 @@ def test_tiny_pathfinder_segmentation_lowers_loss(tmp_path):
     res = train(cfg, tc, train_batch, val, test)
     first, last = _mean_loss(res["history"]["train"][:5]), _mean_loss(res["history"]["train"][-5:])
     assert last < 0.5 * first, (first, last)
-    assert 0.0 <= res["test"]["macro_f1"] <= 1.0 and "macro_accuracy" in res["test"]
+    # Learning that uses the image: the test loss is below the entropy of the test labels'
+    # class shares, the least loss of any model that ignores its input (~0.11 nats here;
+    # the model reaches ~0.09 by telling lit from dark pixels). 40 steps do not yet label
+    # path pixels (macro F1 stays near the all-background 0.33; docs/validation.md has
+    # longer runs), so F1 is checked for consistency, not for learning.
+    y = torch.cat([b[1].flatten() for b in test()])
+    share = torch.bincount(y, minlength=3).double() / y.numel()
+    prior_loss = float(-(share[share > 0] * share[share > 0].log()).sum())
+    assert res["test"]["loss"] < 0.9 * prior_loss, (res["test"]["loss"], prior_loss)
+    ex = res["test"]["exact"]
+    cm = torch.tensor(ex["confusion"])
+    assert cm.sum() == y.numel() and cm.sum(1).tolist() == torch.bincount(y, minlength=3).tolist()
+    assert ex["macro_f1"] == pytest.approx(res["test"]["macro_f1"])  # one test batch: both metrics agree
+    assert ex["macro_f1"] >= metrics.macro_from_confusion(_all_background(cm))["macro_f1"] - 1e-9
 
 
 def test_resume_gives_the_same_loss_curve(tmp_path):
@@ -505,3 +570,126 @@ def test_mask_figure(tmp_path):
     x = 4 + (32 + 4) + 2 * c  # second column
     assert im.getpixel((x, 4 + 2 * r)) == (250, 200, 40)  # gold row: class 2
     assert im.getpixel((x, 4 + (32 + 4) + 2 * r)) == (0, 0, 0)  # prediction row: background
+
+
+# ---------------------------------------------------------------- issue 13: exact metrics, DDP, memory flags
+
+
+class _Fixed(torch.nn.Module):
+    """A 'model' that returns the logits stored with each batch's inputs: x [B, T, C] -> x."""
+
+    def __init__(self):
+        super().__init__()
+        self.p = torch.nn.Parameter(torch.zeros(()))
+
+    def forward(self, x, target_len=None):
+        return x + 0 * self.p
+
+
+def test_exact_metrics_beside_the_papers_per_batch_average():
+    """A batch without class 2 caps its per-batch macro F1 at 2/3; the exact F1 of the set is 1."""
+    from longsynth.models_ref.trainer import evaluate
+
+    def seg(labels):
+        y = torch.tensor([labels])
+        return torch.nn.functional.one_hot(y, 3).float(), y  # perfect predictions
+
+    batches = [seg([0, 1, 2, 2]), seg([0, 0, 1, 1])]
+    r = evaluate(_Fixed(), batches, TrainConfig(steps=1, lr=0.1, objective="segmentation"))
+    assert r["macro_f1"] == pytest.approx((1 + 2 / 3) / 2) and r["batch_size"] == 1 and r["batches"] == 2
+    assert r["exact"]["macro_f1"] == 1.0 and r["exact"]["macro_accuracy"] == 1.0
+    assert r["exact"]["confusion"] == [[3, 0, 0], [0, 3, 0], [0, 0, 2]]
+    # tokens: 1 of 1 right in one batch, 1 of 3 in the other: paper (1 + 1/3) / 2, exact 2 / 4
+    logits = torch.nn.functional.one_hot(torch.tensor([[1, 1, 1]]), 10).float()
+    tok = [(logits, torch.tensor([[1, -100, -100]])), (logits, torch.tensor([[1, 2, 3]]))]
+    r = evaluate(_Fixed(), tok, TrainConfig(steps=1, lr=0.1, objective="tokens"))
+    assert r["accuracy"] == pytest.approx(2 / 3) and r["exact"] == {"accuracy": 0.5, "correct": 2, "count": 4}
+    # R^2: the exact one uses the mean of the whole set
+    reg = [(torch.tensor([[[1.0], [2.0]]]), torch.tensor([[[1.0], [3.0]]])),
+           (torch.tensor([[[5.0], [5.0]]]), torch.tensor([[[5.0], [6.0]]]))]
+    r = evaluate(_Fixed(), reg, TrainConfig(steps=1, lr=0.1))
+    true = torch.tensor([1.0, 3.0, 5.0, 6.0])
+    assert r["exact"]["r2"] == pytest.approx(1 - 2 / float(((true - true.mean()) ** 2).sum()))
+    assert r["r2"] == pytest.approx(((1 - 0.5 / 1) + (1 - 0.5 / 0.25)) / 2)  # per batch: 0.5 and -1
+
+
+def test_checkpoint_activations_and_bf16_autocast():
+    """Checkpointed blocks give the same loss curve; bf16 autocast (CPU) trains close to float32."""
+    cfg = ModelConfig(d_input=3, d_output=8, H=16, N=16, n_layers=3, glu=True)
+    data = lambda s: _shift_batch(s, B=4, L=32)  # noqa: E731
+    runs = {}
+    for name, kw in {"plain": {}, "ckpt": {"checkpoint_activations": True}, "bf16": {"amp": True}}.items():
+        runs[name] = [r["loss"] for r in train(cfg, TrainConfig(steps=5, lr=5e-3, seed=1, **kw), data)["history"]["train"]]
+    assert runs["ckpt"] == pytest.approx(runs["plain"], rel=1e-5)
+    assert runs["bf16"] == pytest.approx(runs["plain"], rel=0.05) and runs["bf16"] != runs["plain"]
+    m = Model(cfg)
+    m.checkpoint_activations = True
+    x = data(0)[0]
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        m(x).sum().backward()
+    assert all(p.grad is not None for p in m.parameters())
+
+
+def test_validate_device_cuda_without_cuda_is_one_line(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from longsynth.cli.main import cli
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    out = tmp_path / "report"
+    r = CliRunner().invoke(cli, ["validate", "cumsum", "--device", "cuda", "--steps", "2", "--report-dir", str(out)])
+    assert r.exit_code == 1 and r.output.count("\n") == 1, r.output
+    assert r.output.startswith("Error: --device cuda: CUDA is not available") and "--device cpu" in r.output
+    assert not out.exists() and not os.path.exists("validation")
+
+
+@pytest.mark.parametrize("splits", [{"train": 10}, {"train": 40, "val": 0, "test": 0}])
+def test_validate_too_few_samples_is_one_line(tmp_path, splits):
+    from click.testing import CliRunner
+
+    from longsynth.cli.main import cli
+    from longsynth.store import generate
+
+    root = tmp_path / "ds"
+    generate(str(root), "cumsum", {"L": 32}, seed=1, splits=splits, workers=1)
+    r = CliRunner().invoke(cli, ["validate", str(root), "--steps", "2"])
+    assert r.exit_code == 1 and r.output.count("\n") == 1, r.output
+    have = ", ".join(f"{s} {splits.get(s, 0)}" for s in ("train", "val", "test"))
+    assert f"({have})" in r.output and "batches of 16" in r.output and "exceeds" not in r.output
+    assert not (root / "validation").exists()
+
+
+def test_ddp_two_cpu_processes_follow_one_process(tmp_path):
+    """torchrun, 2 CPU processes (gloo, loopback) at global batch 4 = 1 process at batch 4:
+    the first 20 losses agree to 1e-4 relative (ListOps-Subtrees: the ranks hold different
+    numbers of labelled tokens, so the loss must be the global mean, not a mean of means)."""
+    import json
+    import subprocess
+    import sys
+
+    from longsynth.models_ref.validate import validate
+
+    root = _stored(tmp_path, "listops-subtrees", {"min_length": 20, "max_length": 60, "max_depth": 5, "max_args": 4},
+                   64, 8)
+    env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           "-m", "longsynth", "validate", root, "--steps", "20", "--batch-size", "4",
+           "--report-dir", str(tmp_path / "two")]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-3000:])
+    assert p.stdout.count('"report_dir"') == 1, (p.stdout[-2000:], p.stderr[-3000:])  # rank 0 alone reports
+    torch.set_num_threads(1)
+    validate(root, steps=20, batch_size=4, report_dir=str(tmp_path / "one"), progress=False)
+    torch.set_num_threads(1)
+    two = json.loads((tmp_path / "two" / "history.json").read_text())["train"]
+    one = json.loads((tmp_path / "one" / "history.json").read_text())["train"]
+    assert len(one) == len(two) == 20
+    assert [r["loss"] for r in two] == pytest.approx([r["loss"] for r in one], rel=1e-4)
+    assert one[0]["loss"] != one[1]["loss"]
+    m2 = json.loads((tmp_path / "two" / "metrics.json").read_text())
+    m1 = json.loads((tmp_path / "one" / "metrics.json").read_text())
+    assert (m2["world_size"], m2["global_batch_size"], m2["backend"]) == (2, 4, "gloo")
+    assert (m1["world_size"], m1["global_batch_size"]) == (1, 4)
+    assert m2["data"]["batch_size_per_rank"] == 2 and m2["test"]["batch_size"] == 2 and m1["test"]["batch_size"] == 4
+    assert m2["test"]["exact"]["count"] == m1["test"]["exact"]["count"] > 0  # the same evaluation samples
+    assert abs(m2["test"]["exact"]["correct"] - m1["test"]["exact"]["correct"]) <= 1

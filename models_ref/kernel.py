@@ -1,0 +1,101 @@
+"""What DLR and DSS_exp share (MODELS.md): parameter registration, kernel length, the real
+cast, the FFT convolution and the layer around it.
+
+A layer subclasses :class:`SSMLayer` and defines ``complex_kernel(L) -> [H_k, L]``; the
+rest is here, s4d-style:
+
+    u [B, L, H] -> y = K * u + u (FFT of size n = 2L) -> GELU -> Linear(H, H)
+
+``register(name, tensor, lr)`` makes an SSM parameter: weight decay 0 and its own learning
+rate (``lr=None``: the model's), read by the optimizer builder from ``p._optim``;
+``lr=0`` freezes it (a buffer: saved in the state dict, never updated).
+Only torch is imported here.
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+CASTS = ("real", "prod")
+
+
+def complex_dtype(dtype):
+    return torch.complex128 if dtype == torch.float64 else torch.complex64
+
+
+def exp_times(re, im, k):
+    """exp(k (re + i im)) for rates re, im [...] and positions k [K] -> [..., K].
+
+    The exponent is formed in float64 with the phase k*im reduced mod 2 pi, so no error
+    accumulates with k even when the result is complex64.
+    """
+    k = k.to(torch.float64)  # [K]
+    mag = re.to(torch.float64)[..., None] * k  # [..., K]
+    phase = torch.remainder(im.to(torch.float64)[..., None] * k, 2 * math.pi)  # [..., K]
+    return torch.exp(torch.complex(mag, phase).to(complex_dtype(re.dtype)))  # [..., K]
+
+
+def cast_real(K, cast="real"):
+    """Complex kernel K [H_k, L] -> real: Re K ("real") or Re K * Im K ("prod")."""
+    if cast == "prod":
+        return K.real * K.imag  # [H_k, L]
+    return K.real  # [H_k, L]
+
+
+def fft_conv(u, K, bidirectional=False):
+    """y = K * u along the last axis by FFT of size n = 2L: u [B, H, L], K [H, L] or [2H, L] -> [B, H, L].
+
+    Unidirectional: causal, y_k = sum_{j<=k} K[k-j] u_j. Bidirectional: the second H
+    kernels run right to left, as the circulant [K_fwd_0..K_fwd_{L-1}, K_bwd_{L-1}..K_bwd_0]
+    of size 2L (DLR paper eq. 6, appendix A.1).
+    """
+    B, H, L = u.shape
+    if bidirectional:
+        K = torch.cat((K[:H], K[H:].flip(-1)), dim=-1)  # [H, 2L]
+    K_f = torch.fft.rfft(K, n=2 * L)  # [H, L+1]
+    u_f = torch.fft.rfft(u, n=2 * L)  # [B, H, L+1]
+    return torch.fft.irfft(u_f * K_f, n=2 * L)[..., :L]  # [B, H, L]
+
+
+class SSMLayer(nn.Module):
+    """Base of one convolutional SSM layer on u [B, L, H] -> [B, L, H]."""
+
+    def __init__(self, H, *, cast="real", bidirectional=False, max_kernel_length=None):
+        super().__init__()
+        if cast not in CASTS:
+            raise ValueError(f"kernel: must be one of {CASTS}, got {cast!r}")
+        self.H, self.cast, self.bidirectional = H, cast, bidirectional
+        self.max_kernel_length = max_kernel_length
+        self.out = nn.Linear(H, H)
+
+    def register(self, name, tensor, lr=None):
+        """An SSM tensor: trainable with weight decay 0 and learning rate lr (None: the model's);
+        lr == 0: frozen, a buffer."""
+        if lr == 0.0:
+            self.register_buffer(name, tensor)
+            return
+        self.register_parameter(name, nn.Parameter(tensor))
+        optim = {"weight_decay": 0.0}
+        if lr is not None:
+            optim["lr"] = lr
+        getattr(self, name)._optim = optim
+
+    def kernel_length(self, L):
+        return L if self.max_kernel_length is None else min(L, self.max_kernel_length)
+
+    def complex_kernel(self, L):  # [H_k, L] complex
+        raise NotImplementedError
+
+    def real_kernel(self, L):
+        """K [H_k, L] real, zero beyond max_kernel_length."""
+        K = cast_real(self.complex_kernel(self.kernel_length(L)), self.cast)  # [H_k, L_k]
+        return F.pad(K, (0, L - K.shape[-1]))  # [H_k, L]
+
+    def forward(self, u):
+        B, L, H = u.shape
+        with torch.autocast(u.device.type, enabled=False):  # kernel and FFT in full precision
+            x = u.to(self.out.weight.dtype).transpose(1, 2)  # [B, H, L]
+            y = fft_conv(x, self.real_kernel(L), self.bidirectional) + x  # [B, H, L]  conv + residual
+        y = F.gelu(y.transpose(1, 2).to(u.dtype))  # [B, L, H]
+        return self.out(y)  # [B, L, H]
