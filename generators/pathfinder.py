@@ -147,7 +147,8 @@ def params(cfg):
                       seed_distance=cfg.seed_distance, contour_length=cfg.contour_length,
                       distractor_length=cfg.distractor_length, distractors=cfg.distractors,
                       mark_distractors=bool(cfg.mark_distractors), exact=bool(cfg.exact_restarts),
-                      drop_after=cfg.distractor_tries, grow_fails=render.GROW_FAILS, backoff=render.BACKOFF)
+                      drop_after=cfg.distractor_tries, grow_fails=render.GROW_FAILS, backoff=render.BACKOFF,
+                      regrows=render.REGROWS)
     margins = tuple(range(cfg.margin_min, cfg.margin_max + 1))
     T = render.build_tables(cfg.paddle_length, float(cfg.paddle_thickness), margins, cfg.antialias_scale,
                             float(cfg.marker_radius), float(cfg.continuity))
@@ -162,11 +163,17 @@ def _fill(cfg, seed, split, start, out, fixed):
     markers = np.zeros((count, 2 + cfg.distractors, 2), dtype=np.int32)
     render.render_batch(seed, split, start, P, T, works, out["inputs"], out["targets"], out["dashes"],
                         markers, counts, out["peak"])
-    bad = np.nonzero(counts[:, 5] == 0)[0]
+    bad = np.nonzero(counts[:, 5] != 1)[0]
     if bad.size:
+        i = int(bad[0])
+        if counts[i, 5] == -1:
+            raise ValueError(
+                f"contour_length: the two main paths of sample {start + i} do not fit in {cfg.size} x {cfg.size} px "
+                f"({render.MAIN_TRIES_EXACT if cfg.exact_restarts else render.MAIN_TRIES} restarts); "
+                f"reduce contour_length, paddle_length or margin")
         raise ValueError(
-            f"distractors: could not place every path of sample {start + int(bad[0])} in "
-            f"{cfg.size} x {cfg.size} px; reduce distractors, contour_length or margin")
+            f"distractors: could not place every distractor of sample {start + i} in {cfg.size} x {cfg.size} px; "
+            f"reduce distractors or distractor_length, or let them drop with distractor_tries=5")
     out["connected"][:] = counts[:, 0] == 1
     out["main_dashes"][:] = counts[:, 1:3]
     out["distractors"][:] = counts[:, 3]

@@ -60,7 +60,8 @@ from numba import njit, prange
 
 from longsynth.rng import randint, stream, uniform
 
-MAIN_TRIES = 2000  # restarts of both main paths (theirs: unbounded)
+MAIN_TRIES = 2000  # restarts of both main paths with local retries
+MAIN_TRIES_EXACT = 100_000  # with exact_restarts (theirs: unbounded; 128 px needs ~560 on average)
 DISTRACTOR_TRIES = 100  # tries per distractor (theirs: 5, then the distractor is dropped)
 IMAGE_TRIES = 16  # whole-image restarts when a distractor cannot be placed
 # their mask is float64 uint8/255 (or 1 on the border); ours holds the uint8 level, and
@@ -70,6 +71,7 @@ OCCUPIED = min(a for a in range(256) if a / 255.0 > 0.3)
 COLLIDE = np.array([[a / 255.0 + b / 255.0 >= 1.8 for b in range(256)] for a in range(256)])
 GROW_FAILS = 4  # local retries per main path before both restart
 BACKOFF = 1  # the k-th retry of a path removes BACKOFF ** (k - 1) of its last dashes
+REGROWS = 0  # a path out of retries grows again from its first dash this often before both restart
 SEED_TRIALS = 3  # their max_paddle_retrial + 1
 EXTEND_TRIALS = 3
 SEED_DRAWS = 20_000  # rejection draws for a seed tail before the frame counts as full
@@ -91,6 +93,7 @@ Params = namedtuple("Params", [
     "drop_after",   # tries after which a distractor is dropped, as theirs (5); 0: place every one
     "grow_fails",   # local retries per main path before both restart (GROW_FAILS)
     "backoff",      # the k-th retry of a path removes backoff ** (k - 1) of its last dashes (BACKOFF)
+    "regrows",      # times a path that used up its retries grows again from its first dash (REGROWS)
 ])
 
 # every stamp of a preset, stacked over its margins g (arrays padded to the largest)
@@ -522,7 +525,7 @@ def _main_paths(st, P, T, W, g):
     both restart): local retries with a short time tail."""
     M, n = P.M, P.contour_length
     W.n[6] = 0
-    for _ in range(MAIN_TRIES):
+    for _ in range(MAIN_TRIES_EXACT if P.exact else MAIN_TRIES):
         W.n[6] += 1
         _clear(P, W)
         if not _seed(st, P, T, W, g, 2 * P.seed_distance, 0):
@@ -544,6 +547,7 @@ def _main_paths(st, P, T, W, g):
             continue
         have = np.ones(2, np.int64)
         fails = np.zeros(2, np.int64)
+        regrown = np.zeros(2, np.int64)
         while have[0] < n or have[1] < n:
             s = 0 if (have[0] <= have[1] and have[0] < n) or have[1] >= n else 1
             j = have[s]
@@ -552,6 +556,9 @@ def _main_paths(st, P, T, W, g):
                 continue
             fails[s] += 1
             back = min(j - 1, P.backoff ** (fails[s] - 1))  # 1, 2, 4, ... dashes
+            if fails[s] > P.grow_fails and regrown[s] < P.regrows and j >= 2:
+                back, fails[s] = j - 1, 0  # grow this path again from its first dash
+                regrown[s] += 1
             if P.exact or back < 1 or fails[s] > P.grow_fails:
                 ok = False
                 break
@@ -589,11 +596,12 @@ def _distractor(st, P, T, W, g, base):
 
 @njit(cache=True)
 def place(st, P, T, W, g):
-    """Steps 2-3 of the process into W.dash and W.marker[2:]. False if it failed."""
+    """Steps 2-3 of the process into W.dash and W.marker[2:]. Returns 0 when placed, 1 when
+    the main paths do not fit, 2 when a distractor does not."""
     n = P.contour_length
     for _ in range(IMAGE_TRIES):
         if not _main_paths(st, P, T, W, g):
-            return False
+            return 1
         W.n[1] = 2
         W.n[3] = 0
         ok = True
@@ -611,8 +619,8 @@ def place(st, P, T, W, g):
                 break
         if ok:
             W.n[0] = 2 * n + W.n[3] * P.distractor_length
-            return True
-    return False
+            return 0
+    return 2
 
 
 @njit(cache=True)
@@ -652,12 +660,14 @@ def compose(P, T, W, g, origin, connected, img, lab):
 def render_one(seed, split, index, P, T, W, img, lab, dashes, markers, counts):
     """One image. dashes int32 [ND, 4] (row, col, blown dy, dx: origin path, other path,
     distractors), markers int32 [NM, 2], counts int32 [6] = (connected, origin path's
-    dashes, other path's, distractors placed, margin, ok). Returns the peak."""
+    dashes, other path's, distractors placed, margin, status: 1 ok, -1 the main paths do not
+    fit, -2 a distractor does not). Returns the peak."""
     st = stream(seed, split, index)
     connected = randint(st, 2) == 1
     g = randint(st, T.margins.shape[0])
-    if not place(st, P, T, W, g):
-        counts[5] = 0
+    failed = place(st, P, T, W, g)
+    if failed:
+        counts[5] = -failed
         return 0.0
     origin = randint(st, 2)
     end = origin if connected else 1 - origin

@@ -68,8 +68,10 @@ def test_bad_parameters_are_rejected(params, field):
 
 
 def test_impossible_request_raises_instead_of_dropping_paths():
-    with pytest.raises(ValueError, match="distractors"):
+    with pytest.raises(ValueError, match="^distractors: could not place every distractor"):
         longsynth.sample(TASK, 0, seed=0, size=128, distractors=400)
+    with pytest.raises(ValueError, match="^contour_length: the two main paths"):
+        longsynth.sample(TASK, 0, seed=0, size=128, contour_length=200)
 
 
 # ---------------------------------------------------------------- labels and paths
