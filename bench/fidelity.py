@@ -125,7 +125,8 @@ def main(argv=None):
     ap.add_argument("--authors", required=True, help="folder with 128/, 256/, 512/ in the authors' layout")
     ap.add_argument("--sizes", default="128,256,512", help="comma-separated sizes")
     ap.add_argument("--n", type=int, default=0, help="our images per size (default: 4 x theirs, at least 24)")
-    ap.add_argument("--variants", action="store_true", help="also the authors' dropping rule and exact restarts")
+    ap.add_argument("--variants", action="store_true",
+                    help="also ours with the authors' dropping rule (distractor_tries=5), and with it exact restarts")
     ap.add_argument("--classifier", action="store_true", help="two-sample classifier test at 128 px (needs torch)")
     ap.add_argument("--write-reference", default=None, help="write the authors' summaries to this JSON (for tests)")
     ap.add_argument("--json", default="bench/results/fidelity.json", help="where results go")
@@ -140,21 +141,23 @@ def main(argv=None):
         recs = fidelity.read_authors(folder)
         theirs = fidelity.summary(recs, cfg.paddle_thickness)
         n = args.n or max(24, 4 * len(recs))
-        rows = {}
-        rows["ours"], samples = ours(size, n)
+        rows, samples = {}, {}
+        rows["ours"], samples["ours"] = ours(size, n)
         if args.variants:
-            rows["ours-drop5"], _ = ours(size, n, distractor_tries=5)
-            rows["ours-exact"], _ = ours(size, max(8, n // 4), distractor_tries=5, exact_restarts=True)
+            rows["ours-drop5"], samples["ours-drop5"] = ours(size, n, distractor_tries=5)
+            rows["ours-exact"], samples["ours-exact"] = ours(size, len(recs), distractor_tries=5, exact_restarts=True)
         table(size, theirs, rows)
         results[size] = {"authors": theirs, **rows}
         if args.classifier and size == 128:
-            m = min(len(recs), n)
-            a = np.stack([r[0] for r in recs[:m]])
-            b = np.stack([np.asarray(s["inputs"]) for s in samples[:m]])
-            cnn, lr = classifier_accuracy(a, b)
-            print(f"\ntwo-sample test, 128 px, {m} of theirs vs {m} of ours, 5-fold held-out accuracy: "
-                  f"CNN {cnn:.3f}, logistic regression on intensity histograms {lr:.3f} (chance 0.5)")
-            results[size]["classifier"] = {"images_each": m, "cnn_accuracy": cnn, "histogram_lr_accuracy": lr}
+            a = np.stack([r[0] for r in recs])
+            results[size]["classifier"] = {}
+            for name, ss in samples.items():
+                m = min(len(a), len(ss))
+                b = np.stack([np.asarray(s["inputs"]) for s in ss[:m]])
+                cnn, lr = classifier_accuracy(a[:m], b)
+                print(f"two-sample test, 128 px, {m} of theirs vs {m} of {name}, 5-fold held-out accuracy: "
+                      f"CNN {cnn:.3f}, logistic regression on intensity histograms {lr:.3f} (chance 0.5)")
+                results[size]["classifier"][name] = {"images_each": m, "cnn_accuracy": cnn, "histogram_lr_accuracy": lr}
     os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(results, f, indent=1)

@@ -146,7 +146,8 @@ def params(cfg):
                       contrast=float(cfg.contrast), continuity=float(cfg.continuity),
                       seed_distance=cfg.seed_distance, contour_length=cfg.contour_length,
                       distractor_length=cfg.distractor_length, distractors=cfg.distractors,
-                      mark_distractors=bool(cfg.mark_distractors), exact=bool(cfg.exact_restarts),
+                      mark_distractors=bool(cfg.mark_distractors), marker_radius=float(cfg.marker_radius),
+                      exact=bool(cfg.exact_restarts),
                       drop_after=cfg.distractor_tries, grow_fails=render.GROW_FAILS, backoff=render.BACKOFF,
                       regrows=render.REGROWS)
     margins = tuple(range(cfg.margin_min, cfg.margin_max + 1))

@@ -89,6 +89,7 @@ Params = namedtuple("Params", [
     "distractor_length",
     "distractors",
     "mark_distractors",
+    "marker_radius",
     "exact",        # restart both main paths on any failure, as theirs (slow); else local retries
     "drop_after",   # tries after which a distractor is dropped, as theirs (5); 0: place every one
     "grow_fails",   # local retries per main path before both restart (GROW_FAILS)
@@ -379,11 +380,87 @@ def draw_dash(T, g, k, r, c, contrast, out):
 
 
 @njit(cache=True)
-def draw_marker(T, r, c, out):
+def _sinc(x):
+    if x == 0.0:
+        return 1.0
+    x = x * math.pi
+    return math.sin(x) / x
+
+
+@njit(cache=True)
+def _lanczos(x):
+    """PIL's LANCZOS filter (support 3)."""
+    if -3.0 <= x < 3.0:
+        return _sinc(x) * _sinc(x / 3)
+    return 0.0
+
+
+@njit(cache=True)
+def _coeffs(xx, in_size, scale, k):
+    """PIL's resampling weights of output pixel xx (a reduction by ``scale``), renormalised
+    where the frame cuts the filter: fills k, returns (first input pixel, count)."""
+    support = 3.0 * scale
+    center = (xx + 0.5) * scale
+    ss = 1.0 / scale
+    xmin = max(int(center - support + 0.5), 0)
+    xmax = min(int(center + support + 0.5), in_size) - xmin
+    ww = 0.0
+    for x in range(xmax):
+        k[x] = _lanczos((x + xmin - center + 0.5) * ss)
+        ww += k[x]
+    if ww != 0.0:
+        for x in range(xmax):
+            k[x] /= ww
+    return xmin, xmax
+
+
+@njit(cache=True)
+def _marker_at_edge(P, T, r, c, out):
+    """A marker near the frame's edge, as their draw_circle makes it: the disk on the whole
+    finer frame, reduced with PIL's two passes (rows, then columns; float32 in between)
+    whose weights are renormalised at the edge. Only the output pixels the disk reaches."""
+    K, aa, M = T.circle.shape[0] // 2, P.aa, P.M
+    big = M * aa
+    rad2 = (P.marker_radius * aa) ** 2
+    r0, r1, c0, c1 = max(r - K, 0), min(r + K + 1, M), max(c - K, 0), min(c + K + 1, M)
+    k = np.zeros(6 * aa + 2)
+    # horizontal pass for the finer rows that hold the disk: H[Y, xx]
+    Y0, Y1 = max((r - K) * aa, 0), min((r + K + 1) * aa, big)
+    H = np.zeros((Y1 - Y0, c1 - c0), np.float32)
+    for xx in range(c0, c1):
+        xmin, n = _coeffs(xx, big, float(aa), k)
+        for Y in range(Y0, Y1):
+            acc = 0.0
+            for x in range(n):
+                dy, dx = Y - r * aa, xmin + x - c * aa
+                if dy * dy + dx * dx <= rad2:
+                    acc += k[x]
+            H[Y - Y0, xx - c0] = np.float32(acc)
+    # vertical pass
+    for yy in range(r0, r1):
+        ymin, n = _coeffs(yy, big, float(aa), k)
+        for xx in range(c0, c1):
+            acc = 0.0
+            for y in range(n):
+                Y = ymin + y
+                if Y0 <= Y < Y1:
+                    acc += np.float64(H[Y - Y0, xx - c0]) * k[y]
+            v = np.float64(np.float32(acc))
+            if v > out[yy, xx]:
+                out[yy, xx] = v
+
+
+@njit(cache=True)
+def draw_marker(P, T, r, c, out):
+    """out = max(out, marker disk at (r, c)): the stamp inside the frame, where the filter
+    never reaches the edge, else drawn as their whole-frame reduction does near the edge."""
     K = T.circle.shape[0] // 2
-    M0, M1 = out.shape[0], out.shape[1]
-    for i in range(max(0, K - r), min(2 * K + 1, M0 - r + K)):
-        for j in range(max(0, K - c), min(2 * K + 1, M1 - c + K)):
+    M = out.shape[0]
+    if min(r, c) - K < 4 or max(r, c) + K > M - 5:
+        _marker_at_edge(P, T, r, c, out)
+        return
+    for i in range(2 * K + 1):
+        for j in range(2 * K + 1):
             v = np.float64(T.circle[i, j])
             if v > out[r - K + i, c - K + j]:
                 out[r - K + i, c - K + j] = v
@@ -639,7 +716,7 @@ def compose(P, T, W, g, origin, connected, img, lab):
         if i < 2 * n:
             draw_dash(T, g, k, r, c, P.contrast, W.layer[i // n])
     for i in range(W.n[1]):
-        draw_marker(T, W.marker[i, 0], W.marker[i, 1], W.image)
+        draw_marker(P, T, W.marker[i, 0], W.marker[i, 1], W.image)
     peak = W.image.max()
     for i in range(M):
         for j in range(M):

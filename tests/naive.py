@@ -286,8 +286,8 @@ def pathfinder_compose(dashes, markers, margin, connected, L, thickness, aa, con
     every dash a PIL line of width round(thickness aa) on a float canvas aa times finer,
     of side 2 R aa + 1 (R = L + ceil(thickness) + margin) with the line's start at its
     centre, reduced to 2R + 1 with PIL's LANCZOS and centred on the dash's start pixel,
-    times contrast; every marker a disk of radius ``radius`` drawn aa times finer and
-    reduced the same way; all composed by maximum, rescaled so the peak is 255 (rounded
+    times contrast; every marker a disk of radius ``radius`` on the whole frame drawn aa
+    times finer and reduced the same way; all composed by maximum, rescaled so the peak is 255 (rounded
     half to even); a main path's pixels are those where its own layer is nonzero at 8 bits.
     Dashes: origin path, other path, distractors; rows of -1 are absent."""
     from PIL import Image, ImageDraw
@@ -314,13 +314,11 @@ def pathfinder_compose(dashes, markers, margin, connected, L, thickness, aa, con
         put(image, small, r, c)
         if q < 2 * n:
             put(layers[q // n], small, r, c)
-    K = math.ceil(radius) + 4
-    yy, xx = np.mgrid[-K * aa:(K + 1) * aa, -K * aa:(K + 1) * aa]
-    disk = np.array(Image.fromarray((xx**2 + yy**2 <= (radius * aa) ** 2).astype(np.float64)).resize(
-        (2 * K + 1, 2 * K + 1), Image.LANCZOS)).astype(np.float64)
     for r, c in np.asarray(markers, dtype=np.int64).tolist():
-        if r >= 0:
-            put(image, disk, r, c)
+        if r >= 0:  # a disk on the whole frame aa times finer, reduced to M x M
+            yy, xx = np.ogrid[-r * aa:(M - r) * aa, -c * aa:(M - c) * aa]
+            disk = (xx**2 + yy**2 <= (radius * aa) ** 2).astype(np.float64)
+            image = np.maximum(image, np.array(Image.fromarray(disk).resize((M, M), Image.LANCZOS)).astype(np.float64))
     peak = image.max()
     img = np.rint(image / peak * 255).astype(np.uint8)
     tgt = np.zeros((M, M), dtype=np.uint8)

@@ -218,12 +218,12 @@ def test_statistics_match_the_authors(size):
 # ---------------------------------------------------------------- identity and storage
 
 GOLDEN = {  # sample_digest of samples 0 and 1, seed 0, train (revision 2)
-    128: ["5639f310718a151a2c8ddb5254d066296c276eeea55fc69478b68fc5b2abf4dc",
-          "be0fff63fa9413fb8da915619d45dda77a15e9d2417dc48a1c95f478acafb350"],
-    256: ["09819be11b32aa2a608c3eaf1707fc37990ba72b560d5f9f3e2156b01db6303b",
-          "e9c18a9d9a8e2676a777de57338ab91026a60b898f0f955f9f789c8c6fc97b2f"],
-    512: ["28e8fb53fdfe34f205688f1b2928cd9eade0947f114048e2eb4e034d0759167f",
-          "7b0d1c6219de5559869356e2c2e65bd94fad36cacb0578770fd8c5ed3fc4ab7a"],
+    128: ["f805680e56e128e6c25f02dfcae2207d2e9652cb1430bf944e3c7a9e45757ff4",
+          "8e1dda39206b2e350e1f6d2c428f653f72bd8276c0c63e290f1fadf77f18fa59"],
+    256: ["7d20092882cd32db79d148fd4453b9ef49aa44ca7b168f7c1725dc3d8424c817",
+          "2e25340aee589af9c14933aaa14734172ae6debeb3367abe111c58e62b062d13"],
+    512: ["7adc58ccdc7085afd36f1c022f7b27e40f8dcd3f2aeb9e9189028f6bfc304fcc",
+          "222c4b910f5dabe60b721ea637b4f283592afdc6175482a30a3960d7cab1a7ea"],
 }
 
 
