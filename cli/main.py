@@ -145,7 +145,8 @@ def _make_gen(task):
         try:
             m = store.generate(out, task.name, params, seed=seed, splits=counts, num_samples=num_samples,
                                shard_size=shard_size, compression=compression, workers=workers,
-                               overwrite=overwrite, command=command, progress=bar)
+                               overwrite=overwrite, command=command, progress=bar,
+                               notify=lambda line: click.echo(line, err=True))
         finally:
             bar.close()
         dt = time.perf_counter() - t0

@@ -38,11 +38,13 @@ CARD = "README.md"
 DIGEST_KEY = "_digest"
 CHECK_KEY = "_check"  # uint64 [count, keys in sorted order, 2]: longsynth.checksum.sum64 of each value
 SHARD_RE = re.compile(r"^(train|val|test)-\d{5}\.h5$")
-OURS_RE = re.compile(r"^(\.?(train|val|test)-\d{5}\.h5(\.tmp)?|\.?manifest\.json(\.tmp)?|\.?README\.md(\.tmp)?)$")
+LOCK = ".lock"  # held (flock) by the process writing the directory; holds its PID
+OURS_RE = re.compile(r"^(\.?(train|val|test)-\d{5}\.h5(\.tmp)?|\.?manifest\.json(\.tmp)?|\.?README\.md(\.tmp)?|\.lock)$")
 COMPRESSIONS = ("none", "lzf", "gzip")
 SHARD_BYTES = 128 << 20  # default shard size aims at this many bytes
 RAGGED_ROWS = 8192  # assumed rows of a ragged key when sizing shards and chunks
 BLOCK_BYTES = 8 << 20  # samples generated per call to the kernel
+MAX_COUNT = 1 << 62  # samples per split: indices stay well inside int64
 
 
 class LongsynthError(Exception):
@@ -166,6 +168,8 @@ def parse_splits(text, num_samples=None):
         name, sep, value = part.strip().partition("=")
         if not sep or name not in SPLITS or not value.strip().isdigit():
             raise ValueError(f"splits: expected train=N,val=N,test=N with N >= 0, got {text!r}")
+        if name in counts:
+            raise ValueError(f"splits: {name} is given twice ({text})")
         counts[name] = int(value)
     return {s: counts[s] for s in SPLITS if s in counts}
 
@@ -177,12 +181,111 @@ def default_splits(num_samples):
 
 
 def plan(root, task, params, seed, splits, shard_size, compression):
-    jobs = []
+    """The shard jobs, lazily: nothing is allocated per shard before it is written."""
     for split, n in splits.items():
         for k, start in enumerate(range(0, n, shard_size)):
             count = min(shard_size, n - start)
-            jobs.append(ShardJob(root, task, params, seed, split, k, start, count, compression))
-    return jobs
+            yield ShardJob(root, task, params, seed, split, k, start, count, compression)
+
+
+def human(n):
+    """Bytes as text: 512 B, 3.2 MB, 14.7 GB (powers of 1000, as `df -H`)."""
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def estimate_bytes(task, cfg, splits, seed, shard_size):
+    """Bytes the dataset will take on disk, uncompressed (within a few percent).
+
+    Fixed-shape keys are exact; variable-length keys are sized from the first samples.
+    Per sample: the keys, the 32-byte digest and the checksums; per shard about 16 kB of
+    HDF5 metadata.
+    """
+    specs = task.keys(cfg)
+    per = 32 + 16 * len(specs)
+    ragged = [k for k, spec in specs.items() if spec.ragged]
+    for k, spec in specs.items():
+        if not spec.ragged:
+            per += int(np.prod(spec.shape, dtype=np.int64)) * np.dtype(spec.dtype).itemsize
+    if ragged:
+        m = int(min(16, sum(splits.values())))
+        block = task.generate(cfg, seed, split_code("train"), 0, m, task.fixed_draws(cfg, seed))
+        per += sum(block[k].values.nbytes + 8 * m for k in ragged) / m
+    shards = sum(-(-n // shard_size) for n in splits.values())
+    return int(sum(splits.values()) * per + shards * 16_000 + 100_000)
+
+
+def _free_bytes(root):
+    """Free bytes on the disk that holds root (or its nearest existing parent)."""
+    import shutil
+
+    d = root
+    while not os.path.exists(d):
+        d = os.path.dirname(d)
+    return shutil.disk_usage(d).free
+
+
+def _our_bytes(root):
+    """Bytes of longsynth files already in root (replaced or kept by this run)."""
+    if not os.path.isdir(root):
+        return 0
+    return sum(os.path.getsize(os.path.join(root, e)) for e in os.listdir(root)
+               if OURS_RE.match(e) and os.path.isfile(os.path.join(root, e)))
+
+
+class DirLock:
+    """Exclusive lock of a dataset directory for one writer (flock on DIR/.lock).
+
+    The kernel drops an flock when its process dies, so a lock left by a killed writer is
+    simply taken over; the file holds the writer's PID for the message to the next one.
+    """
+
+    def __init__(self, root):
+        self.root, self.path, self.fd = root, os.path.join(root, LOCK), None
+
+    def acquire(self):
+        import fcntl
+
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = ""
+                for _ in range(20):  # the holder writes its PID right after locking
+                    pid = os.pread(fd, 32, 0).decode(errors="replace").strip()
+                    if pid:
+                        break
+                    time.sleep(0.01)
+                os.close(fd)
+                raise LongsynthError(f"{self.root} is being written by process {pid or '(unknown)'}") from None
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:  # not a file its previous holder unlinked while we opened it
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                self.fd = fd
+                return self
+            os.close(fd)
+
+    def release(self):
+        if self.fd is not None:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
 
 
 # ---------------------------------------------------------------- shard writing
@@ -190,12 +293,42 @@ def plan(root, task, params, seed, splits, shard_size, compression):
 _PROGRESS = None  # shared counter of generated samples, set in pool workers
 
 
-def _worker_init(counter):
+def _worker_init(counter, parent):
     global _PROGRESS
     _PROGRESS = counter
+    _die_with_parent(parent)
+    # a worker's failure reaches the parent as an exception; the "Exception ignored"
+    # tracebacks h5py's finalisers print after a failed write (disk full) would only
+    # bury the parent's one-line message
+    sys.unraisablehook = lambda unraisable: None
     from numba import set_num_threads
 
     set_num_threads(1)
+
+
+def _die_with_parent(parent):
+    """Exit when the process ``parent`` dies (a kill -9 of `gen` must not leave workers).
+
+    Linux: the kernel sends SIGKILL on the parent's death (PR_SET_PDEATHSIG). Everywhere,
+    and for a parent that died before that was set: a thread polls the parent PID.
+    """
+    import signal
+    import threading
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="longsynth-parent-watch", daemon=True).start()
 
 
 def _h5_options(compression):
@@ -406,8 +539,7 @@ def _write_manifest(root, manifest):
 # ---------------------------------------------------------------- generate
 
 
-def _prepare_dir(root, want, overwrite):
-    """Existing shard records to keep (by file name) after checking what DIR holds."""
+def _make_dir(root):
     if os.path.exists(root) and not os.path.isdir(root):
         raise LongsynthError(f"{root}: exists and is not a directory")
     try:
@@ -416,7 +548,11 @@ def _prepare_dir(root, want, overwrite):
         raise LongsynthError(f"{root}: cannot create directory ({e.strerror})") from None
     if not os.access(root, os.W_OK):
         raise LongsynthError(f"{root}: directory is not writable")
-    entries = os.listdir(root)
+
+
+def _prepare_dir(root, want, overwrite):
+    """Existing shard records to keep (by file name) after checking what DIR holds."""
+    entries = [e for e in os.listdir(root) if e != LOCK]
     foreign = [e for e in entries if not OURS_RE.match(e)]
     mpath = os.path.join(root, MANIFEST)
     old = None
@@ -436,6 +572,10 @@ def _prepare_dir(root, want, overwrite):
                 f"{root}: holds a different dataset ({', '.join(diff)} differ); use --overwrite to replace it"
             )
         old = None
+    if old is None and os.path.exists(mpath):  # replacing a dataset: its certificates go with it
+        import shutil
+
+        shutil.rmtree(os.path.join(root, "validation"), ignore_errors=True)
     for e in entries:
         path = os.path.join(root, e)
         if e.endswith(".tmp"):
@@ -462,18 +602,24 @@ def _split_digest(root, records):
 
 
 def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, shard_size=None,
-             compression="none", workers=None, overwrite=False, command="", progress=None):
+             compression="none", workers=None, overwrite=False, command="", progress=None, notify=None):
     """Write (or resume) a dataset of ``task`` in ``root``; returns the final manifest.
 
     ``progress(n)`` is called with the number of samples finished since the last call,
-    ``progress(None, total=N)`` once first. Identical output for any ``workers``.
+    ``progress(None, total=N)`` once first. ``notify(line)`` receives one-line notes: the
+    expected size, workers capped, empty splits. Identical output for any ``workers``.
+
+    Refused before anything is written: a dataset larger than the free disk space, and a
+    directory another process is writing (LongsynthError).
     """
     params = dict(params or {})
     t = registry.get(task)
     cfg = t.make_config(**params)
     seed = check_seed(seed)
+    note = notify or (lambda line: None)
     if compression not in COMPRESSIONS:
         raise ValueError(f"compression: must be one of {', '.join(COMPRESSIONS)}, got {compression!r}")
+    defaulted = splits is None
     if splits is None:
         n = t.default_num_samples if num_samples is None else num_samples
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -481,27 +627,60 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
         splits = default_splits(n)
     if any(v < 0 for v in splits.values()) or sum(splits.values()) < 1:
         raise ValueError("splits: counts must be >= 0 and sum to at least 1")
+    if any(v > MAX_COUNT for v in splits.values()):
+        raise ValueError(f"splits: at most {MAX_COUNT:,} samples per split (indices are 62-bit)")
     if shard_size is None:
         shard_size = default_shard_size(t, cfg)
     if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
         raise ValueError(f"shard_size: must be an integer >= 1, got {shard_size!r}")
+    asked = workers
     workers = (os.cpu_count() or 1) if workers is None else workers
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers: must be an integer >= 1, got {workers!r}")
     root = os.path.abspath(root)
+    total = sum(splits.values())
+    need = estimate_bytes(t, cfg, splits, seed, shard_size)
+    free = _free_bytes(root) + _our_bytes(root)
+    kind = "uncompressed, less with compression" if compression != "none" else "on disk"
+    note(f"{t.name}: {total:,} samples ({', '.join(f'{s} {c:,}' for s, c in splits.items())}), "
+         f"about {human(need)} {kind}; {human(free)} free")
+    if compression == "none" and need > free:
+        raise LongsynthError(f"{root}: the dataset needs about {human(need)} but only {human(free)} is free there; "
+                             f"lower --num-samples or choose another --out")
+    if defaulted:
+        empty = [s for s, c in splits.items() if c == 0]
+        if empty:
+            note(f"{' and '.join(empty)} get 0 samples (2% of {total} rounds down); give --splits to choose the counts")
     fixed = t.fixed_draws(cfg, seed)
     cparams = dataclasses.asdict(cfg)
     manifest = _new_manifest(t, cfg, seed, splits, shard_size, compression, command, fixed)
+    _make_dir(root)
+    lock = DirLock(root).acquire()
+    try:
+        return _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compression, workers, asked,
+                                overwrite, manifest, progress, note)
+    finally:
+        lock.release()
+
+
+def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compression, workers, asked, overwrite,
+                     manifest, progress, note):
     keep = _prepare_dir(root, manifest, overwrite)
     for split, rec in keep.values():
         manifest["splits"][split]["shards"].append(rec)
     try:
         _write_manifest(root, manifest)
-        jobs = [j for j in plan(root, t.name, cparams, seed, splits, shard_size, compression) if j.name not in keep]
+        jobs = (j for j in plan(root, t.name, cparams, seed, splits, shard_size, compression) if j.name not in keep)
+        n_jobs = sum(-(-n // shard_size) for n in splits.values()) - len(keep)
         total = sum(splits.values())
         if progress is not None:
             progress(None, total=total)
-            progress(total - sum(j.count for j in jobs))
+            progress(sum(rec["count"] for _, rec in keep.values()))
+        cores = os.cpu_count() or 1
+        capped = max(1, min(workers, cores, n_jobs))
+        if asked is not None and capped < workers:
+            note(f"--workers {workers} capped to {capped} ({cores} cores, {n_jobs} shards to write)")
+        workers = capped
         timings = []
 
         def done(job, record, timing):
@@ -509,7 +688,7 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
             timings.append(timing)
             _write_manifest(root, manifest)
 
-        if workers == 1 or len(jobs) <= 1:
+        if workers == 1 or n_jobs <= 1:
             from numba import get_num_threads, set_num_threads
 
             threads = get_num_threads()
@@ -557,6 +736,8 @@ class _SpawnableMain:
 
 
 def _run_pool(jobs, workers, progress, done):
+    """Write ``jobs`` (an iterator) on ``workers`` processes, at most 2 per worker in flight."""
+    import itertools
     import multiprocessing as mp
 
     # spawn, not fork: numba's OpenMP threading layer is not fork-safe once the parent
@@ -564,16 +745,21 @@ def _run_pool(jobs, workers, progress, done):
     ctx = mp.get_context("spawn")
     counter = ctx.Value("q", 0)
     seen = 0
-    with _SpawnableMain(), ProcessPoolExecutor(min(workers, len(jobs)), mp_context=ctx, initializer=_worker_init,
-                             initargs=(counter,)) as pool:
-        futures = {pool.submit(write_shard, job): job for job in jobs}
+    jobs = iter(jobs)
+    with _SpawnableMain(), ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
+                                               initargs=(counter, os.getpid())) as pool:
+        futures = {pool.submit(write_shard, job): job for job in itertools.islice(jobs, 2 * workers)}
         pending = set(futures)
         try:
             while pending:
                 finished, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     record, _, timing = fut.result()
-                    done(futures[fut], record, timing)
+                    done(futures.pop(fut), record, timing)
+                    for job in itertools.islice(jobs, 1):
+                        nxt = pool.submit(write_shard, job)
+                        futures[nxt] = job
+                        pending.add(nxt)
                 if progress is not None:
                     now = counter.value
                     progress(now - seen)
