@@ -141,6 +141,47 @@ def atomic_write_text(path, text):
     _fsync_dir(d or ".")
 
 
+class PendingFiles:
+    """Files written under temporary names and renamed to their final names together.
+
+        with PendingFiles() as pending:
+            with open(pending.path("out/a.tsv"), "wb") as f: ...
+            with open(pending.path("out/b.tsv"), "wb") as f: ...
+
+    On success every file is fsynced and renamed; on any failure the temporary files are
+    removed, so no final name ever holds a partial file.
+    """
+
+    def __init__(self):
+        self.items = []
+
+    def path(self, final):
+        d, name = os.path.split(final)
+        tmp = os.path.join(d, f".{name}.tmp")
+        self.items.append((tmp, final))
+        return tmp
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind is None:
+            for tmp, final in self.items:
+                with builtins.open(tmp, "rb+") as f:
+                    os.fsync(f.fileno())
+            for tmp, final in self.items:
+                os.replace(tmp, final)
+            for d in {os.path.dirname(final) for _, final in self.items}:
+                _fsync_dir(d or ".")
+            return False
+        for tmp, _ in self.items:
+            try:
+                os.remove(tmp)
+            except FileNotFoundError:
+                pass
+        return False
+
+
 # ---------------------------------------------------------------- plan
 
 
@@ -974,6 +1015,79 @@ class Split:
             raise self._damaged(k, f"sample {self.starts[k] + j} of {self.name} fails its checksum (damaged data)")
         return out
 
+    def column(self, key):
+        """A fixed-shape key of every sample of the split, in index order, checked."""
+        if key not in self.specs or self.specs[key].ragged:
+            raise KeyError(f"no fixed-shape key {key!r}; this dataset has {', '.join(self.specs)}")
+        parts = []
+        for k, rec in enumerate(self.records):
+            try:
+                kind, check = self._checks.get(k) or self._check(k)
+                if kind != "sum64":
+                    parts.append(np.stack([self.read(self.starts[k] + j)[key] for j in range(rec["count"])]))
+                    continue
+                a = self._node(k, key)[()]
+                got = np.zeros((rec["count"], len(self.columns), 2), dtype=np.uint64)
+                c = self.columns[key]
+                checksum.fill_rows(a, rec["count"], got, c)
+            except (OSError, KeyError, RuntimeError) as e:  # what h5py raises on a damaged file
+                raise self._damaged(k, f"unreadable ({type(e).__name__}: {e})") from None
+            bad = np.flatnonzero(np.any(got[:, c] != check[:, c], axis=1))
+            if bad.size:
+                raise self._damaged(k, f"sample {self.starts[k] + int(bad[0])} of {self.name} fails its checksum "
+                                       f"(damaged data)")
+            parts.append(a)
+        spec = self.specs[key]
+        return np.concatenate(parts) if parts else np.zeros((0,) + tuple(spec.shape), dtype=spec.dtype)
+
+    def iter_samples(self, keys=None, chunk=256):
+        """Every sample in index order, read ``chunk`` samples at a time (memory stays flat),
+        each checked like ``read`` (DamagedDataError before a damaged sample is yielded)."""
+        keys = list(keys or self.specs)
+        for key in keys:
+            if key not in self.specs:
+                raise KeyError(f"no key {key!r}; this dataset has {', '.join(self.specs)}")
+        for k, rec in enumerate(self.records):
+            n = rec["count"]
+            for lo in range(0, n, chunk):
+                hi = min(n, lo + chunk)
+                try:
+                    kind, check = self._checks.get(k) or self._check(k)
+                    if kind != "sum64":  # shards written before checksums: sample by sample
+                        for j in range(lo, hi):
+                            yield self.read(self.starts[k] + j, keys)
+                        continue
+                    cols, got = {}, np.zeros((hi - lo, len(self.columns), 2), dtype=np.uint64)
+                    for key in keys:
+                        c = self.columns[key]
+                        if self.specs[key].ragged:
+                            raw = self._node(k, f"{key}/offsets")[lo : hi + 1]
+                            vals = self._node(k, f"{key}/values")[int(raw[0]) : max(int(raw[0]), int(raw[-1]))]
+                            off = raw - raw[0]
+                            if vals.shape[0] != off[-1] or np.any(np.diff(off) < 0):
+                                raise self._damaged(k, f"samples {self.starts[k] + lo}..{self.starts[k] + hi - 1} "
+                                                       f"of {self.name} have inconsistent offsets")
+                            checksum.fill_ragged(vals, off, hi - lo, got, c)
+                            cols[key] = (vals, off)
+                        else:
+                            cols[key] = self._node(k, key)[lo:hi]
+                            checksum.fill_rows(cols[key], hi - lo, got, c)
+                        bad = np.flatnonzero(np.any(got[:, c] != check[lo:hi, c], axis=1))
+                        if bad.size:
+                            raise self._damaged(k, f"sample {self.starts[k] + lo + int(bad[0])} of {self.name} fails "
+                                                   f"its checksum (damaged data)")
+                except (OSError, KeyError, RuntimeError) as e:  # what h5py raises on a damaged file
+                    raise self._damaged(k, f"unreadable ({type(e).__name__}: {e})") from None
+                for i in range(hi - lo):
+                    sample = {}
+                    for key in keys:
+                        if self.specs[key].ragged:
+                            v, off = cols[key]
+                            sample[key] = v[off[i] : off[i + 1]]
+                        else:
+                            sample[key] = cols[key][i]
+                    yield sample
+
     def close(self):
         for f in self._files.values():
             f.close()
@@ -1022,6 +1136,33 @@ class Dataset:
     def close(self):
         for s in self.splits.values():
             s.close()
+
+
+def export(root, fmt, out, progress=None):
+    """Write the dataset in ``root`` in export format ``fmt`` to directory ``out``.
+
+    A failed export leaves no partial file under a final name (exporters write through
+    PendingFiles), and a directory it created is removed again.
+    """
+    import shutil
+
+    ds = open(root)
+    if fmt not in ds.task.exporters:
+        known = ", ".join(ds.task.exporters) or "none"
+        raise LongsynthError(f"{ds.task.name} cannot be exported as {fmt!r}; formats: {known}")
+    out = os.path.abspath(out)
+    existed = os.path.exists(out)
+    if progress is not None:
+        progress(None, total=sum(len(s) for s in ds.splits.values()))
+    try:
+        ds.task.exporters[fmt](ds, out, progress)
+    except BaseException:
+        if not existed:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    finally:
+        ds.close()
+    return out
 
 
 def open(root):  # noqa: A001 - mirrors builtins.open for datasets

@@ -267,3 +267,71 @@ def test_duplicate_split_is_refused_and_empty_splits_explained(tmp_path):
     r = CliRunner().invoke(cli, ["gen", "cumsum", "--L", "8", "-n", "10", "-j", "1", "-o", str(tmp_path / "b")])
     assert r.exit_code == 0
     assert "val and test get 0 samples (2% of 10 rounds down); give --splits to choose the counts" in r.output
+
+
+# ---------------------------------------------------------------- 7. exports
+
+
+@pytest.fixture(scope="module")
+def listops_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("lo") / "listops"
+    store.generate(str(d), "listops", {}, num_samples=600, shard_size=200, workers=1)
+    return d
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_failed_export_leaves_no_partial_file(tmp_path, listops_dir, monkeypatch, existing):
+    import errno
+
+    from longsynth.generators import listops
+
+    real = listops._iter_split
+
+    def failing(dataset, split, keys, chunk=256):
+        for n, s in enumerate(real(dataset, split, keys, chunk)):
+            if n == 200:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            yield s
+
+    monkeypatch.setattr(listops, "_iter_split", failing)
+    out = tmp_path / "tsv"
+    if existing:
+        out.mkdir()
+    r = CliRunner().invoke(cli, ["export", str(listops_dir), "--format", "lra-tsv", "--out", str(out)])
+    assert one_error_line(r) == "Error: No space left on device"
+    assert (sorted(os.listdir(out)) == []) if existing else not out.exists()
+    monkeypatch.undo()
+    r = CliRunner().invoke(cli, ["export", str(listops_dir), "--format", "lra-tsv", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert sorted(os.listdir(out)) == ["basic_test.tsv", "basic_train.tsv", "basic_val.tsv"]
+    assert len((out / "basic_train.tsv").read_bytes().splitlines()) == 577
+
+
+def test_export_of_damaged_shard_stops_with_one_line(tmp_path, listops_dir):
+    import h5py
+
+    d = tmp_path / "lo"
+    shutil.copytree(listops_dir, d)
+    flip_sample_byte(d / "train-00001.h5", "targets", 17, byte=0)  # classic ListOps: scalar target
+    with h5py.File(d / "train-00001.h5", "r") as f:
+        assert f["targets"].chunks is None
+    r = CliRunner().invoke(cli, ["export", str(d), "--format", "lra-tsv", "--out", str(tmp_path / "t")])
+    assert re.fullmatch(r"Error: .*train-00001.h5: sample 217 of train fails its checksum \(damaged data\); "
+                        r"run `longsynth verify .*`", one_error_line(r))
+    assert not (tmp_path / "t").exists()
+
+
+# ---------------------------------------------------------------- 12. stale certificates
+
+
+def test_overwrite_with_another_dataset_drops_its_certificates(tmp_path):
+    gen(tmp_path / "d")
+    cert = tmp_path / "d" / "validation" / "dlr-20261122"
+    cert.mkdir(parents=True)
+    (cert / "metrics.json").write_text(json.dumps({"final": {"accuracy": 0.99}}))
+    assert store.info(str(tmp_path / "d"))["validation"]["final"] == {"accuracy": 0.99}
+    gen(tmp_path / "d")  # the same dataset: resumed, the certificate still holds
+    assert "validation" in store.info(str(tmp_path / "d"))
+    store.generate(str(tmp_path / "d"), "cummax", P, num_samples=50, workers=1, overwrite=True)
+    assert "validation" not in store.info(str(tmp_path / "d"))
+    assert not (tmp_path / "d" / "validation").exists()
