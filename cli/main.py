@@ -145,7 +145,8 @@ def _make_gen(task):
         try:
             m = store.generate(out, task.name, params, seed=seed, splits=counts, num_samples=num_samples,
                                shard_size=shard_size, compression=compression, workers=workers,
-                               overwrite=overwrite, command=command, progress=bar)
+                               overwrite=overwrite, command=command, progress=bar,
+                               notify=lambda line: click.echo(line, err=True))
         finally:
             bar.close()
         dt = time.perf_counter() - t0
@@ -321,17 +322,12 @@ cli.add_command(ShowGroup("show", make=_make_show, help="Draw samples: longsynth
 @friendly
 def export(root, fmt, out):
     """Write a stored dataset in another project's on-disk layout."""
-    ds = store.open(root)
-    if fmt not in ds.task.exporters:
-        known = ", ".join(ds.task.exporters) or "none"
-        raise click.ClickException(f"{ds.task.name} cannot be exported as {fmt!r}; formats: {known}")
     bar = Progress(f"export {fmt}")
-    bar(None, total=sum(len(s) for s in ds.splits.values()))
     try:
-        ds.task.exporters[fmt](ds, out, bar)
+        out = store.export(root, fmt, out, bar)
     finally:
         bar.close()
-    click.echo(f"wrote {fmt} to {os.path.abspath(out)}")
+    click.echo(f"wrote {fmt} to {out}")
 
 
 @cli.command()

@@ -89,6 +89,7 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.rng import next_u64, popcount, stream
+from longsynth.store import PendingFiles
 from longsynth.task import KeySpec, Ragged, Task, param
 
 VOCAB = ["[MIN", "[MAX", "[MED", "[SM", "]", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"]
@@ -599,24 +600,15 @@ def _vocab(cfg):
 # ---------------------------------------------------------------- dataset-level helpers
 
 
-def _shard_paths(dataset, split):
-    return [os.path.join(dataset.root, rec["file"]) for rec in dataset.manifest["splits"][split]["shards"]]
-
-
 def _read_column(dataset, key):
-    """(values concatenated over all splits, split names, indices) of a scalar key."""
-    import h5py
-
+    """(values concatenated over all splits, split names, indices) of a scalar key, checked."""
     parts, names, idx = [], [], []
     for split in dataset.splits:
-        n0 = 0
-        for path in _shard_paths(dataset, split):
-            with h5py.File(path, "r") as f:
-                a = f[key][()]
+        a = dataset[split].column(key)
+        if a.shape[0]:
             parts.append(a)
             names.extend([split] * a.shape[0])
-            idx.append(np.arange(n0, n0 + a.shape[0]))
-            n0 += a.shape[0]
+            idx.append(np.arange(a.shape[0]))
     if not parts:
         return np.zeros(0), [], np.zeros(0, dtype=np.int64)
     return np.concatenate(parts), names, np.concatenate(idx)
@@ -667,31 +659,9 @@ def subtree_starts(tokens):
 
 
 def _iter_split(dataset, split, keys, chunk=256):
-    """Samples of one split as dicts, read shard by shard in chunks (memory stays flat)."""
-    import h5py
-
-    specs = dataset.task.keys(dataset.config)
-    for path in _shard_paths(dataset, split):
-        with h5py.File(path, "r") as f:
-            n = f.attrs["count"]
-            for lo in range(0, n, chunk):
-                hi = min(n, lo + chunk)
-                cols = {}
-                for k in keys:
-                    if specs[k].ragged:
-                        off = f[k]["offsets"][lo : hi + 1]
-                        cols[k] = (f[k]["values"][off[0] : off[-1]], off - off[0])
-                    else:
-                        cols[k] = f[k][lo:hi]
-                for i in range(hi - lo):
-                    sample = {}
-                    for k in keys:
-                        if specs[k].ragged:
-                            v, off = cols[k]
-                            sample[k] = v[off[i] : off[i + 1]]
-                        else:
-                            sample[k] = cols[k][i]
-                    yield sample
+    """Samples of one split as dicts, read in chunks (memory stays flat) and checked against
+    their stored checksums: a damaged shard stops the export with DamagedDataError."""
+    yield from dataset[split].iter_samples(keys, chunk)
 
 
 _VOCAB_BYTES = np.zeros((len(VOCAB), 4), dtype=np.uint8)
@@ -795,31 +765,36 @@ def _export(dataset, out_dir, progress, subtrees):
     # per token <= 5 bytes ("[MIN "); per `]` (at most n/3 + 1) <= 22 bytes over the five lists
     buf = np.empty(13 * dataset.config.max_length + 128, dtype=np.uint8)
     row_id = 0
-    for split in ("train", "val", "test"):
-        if split not in dataset.splits:
-            continue
-        path = os.path.join(out_dir, f"{prefix}_{split}.tsv")
-        with open(path, "wb") as fh:
-            fh.write(("\t".join(header) + "\r\n").encode())
-            done = 0
-            for s in _iter_split(dataset, split, keys):
-                tokens = s["inputs"].astype(np.int64)
-                if subtrees:
-                    n = _subtrees_row(tokens, s["targets"], s["heights"], s["operators"], int(s["root"]), row_id,
-                                      _VOCAB_BYTES, _VOCAB_LEN, buf)
-                else:
-                    n = _put_tokens(buf, 0, tokens, _VOCAB_BYTES, _VOCAB_LEN)
-                    buf[n] = _TAB
-                    n = _put_int(buf, n + 1, int(s["targets"]))
-                    buf[n : n + 2] = (13, 10)
-                    n += 2
-                fh.write(buf[:n].tobytes())
-                row_id += 1
-                done += 1
-                if progress is not None and done % 256 == 0:
-                    progress(256)
-            if progress is not None and done % 256:
-                progress(done % 256)
+    with PendingFiles() as pending:  # a failed export leaves no partial file under a final name
+        for split in ("train", "val", "test"):
+            if split in dataset.splits:
+                row_id = _export_split(dataset, split, pending.path(os.path.join(out_dir, f"{prefix}_{split}.tsv")),
+                                       header, keys, subtrees, buf, row_id, progress)
+
+
+def _export_split(dataset, split, path, header, keys, subtrees, buf, row_id, progress):
+    with open(path, "wb") as fh:
+        fh.write(("\t".join(header) + "\r\n").encode())
+        done = 0
+        for s in _iter_split(dataset, split, keys):
+            tokens = s["inputs"].astype(np.int64)
+            if subtrees:
+                n = _subtrees_row(tokens, s["targets"], s["heights"], s["operators"], int(s["root"]), row_id,
+                                  _VOCAB_BYTES, _VOCAB_LEN, buf)
+            else:
+                n = _put_tokens(buf, 0, tokens, _VOCAB_BYTES, _VOCAB_LEN)
+                buf[n] = _TAB
+                n = _put_int(buf, n + 1, int(s["targets"]))
+                buf[n : n + 2] = (13, 10)
+                n += 2
+            fh.write(buf[:n].tobytes())
+            row_id += 1
+            done += 1
+            if progress is not None and done % 256 == 0:
+                progress(256)
+        if progress is not None and done % 256:
+            progress(done % 256)
+    return row_id
 
 
 def _export_subtrees(dataset, out_dir, progress):
@@ -911,13 +886,7 @@ def _show_dataset(dataset, split, path):
 
 
 def _read_split_column(dataset, split, key):
-    import h5py
-
-    parts = []
-    for p in _shard_paths(dataset, split):
-        with h5py.File(p, "r") as f:
-            parts.append(f[key][()])
-    return np.concatenate(parts)
+    return dataset[split].column(key)
 
 
 # ---------------------------------------------------------------- tasks

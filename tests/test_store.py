@@ -143,8 +143,14 @@ def test_deep_verify_finds_valid_file_with_wrong_content(tmp_path):
 
     gen(tmp_path / "d")
     path = tmp_path / "d" / "train-00001.h5"
+    from longsynth import checksum
+
     with h5py.File(path, "r+") as f:
         f["inputs"][3] = f["inputs"][3] * 0.5
+        check = f[store.CHECK_KEY][3]  # keep the read checksum consistent too: only --deep may see it
+        keys = sorted(json.load(open(tmp_path / "d" / "manifest.json"))["keys"])
+        check[keys.index("inputs")] = checksum.sum64(f["inputs"][3])
+        f[store.CHECK_KEY][3] = check
     m = json.load(open(tmp_path / "d" / "manifest.json"))
     rec = m["splits"]["train"]["shards"][1]
     rec["bytes"], rec["sha256"] = os.path.getsize(path), store.file_sha256(path)
