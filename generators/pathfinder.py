@@ -289,36 +289,59 @@ def _export_dlr(dataset, out_dir, progress):
     """All splits (train, val, test order) in the authors' layout under out_dir.
 
     As their 40 workers write it: imgs/<b>/sample_<k>.png, paths/<b>/sample_<k>.pkl and
-    metadata/<b>.npy, b = i // 2500 and k = i % 2500 over all exported images i, metadata
-    rows [imgs/<b>, sample_<k>.png, k, label, continuity, contour_length,
-    distractor_length, paddle_length, paddle_thickness, margin, 1] (their 11 columns, as
-    strings). Their loader makes its own 80/10/10 split of everything it finds.
+    metadata/<b>.npy, 2,500 images per batch b numbered k = 0.. in each, metadata rows
+    [imgs/<b>, sample_<k>.png, k, label, continuity, contour_length, distractor_length,
+    paddle_length, paddle_thickness, margin, 1] (their 11 columns, as strings). Batches
+    continue after the largest batch already in out_dir, so ours mix with theirs. Their
+    loader makes its own 80/10/10 split of everything it finds.
+
+    Everything is written under out_dir/.longsynth-export-<pid> and moved into place at the
+    end, batch folders first and each batch's metadata last (their loader finds images
+    through metadata only), so a failed export leaves nothing behind.
     """
+    import shutil
+
     from PIL import Image
 
     cfg = dataset.config
+    meta_dir = os.path.join(out_dir, "metadata")
+    taken = [int(f[:-4]) for f in os.listdir(meta_dir) if f.endswith(".npy") and f[:-4].isdigit()] \
+        if os.path.isdir(meta_dir) else []
+    first = max(taken) + 1 if taken else 0
+    stage = os.path.join(out_dir, f".longsynth-export-{os.getpid()}")
     rows = {}
-    i = 0
-    for split, sp in dataset.splits.items():
-        for j in range(len(sp)):
-            s = sp[j]
-            b, k = divmod(i, EXPORT_BATCH)
+    try:
+        i = 0
+        for split, sp in dataset.splits.items():
+            for j in range(len(sp)):
+                s = sp[j]
+                b, k = divmod(i, EXPORT_BATCH)
+                b += first
+                for sub in ("imgs", "paths"):
+                    os.makedirs(os.path.join(stage, sub, str(b)), exist_ok=True)
+                name = f"sample_{k}"
+                Image.fromarray(np.asarray(s["inputs"], dtype=np.uint8), mode="L").save(
+                    os.path.join(stage, "imgs", str(b), name + ".png"))
+                with open(os.path.join(stage, "paths", str(b), name + ".pkl"), "wb") as f:
+                    pickle.dump(export_record(s, cfg), f, protocol=4)
+                rows.setdefault(b, []).append([f"imgs/{b}", name + ".png", k, int(bool(s["connected"])),
+                                               cfg.continuity, cfg.contour_length, cfg.distractor_length,
+                                               cfg.paddle_length, cfg.paddle_thickness, int(s["margin"]), 1])
+                i += 1
+                if progress is not None:
+                    progress(1)
+        os.makedirs(os.path.join(stage, "metadata"), exist_ok=True)
+        for b, r in rows.items():
+            np.save(os.path.join(stage, "metadata", f"{b}.npy"), np.array(r))
+        for sub in ("imgs", "paths", "metadata"):
+            os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
+        for b in rows:
             for sub in ("imgs", "paths"):
-                os.makedirs(os.path.join(out_dir, sub, str(b)), exist_ok=True)
-            name = f"sample_{k}"
-            Image.fromarray(np.asarray(s["inputs"], dtype=np.uint8), mode="L").save(
-                os.path.join(out_dir, "imgs", str(b), name + ".png"))
-            with open(os.path.join(out_dir, "paths", str(b), name + ".pkl"), "wb") as f:
-                pickle.dump(export_record(s, cfg), f, protocol=4)
-            rows.setdefault(b, []).append([f"imgs/{b}", name + ".png", k, int(bool(s["connected"])), cfg.continuity,
-                                           cfg.contour_length, cfg.distractor_length, cfg.paddle_length,
-                                           cfg.paddle_thickness, int(s["margin"]), 1])
-            i += 1
-            if progress is not None:
-                progress(1)
-    os.makedirs(os.path.join(out_dir, "metadata"), exist_ok=True)
-    for b, r in rows.items():
-        np.save(os.path.join(out_dir, "metadata", f"{b}.npy"), np.array(r))
+                os.replace(os.path.join(stage, sub, str(b)), os.path.join(out_dir, sub, str(b)))
+        for b in rows:
+            os.replace(os.path.join(stage, "metadata", f"{b}.npy"), os.path.join(meta_dir, f"{b}.npy"))
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 TASK = Task(

@@ -292,6 +292,34 @@ def test_stored_dataset_matches_api_and_export(tmp_path):
     ds.close()
 
 
+def test_export_mixes_with_theirs_and_a_failure_leaves_nothing(tmp_path, monkeypatch):
+    from longsynth.generators import pathfinder as pf
+
+    root = tmp_path / "ds"
+    store.generate(str(root), TASK, {"size": 128}, seed=4, splits={"train": 3}, shard_size=3, workers=1)
+    out = tmp_path / "dlr"
+    (out / "metadata").mkdir(parents=True)
+    np.save(out / "metadata" / "39.npy", np.array([["imgs/39", "sample_0.png", "0", "1"]]))  # one of their 40 batches
+    store.export(str(root), "dlr-pathfinder", str(out))
+    assert sorted(os.listdir(out / "metadata")) == ["39.npy", "40.npy"]  # ours continue after theirs
+    assert sorted(os.listdir(out / "imgs" / "40")) == ["sample_0.png", "sample_1.png", "sample_2.png"]
+    before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+
+    calls = []
+
+    def failing(sample, cfg):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError("disk full")
+        return export_record(sample, cfg)
+
+    export_record = pf.export_record
+    monkeypatch.setattr(pf, "export_record", failing)
+    with pytest.raises(OSError):
+        store.export(str(root), "dlr-pathfinder", str(out))
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before  # no trace of the failed export
+
+
 def _plain(x):
     """Only Python ints/floats/strs, tuples/lists/dicts of them, and numpy arrays."""
     if isinstance(x, dict):
