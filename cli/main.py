@@ -126,9 +126,12 @@ def cli():
 
 @cli.command("list")
 def list_tasks():
-    """List the tasks, one line each."""
+    """List the tasks, one line each, with their default parameters (a value marked * comes
+    from the preset the defaults pick, e.g. pathfinder-seg's size 128)."""
     for name, t in registry.all_tasks().items():
-        params = " ".join(f"{f.name}={f.default}" for f in dataclasses.fields(t.config))
+        resolved = t.make_config()
+        params = " ".join(f"{f.name}={getattr(resolved, f.name)}{'*' if f.default is None else ''}"
+                          for f in dataclasses.fields(t.config))
         click.echo(f"{name:18s} {t.family:10s} {t.summary} ({params})")
 
 

@@ -35,6 +35,8 @@ def test_list(runner):
     r = runner.invoke(cli, ["list"])
     assert r.exit_code == 0 and r.output.splitlines()[0].startswith(longsynth.tasks()[0])
     assert len(r.output.splitlines()) == len(longsynth.tasks())
+    pf = next(line for line in r.output.splitlines() if line.startswith("pathfinder-seg "))
+    assert "None" not in pf and "paddle_length=5*" in pf and "distractors=16*" in pf  # the preset's values
 
 
 def test_gen_info_verify(runner, dataset):
