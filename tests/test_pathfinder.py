@@ -191,28 +191,47 @@ def test_unmarked_distractors_give_two_markers():
 
 # ---------------------------------------------------------------- statistics against the authors'
 
-# Written by ``python bench/fidelity.py --write-reference tests/data/pathfinder_authors.json``
-# from images of the authors' generator; each mean of ours must stay within BAND of theirs.
+# Written by ``python bench/fidelity.py --authors DIR --write-reference tests/data/pathfinder_authors.json``
+# from 144 / 76 / 32 images of the authors' generator (128 / 256 / 512 px). Each mean of ours
+# must stay within BAND of theirs. Placing every distractor (theirs drop ~11%) puts ink,
+# bright components and markers 8-13% above theirs, hence their wider bands; the
+# authors' dropping rule brings them within a few percent (the next test).
 AUTHORS = os.path.join(os.path.dirname(__file__), "data", "pathfinder_authors.json")
-BAND = {"nonzero": 0.15, "bright": 0.15, "labelled": 0.12, "distinct": 0.05, "faint_labelled": 0.10,
-        "lit_mean": 0.08, "components": 0.15, "tip_to_tip": 0.12, "max": 0.0}
+BAND = {"nonzero": 0.15, "bright": 0.15, "components": 0.15, "markers": 0.17, "labelled": 0.08,
+        "distinct": 0.03, "faint_labelled": 0.06, "lit_mean": 0.04, "tip_to_tip": 0.10, "max": 0.0}
 STAT_COUNTS = {128: 120, 256: 24, 512: 8}
+
+
+def _ours_vs_theirs(size, n, **params):
+    from longsynth import fidelity
+
+    with open(AUTHORS) as f:
+        ref = json.load(f)[str(size)]
+    cfg = cfg_of(size, **params)
+    b = longsynth.batch(TASK, 0, n, seed=5, size=size, **params)
+    ours = fidelity.summary(fidelity.ours(list(rows(b)), cfg.contour_length), cfg.paddle_thickness)
+    return ours, ref, b
 
 
 @pytest.mark.parametrize("size", SIZES)
 def test_statistics_match_the_authors(size):
     from longsynth import fidelity
 
-    with open(AUTHORS) as f:
-        ref = json.load(f)[str(size)]
-    cfg = cfg_of(size)
     n = STAT_COUNTS[size]
-    b = longsynth.batch(TASK, 0, n, seed=5, size=size)
-    ours = fidelity.summary(fidelity.ours(list(rows(b)), cfg.contour_length), cfg.paddle_thickness)
+    ours, ref, b = _ours_vs_theirs(size, n)
     for k, band in BAND.items():
         assert abs(ours[k] / ref[k] - 1) <= band, (k, ours[k], ref[k])
-    assert fidelity.tv_distance(ours["hist_nonzero"], ref["hist_nonzero"]) <= 0.12
+    assert fidelity.tv_distance(ours["hist_nonzero"], ref["hist_nonzero"]) <= 0.05
     assert abs(b["connected"].mean() - 0.5) <= 4 * np.sqrt(0.25 / n)
+
+
+def test_the_authors_dropping_rule_matches_their_ink():
+    """With distractor_tries=5 (theirs) the distractor-driven statistics come within a few
+    percent of theirs: the extra ink of the default is the distractors, nothing else."""
+    ours, ref, b = _ours_vs_theirs(128, 120, distractor_tries=5)
+    for k in ("nonzero", "bright", "components", "markers"):
+        assert abs(ours[k] / ref[k] - 1) <= 0.04, (k, ours[k], ref[k])
+    assert 13.0 <= b["distractors"].mean() <= 15.5  # theirs: about 14.2 of 16
 
 
 # ---------------------------------------------------------------- identity and storage
