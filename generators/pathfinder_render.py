@@ -104,6 +104,7 @@ Tables = namedtuple("Tables", [
     "key",          # int64 [G, K, 2]: blown-canvas end offset of the line (dy, dx)
     "line",         # float32 [G, K, S, S]: PIL 'F' output (0..255 plus ringing)
     "mask",         # uint8 [G, K, S, S]: the dilated line, 8-bit, reduced
+    "span",         # int64 [G, K, S, 2]: per stamp row, the columns [j0, j1) where the mask stamp is nonzero
     "hot",          # int64 [G, K, H, 2]: pixels of a mask stamp >= 0.8 (only these can collide)
     "n_hot",        # int64 [G, K]
     "seed_stamp",   # int64 [G, 360]
@@ -240,7 +241,8 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
     t = dict(
         margins=np.array(margins, dtype=np.int64), R=np.array([p["R"] for p in per], dtype=np.int64),
         key=np.zeros((G, K, 2), np.int64), line=np.zeros((G, K, S, S), np.float32),
-        mask=np.zeros((G, K, S, S), np.uint8), hot=np.zeros((G, K, H, 2), np.int64),
+        mask=np.zeros((G, K, S, S), np.uint8), span=np.zeros((G, K, S, 2), np.int64),
+        hot=np.zeros((G, K, H, 2), np.int64),
         n_hot=np.zeros((G, K), np.int64), seed_stamp=np.zeros((G, 360), np.int64),
         seed_head=np.zeros((G, 360, 2), np.int64), seed_pivot=np.zeros((G, 360, 2), np.int64),
         struct=np.zeros((G, 360, Q, 2), np.int64), n_struct=np.zeros((G, 360), np.int64),
@@ -253,6 +255,10 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
             t["key"][g, k] = (dy, dx)
             t["line"][g, k, :s, :s] = ln
             t["mask"][g, k, :s, :s] = mk
+            for i in range(s):
+                nz = np.nonzero(mk[i])[0]
+                if len(nz):
+                    t["span"][g, k, i] = (nz[0], nz[-1] + 1)
             hot = np.argwhere(mk >= 204)  # 204 / 255 = 0.8: mask + stamp >= 1.8 needs stamp >= 0.8
             t["hot"][g, k, :len(hot)] = hot
             t["n_hot"][g, k] = len(hot)
@@ -327,7 +333,7 @@ def _commit(P, T, W, g, slot):
     W.dash[slot, 3] = 1
     R, M = T.R[g], P.M
     for i in range(max(0, R - r), min(2 * R + 1, M - r + R)):
-        for j in range(max(0, R - c), min(2 * R + 1, M - c + R)):
+        for j in range(max(R - c, T.span[g, k, i, 0]), min(M - c + R, T.span[g, k, i, 1])):
             old = W.mask[r - R + i, c - R + j]
             v = T.mask[g, k, i, j]
             if v > old:
@@ -354,7 +360,7 @@ def _uncommit(P, T, W, g, slot):
             continue
         k, oy, ox = W.dash[o, 0], W.dash[o, 1] - R, W.dash[o, 2] - R
         for y in range(max(r0, oy), min(r1, oy + 2 * R + 1)):
-            for x in range(max(c0, ox), min(c1, ox + 2 * R + 1)):
+            for x in range(max(c0, ox + T.span[g, k, y - oy, 0]), min(c1, ox + T.span[g, k, y - oy, 1])):
                 v = T.mask[g, k, y - oy, x - ox]
                 if v > W.mask[y, x]:
                     W.mask[y, x] = v
