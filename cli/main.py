@@ -15,13 +15,16 @@ import time
 import click
 
 from longsynth import api, registry, store
+from longsynth.errors import LongsynthError
 from longsynth.task import field_kind
 
 TYPES = {"int": int, "float": float, "bool": bool, "str": str}
+MAX_SHOW = 64  # samples per `show` figure
 
 
 def friendly(fn):
-    """Turn library errors into one-line click errors (no traceback)."""
+    """Turn the project's own errors (and the OS's: disk full, permissions) into one-line
+    click errors. Anything else is a bug and keeps its traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -29,8 +32,8 @@ def friendly(fn):
             return fn(*args, **kwargs)
         try:
             return fn(*args, **kwargs)
-        except (store.LongsynthError, ValueError, KeyError) as e:
-            raise click.ClickException(str(e).strip("'\"")) from None
+        except LongsynthError as e:
+            raise click.ClickException(str(e)) from None
         except BrokenPipeError:  # output piped into head & co.
             return None
         except OSError as e:
@@ -252,8 +255,6 @@ def _make_show(task):
         params = task_params(task, values)
         if task.show is None:
             raise click.ClickException(f"{task.name} has no preview")
-        if count < 1:
-            raise click.ClickException("--count must be >= 1")
         cfg = task.make_config(**params)
         samples = [api.sample(task.name, i, seed=seed, split=split, **params) for i in range(index, index + count)]
         _emit(task.show(samples, cfg, out), out)
@@ -267,7 +268,8 @@ def _make_show(task):
 
 def _show_options(default_name):
     return [click.Option(["--index", "-i"], type=int, default=0, show_default=True, help="first sample index"),
-            click.Option(["--count", "-c"], type=int, default=1, show_default=True, help="number of samples"),
+            click.Option(["--count", "-c"], type=click.IntRange(1, MAX_SHOW), default=1, show_default=True,
+                         help=f"number of samples (1..{MAX_SHOW}: one figure)"),
             click.Option(["--out", "-o"], type=click.Path(dir_okay=False), default=f"{default_name}.png",
                          show_default=True, help="PNG to write")]
 
@@ -290,13 +292,20 @@ def _show_dir(root, split, index, count, out, stats):
     if ds.task.show is None:
         raise click.ClickException(f"{ds.task.name} has no preview")
     sp = ds[split]
-    if not 0 <= index < len(sp) or count < 1:
-        raise click.ClickException(f"--index/--count outside the {len(sp)} samples of {split}")
+    if not 0 <= index < len(sp):
+        raise click.ClickException(f"--index: {index} is outside the {len(sp)} samples of {split}")
     samples = [sp[i] for i in range(index, min(index + count, len(sp)))]
     _emit(ds.task.show(samples, ds.config, out), out)
 
 
-SHOW_DIR = click.Command(
+class _ShowDirCommand(click.Command):
+    """``show DIR``: its usage line names the directory argument once, as typed."""
+
+    def format_usage(self, ctx, formatter):
+        formatter.write_usage(ctx.parent.command_path if ctx.parent else "longsynth show", "DIR [OPTIONS]")
+
+
+SHOW_DIR = _ShowDirCommand(
     "DIR", callback=_show_dir,
     params=[click.Argument(["root"], type=click.Path(exists=True, file_okay=False))] + _show_options("preview")
     + [click.Option(["--split"], default="train", show_default=True, help="split to read"),

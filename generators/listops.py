@@ -88,6 +88,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from longsynth.errors import LongsynthError
 from longsynth.rng import next_u64, popcount, stream
 from longsynth.store import PendingFiles
 from longsynth.task import KeySpec, Ragged, Task, param
@@ -96,6 +97,7 @@ VOCAB = ["[MIN", "[MAX", "[MED", "[SM", "]", "0", "1", "2", "3", "4", "5", "6", 
 OPERATORS = VOCAB[:4]
 CLOSE = 4
 DIGIT0 = 5
+PAD_ID = len(VOCAB)  # 15, outside the vocabulary: what pad_collate pads inputs with
 IGNORE = -1  # target of every token that is not a `]`
 EVEN = np.uint64(0x5555555555555555)  # bit 0 of each 2-bit decision in a word
 ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -551,12 +553,12 @@ def acceptance(cfg):
 
 def _check(cfg):
     if not cfg.min_length < cfg.max_length - 1:
-        raise ValueError(
+        raise LongsynthError(
             f"min_length: must be < max_length - 1 (the window min_length < length < max_length "
             f"is empty), got min_length={cfg.min_length}, max_length={cfg.max_length}")
     p = acceptance(cfg)
     if p < MIN_ACCEPTANCE:
-        raise ValueError(
+        raise LongsynthError(
             f"max_length: trees with max_args={cfg.max_args}, max_depth={cfg.max_depth} land in "
             f"{cfg.min_length} < length < {cfg.max_length} with probability {p:.3g} "
             f"(< {MIN_ACCEPTANCE:g}); widen the window or change max_args/max_depth")
@@ -838,29 +840,50 @@ def _tags(sample):
 
 
 def _show(samples, cfg, path):
-    """Each sample's expression with its tags under it; also a PNG of the text when path is given."""
-    blocks = []
+    """Each sample's expression with its tags under it, written to ``path``: a PNG, or the
+    plain text when path ends in .txt. Returns one summary line per sample (a whole
+    expression of 8,000 tokens is ~40 KB of text: it goes to the file, not the terminal)."""
+    blocks, heads = [], []
     for k, s in enumerate(samples):
         n_close = len(s["heights"])
         head = (f"sample {k}: length {int(s['length'])}, root value {int(_tags(s)[-1])}, "
                 f"{n_close} operators, height {int(np.max(s['heights']))}")
+        heads.append(head)
         blocks.append(head + "\n" + render(s["inputs"], _tags(s)))
     text = "\n".join(blocks)
-    if path is not None:
+    if path is not None and str(path).lower().endswith(".txt"):
+        with open(path, "w") as fh:
+            fh.write(text + "\n")
+    elif path is not None:
         _text_png(text, path)
-    return text
+    return "\n".join(heads)
 
 
-def _text_png(text, path, max_lines=400):
-    from PIL import Image, ImageDraw, ImageFont
+def _text_png(text, path, max_lines=400, size=14):
+    """The text as a PNG, tokens placed on a fixed character grid so tags stay under their
+    tokens; at most ``max_lines`` lines (the .txt output has everything)."""
+    import re
 
-    lines = text.split("\n")[:max_lines]
-    font = ImageFont.load_default()
-    width = 8 + 6 * max((len(line) for line in lines), default=1)
-    img = Image.new("RGB", (width, 8 + 12 * len(lines)), (255, 255, 255))
+    from PIL import Image, ImageDraw
+
+    from longsynth.plot import font
+
+    lines = text.split("\n")
+    if len(lines) > max_lines:
+        lines = lines[:max_lines] + [f"... {len(lines) - max_lines} more lines: write --out FILE.txt for all"]
+    f = font(size)
+    draw = ImageDraw.Draw(Image.new("RGB", (1, 1)))
+    cw = max(draw.textlength(ch, font=f) for ch in "[]MINAXEDS0123456789-")  # one grid column
+    lh = size + 4
+    width = int(8 + cw * max((len(line) for line in lines), default=1))
+    img = Image.new("RGB", (width, 8 + lh * len(lines)), (255, 255, 255))
     draw = ImageDraw.Draw(img)
     for i, line in enumerate(lines):
-        draw.text((4, 4 + 12 * i), line, fill=(30, 30, 30), font=font)
+        if line.startswith("sample ") or line.startswith("... "):
+            draw.text((4, 4 + lh * i), line, fill=(30, 30, 30), font=f)
+            continue
+        for m in re.finditer(r"\S+", line):
+            draw.text((4 + cw * m.start(), 4 + lh * i), m.group(), fill=(30, 30, 30), font=f)
     img.save(path)
 
 

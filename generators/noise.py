@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from longsynth.errors import LongsynthError
 from longsynth.rng import unit_inf_noise
 from longsynth.generators._preview import preview
 from longsynth.rng import randint, stream
@@ -86,7 +87,7 @@ class ContextShiftConfig:
 
 def _check_shift(cfg):
     if cfg.C > cfg.L:
-        raise ValueError(f"C: must be <= L ({cfg.L}), got {cfg.C}")
+        raise LongsynthError(f"C: must be <= L ({cfg.L}), got {cfg.C}")
 
 
 # ---------------------------------------------------------------- one-sample kernels

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from longsynth.errors import LongsynthError
 from longsynth.generators import pathfinder_render as render
 from longsynth.task import KeySpec, Task, param
 
@@ -103,14 +104,14 @@ def _resolve(cfg):
     filled = {k: (preset[k] if getattr(cfg, k) is None else getattr(cfg, k)) for k in preset}
     out = dataclasses.replace(cfg, **filled)
     if out.margin_min > out.margin_max:
-        raise ValueError(f"margin_min: must be <= margin_max ({out.margin_max}), got {out.margin_min}")
+        raise LongsynthError(f"margin_min: must be <= margin_max ({out.margin_max}), got {out.margin_min}")
     width = out.paddle_thickness * out.antialias_scale
     if width != round(width):
-        raise ValueError(f"paddle_thickness: times antialias_scale must be a whole number of pixels "
+        raise LongsynthError(f"paddle_thickness: times antialias_scale must be a whole number of pixels "
                          f"(the authors' rule); got {out.paddle_thickness} x {out.antialias_scale}")
     reach = out.paddle_length + 2 * out.margin_max + out.paddle_thickness + 2 * out.border
     if 2 * reach >= out.size:
-        raise ValueError(f"paddle_length: a dash of {out.paddle_length} px with margin {out.margin_max} "
+        raise LongsynthError(f"paddle_length: a dash of {out.paddle_length} px with margin {out.margin_max} "
                          f"does not fit a {out.size} px image")
     return out
 
@@ -168,11 +169,11 @@ def _fill(cfg, seed, split, start, out, fixed):
     if bad.size:
         i = int(bad[0])
         if counts[i, 5] == -1:
-            raise ValueError(
+            raise LongsynthError(
                 f"contour_length: the two main paths of sample {start + i} do not fit in {cfg.size} x {cfg.size} px "
                 f"({render.MAIN_TRIES_EXACT if cfg.exact_restarts else render.MAIN_TRIES} restarts); "
                 f"reduce contour_length, paddle_length or margin")
-        raise ValueError(
+        raise LongsynthError(
             f"distractors: could not place every distractor of sample {start + i} in {cfg.size} x {cfg.size} px; "
             f"reduce distractors or distractor_length, or let them drop with distractor_tries=5")
     out["connected"][:] = counts[:, 0] == 1
@@ -207,18 +208,23 @@ LEGEND = [(0, "0: background"), (1, "1: on a main path"), (2, "2: on the main pa
 
 def _with_legend(grid):
     """The grid under a legend band: one colour swatch and readable text per class."""
-    from PIL import Image, ImageDraw, ImageFont
+    from PIL import Image, ImageDraw
 
-    font = ImageFont.load_default(size=18)
-    band = 34
-    out = Image.new("RGB", (max(grid.width, 760), grid.height + band), (255, 255, 255))
+    from longsynth.plot import font
+
+    size = max(18, grid.width // 80)  # as large as the grid's captions on 512-px tiles
+    f = font(size)
+    band = size + 16
+    draw = ImageDraw.Draw(grid)
+    need = 8 + sum(size + 8 + int(draw.textlength(text, font=f)) + size for _, text in LEGEND)
+    out = Image.new("RGB", (max(grid.width, need), grid.height + band), (255, 255, 255))
     out.paste(grid, (0, band))
     draw = ImageDraw.Draw(out)
     x = 8
     for cls, text in LEGEND:
-        draw.rectangle([x, 8, x + 18, 26], fill=CLASS_COLORS[cls], outline=(90, 90, 90))
-        draw.text((x + 26, 7), text, fill=(0, 0, 0), font=font)
-        x += 26 + int(draw.textlength(text, font=font)) + 24
+        draw.rectangle([x, 8, x + size, 8 + size], fill=CLASS_COLORS[cls], outline=(90, 90, 90))
+        draw.text((x + size + 8, 7), text, fill=(0, 0, 0), font=f)
+        x += size + 8 + int(draw.textlength(text, font=f)) + size
     return out
 
 
@@ -274,7 +280,7 @@ def export_record(sample, cfg):
     for i, seg in enumerate(segs):
         check[seg] = np.maximum(check[seg], 2 if (i == 0 and bool(sample["connected"])) else 1)
     if not np.array_equal(check, sample["targets"]):
-        raise ValueError("dashes: the redrawn main paths do not match the stored targets")
+        raise LongsynthError("dashes: the redrawn main paths do not match the stored targets")
     tip = lambda rc: [int(rc[0]), int(rc[1])]  # noqa: E731
     return {
         "segs": [tuple(a.astype(dtype) for a in seg) for seg in segs],

@@ -19,6 +19,18 @@ if not _os.path.isdir(_os.path.join(_os.path.dirname(__file__), "generators")) a
 ):
     __path__.append(_root)
 
+# Numba's default threading layer on Linux is GNU OpenMP, which kills a forked child that
+# runs a parallel kernel once the parent has run one: a PyTorch DataLoader's default (fork)
+# workers generating on the fly. Unless the user chose a layer (NUMBA_THREADING_LAYER or
+# numba.config), take a fork-safe one: TBB when installed, else Numba's own workqueue
+# (as fast as OpenMP for our per-sample loops, docs/benchmarks.md). The workqueue layer
+# does not allow two Python threads to run kernels at once: `pip install tbb` for that.
+if "NUMBA_THREADING_LAYER" not in _os.environ:
+    import numba as _numba
+
+    if _numba.config.THREADING_LAYER == "default":
+        _numba.config.THREADING_LAYER = "forksafe"
+
 from longsynth.api import batch, sample, tasks, vocab  # noqa: E402
 from longsynth.store import open  # noqa: E402,A001
 

@@ -2,6 +2,7 @@
 import numpy as np
 
 from longsynth import registry
+from longsynth.errors import LongsynthError
 from longsynth.rng import split_code
 from longsynth.task import unpack
 
@@ -15,13 +16,13 @@ def tasks():
 
 def check_seed(seed):
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
-        raise ValueError(f"seed: must be an integer in [0, 2**63 - 1], got {seed!r}")
+        raise LongsynthError(f"seed: must be an integer in [0, 2**63 - 1], got {seed!r}")
     return int(seed)
 
 
 def _check_index(name, value):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= MAX_SEED:
-        raise ValueError(f"{name}: must be an integer >= 0, got {value!r}")
+        raise LongsynthError(f"{name}: must be an integer >= 0, got {value!r}")
     return int(value)
 
 
@@ -51,7 +52,7 @@ def batch(task, start, count, *, seed=0, split="train", out=None, **params):
     start = _check_index("start", start)
     count = _check_index("count", count)
     if not t.batchable:
-        raise ValueError(f"task: {task} has variable-length samples; use sample() or a stored dataset")
+        raise LongsynthError(f"task: {task} has variable-length samples; use sample() or a stored dataset")
     want = t.allocate(cfg, 0)
     if out is None:
         out = t.allocate(cfg, count)
@@ -64,7 +65,7 @@ def batch(task, start, count, *, seed=0, split="train", out=None, **params):
                 or got.shape != (count,) + arr.shape[1:]
                 or not got.flags.c_contiguous
             ):
-                raise ValueError(
+                raise LongsynthError(
                     f"out: {k!r} must be a C-contiguous {arr.dtype} array of shape {(count,) + arr.shape[1:]}"
                 )
     t.fill(cfg, seed, code, start, out, fixed)
@@ -75,5 +76,5 @@ def vocab(task, **params):
     """Token strings indexed by id, for token tasks; ValueError for the others."""
     t = registry.get(task)
     if t.vocab is None:
-        raise ValueError(f"task: {task} has no token vocabulary")
+        raise LongsynthError(f"task: {task} has no token vocabulary")
     return list(t.vocab(t.make_config(**params)))

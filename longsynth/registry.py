@@ -1,6 +1,8 @@
 """Name -> Task for every generator module. Add a module here to publish its tasks."""
 import importlib
 
+from longsynth.errors import LongsynthError
+
 # Each module defines TASK (one task) or TASKS (a family): listed in `longsynth list` order.
 MODULES = [
     "longsynth.generators.noise",
@@ -30,5 +32,5 @@ def get(name):
     """The Task called ``name``; ValueError listing the known tasks otherwise."""
     tasks = all_tasks()
     if name not in tasks:
-        raise ValueError(f"task: unknown task {name!r}; choose from {', '.join(tasks)}")
+        raise LongsynthError(f"task: unknown task {name!r}; choose from {', '.join(tasks)}")
     return tasks[name]

@@ -27,6 +27,8 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
+from longsynth.errors import LongsynthError
+
 SPLITS = {"train": 1, "val": 2, "test": 3}
 FIXED = 0  # split code of the dataset-level stream (select-fixed positions, solve-fixed A)
 WARMUP = 4
@@ -40,7 +42,7 @@ _K3 = np.uint64(0x2545F4914F6CDD1D)
 def split_code(split):
     """Integer code of a split name; ValueError for anything else."""
     if split not in SPLITS:
-        raise ValueError(f"split: must be one of {', '.join(SPLITS)}, got {split!r}")
+        raise LongsynthError(f"split: must be one of {', '.join(SPLITS)}, got {split!r}")
     return SPLITS[split]
 
 

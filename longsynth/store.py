@@ -28,6 +28,7 @@ import numpy as np
 
 from longsynth import checksum, registry
 from longsynth.api import check_seed
+from longsynth.errors import DamagedDataError, LongsynthError, MissingKeyError  # noqa: F401 (re-exported)
 from longsynth.rng import SPLITS, split_code
 from longsynth.task import Ragged
 
@@ -45,14 +46,6 @@ SHARD_BYTES = 128 << 20  # default shard size aims at this many bytes
 RAGGED_ROWS = 8192  # assumed rows of a ragged key when sizing shards and chunks
 BLOCK_BYTES = 8 << 20  # samples generated per call to the kernel
 MAX_COUNT = 1 << 62  # samples per split: indices stay well inside int64
-
-
-class LongsynthError(Exception):
-    """A user-facing failure with a one-line message (the CLI prints it as is)."""
-
-
-class DamagedDataError(LongsynthError):
-    """A stored shard is missing, truncated or fails its checksums: nothing of it was returned."""
 
 
 # ---------------------------------------------------------------- digests and sizing
@@ -208,9 +201,9 @@ def parse_splits(text, num_samples=None):
     for part in text.split(","):
         name, sep, value = part.strip().partition("=")
         if not sep or name not in SPLITS or not value.strip().isdigit():
-            raise ValueError(f"splits: expected train=N,val=N,test=N with N >= 0, got {text!r}")
+            raise LongsynthError(f"splits: expected train=N,val=N,test=N with N >= 0, got {text!r}")
         if name in counts:
-            raise ValueError(f"splits: {name} is given twice ({text})")
+            raise LongsynthError(f"splits: {name} is given twice ({text})")
         counts[name] = int(value)
     return {s: counts[s] for s in SPLITS if s in counts}
 
@@ -659,25 +652,25 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
     seed = check_seed(seed)
     note = notify or (lambda line: None)
     if compression not in COMPRESSIONS:
-        raise ValueError(f"compression: must be one of {', '.join(COMPRESSIONS)}, got {compression!r}")
+        raise LongsynthError(f"compression: must be one of {', '.join(COMPRESSIONS)}, got {compression!r}")
     defaulted = splits is None
     if splits is None:
         n = t.default_num_samples if num_samples is None else num_samples
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"num_samples: must be an integer >= 1, got {n!r}")
+            raise LongsynthError(f"num_samples: must be an integer >= 1, got {n!r}")
         splits = default_splits(n)
     if any(v < 0 for v in splits.values()) or sum(splits.values()) < 1:
-        raise ValueError("splits: counts must be >= 0 and sum to at least 1")
+        raise LongsynthError("splits: counts must be >= 0 and sum to at least 1")
     if any(v > MAX_COUNT for v in splits.values()):
-        raise ValueError(f"splits: at most {MAX_COUNT:,} samples per split (indices are 62-bit)")
+        raise LongsynthError(f"splits: at most {MAX_COUNT:,} samples per split (indices are 62-bit)")
     if shard_size is None:
         shard_size = default_shard_size(t, cfg)
     if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
-        raise ValueError(f"shard_size: must be an integer >= 1, got {shard_size!r}")
+        raise LongsynthError(f"shard_size: must be an integer >= 1, got {shard_size!r}")
     asked = workers
     workers = (os.cpu_count() or 1) if workers is None else workers
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers: must be an integer >= 1, got {workers!r}")
+        raise LongsynthError(f"workers: must be an integer >= 1, got {workers!r}")
     root = os.path.abspath(root)
     total = sum(splits.values())
     need = estimate_bytes(t, cfg, splits, seed, shard_size)
@@ -991,7 +984,7 @@ class Split:
         else:
             for key in keys:
                 if key not in self.specs:
-                    raise KeyError(f"no key {key!r}; this dataset has {', '.join(self.specs)}")
+                    raise MissingKeyError(f"no key {key!r}; this dataset has {', '.join(self.specs)}")
         try:
             kind, check = self._checks.get(k) or self._check(k)
             out = {}
@@ -1018,7 +1011,7 @@ class Split:
     def column(self, key):
         """A fixed-shape key of every sample of the split, in index order, checked."""
         if key not in self.specs or self.specs[key].ragged:
-            raise KeyError(f"no fixed-shape key {key!r}; this dataset has {', '.join(self.specs)}")
+            raise MissingKeyError(f"no fixed-shape key {key!r}; this dataset has {', '.join(self.specs)}")
         parts = []
         for k, rec in enumerate(self.records):
             try:
@@ -1046,7 +1039,7 @@ class Split:
         keys = list(keys or self.specs)
         for key in keys:
             if key not in self.specs:
-                raise KeyError(f"no key {key!r}; this dataset has {', '.join(self.specs)}")
+                raise MissingKeyError(f"no key {key!r}; this dataset has {', '.join(self.specs)}")
         for k, rec in enumerate(self.records):
             n = rec["count"]
             for lo in range(0, n, chunk):
@@ -1126,7 +1119,7 @@ class Dataset:
 
     def __getitem__(self, split):
         if split not in self.splits:
-            raise KeyError(f"no split {split!r}; this dataset has {', '.join(self.splits)}")
+            raise MissingKeyError(f"no split {split!r}; this dataset has {', '.join(self.splits)}")
         return self.splits[split]
 
     @property

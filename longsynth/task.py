@@ -17,6 +17,8 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from longsynth.errors import LongsynthError
+
 
 def param(default, help, *, lo=None, hi=None, choices=None):
     """A config field with its CLI help and its allowed range (inclusive)."""
@@ -72,7 +74,7 @@ def check_fields(cfg):
         if ok and m.get("hi") is not None:
             ok = v <= m["hi"]
         if not ok:
-            raise ValueError(f"{f.name}: must be {_allowed(f)}, got {v!r}")
+            raise LongsynthError(f"{f.name}: must be {_allowed(f)}, got {v!r}")
 
 
 class Ragged(NamedTuple):
@@ -129,7 +131,7 @@ class Task:
         names = [f.name for f in dataclasses.fields(self.config)]
         for k in params:
             if k not in names:
-                raise ValueError(
+                raise LongsynthError(
                     f"{k}: not a parameter of {self.name}; parameters: {', '.join(names) or 'none'}"
                 )
         cfg = self.config(**params)

@@ -39,10 +39,11 @@ from torch.utils.data import Dataset as _TorchDataset
 from torch.utils.data import DistributedSampler, IterableDataset, get_worker_info
 
 from longsynth.api import resolve
+from longsynth.errors import LongsynthError
+from longsynth.generators.listops import PAD_ID  # 15: one past the ListOps vocabulary
 from longsynth.store import open as _open_dataset
 
 IGNORE_INDEX = -100  # targets the loss must skip (torch.nn.CrossEntropyLoss default)
-PAD_ID = 0  # token id used to pad ListOps inputs in pad_collate
 PRIMARY = ("inputs", "targets")
 
 __all__ = [
@@ -133,7 +134,7 @@ class ListOpsEncoding:
 
     def __init__(self, positional):
         if positional:
-            raise ValueError("positional: ListOps inputs are token ids; positional channels do not apply")
+            raise LongsynthError("positional: ListOps inputs are token ids; positional channels do not apply")
 
     def __call__(self, inputs, targets):
         x = np.asarray(inputs).astype(np.int64)
@@ -152,7 +153,7 @@ ENCODINGS = {
 def encoder(family, positional=None):
     """The encoding of a task family; ``positional=None`` takes the family's default."""
     if family not in ENCODINGS:
-        raise ValueError(f"family: no encoding for task family {family!r}; known: {', '.join(ENCODINGS)}")
+        raise LongsynthError(f"family: no encoding for task family {family!r}; known: {', '.join(ENCODINGS)}")
     cls = ENCODINGS[family]
     return cls(cls.default_positional if positional is None else bool(positional))
 
@@ -185,7 +186,7 @@ def _pathfinder_batch(x, y, positional):
 
 def _listops_batch(x, y, positional):
     if positional:
-        raise ValueError("positional: ListOps inputs are token ids; positional channels do not apply")
+        raise LongsynthError("positional: ListOps inputs are token ids; positional channels do not apply")
     y = y.long()
     return x.long(), y.masked_fill(y < 0, IGNORE_INDEX)
 
@@ -206,7 +207,7 @@ def encode_batch(family, inputs, targets, positional=None):
     encoding bit for bit (padded raw ListOps targets may hold -100 or -1; both map to -100).
     """
     if family not in BATCH_ENCODINGS:
-        raise ValueError(f"family: no encoding for task family {family!r}; known: {', '.join(BATCH_ENCODINGS)}")
+        raise LongsynthError(f"family: no encoding for task family {family!r}; known: {', '.join(BATCH_ENCODINGS)}")
     default = ENCODINGS[family].default_positional
     return BATCH_ENCODINGS[family](inputs, targets, default if positional is None else bool(positional))
 
@@ -215,7 +216,7 @@ def _pick_encoding(family, encode, positional):
     if encode:
         return encoder(family, positional)
     if positional is not None:
-        raise ValueError("positional: only applies with encode=True")
+        raise LongsynthError("positional: only applies with encode=True")
     return _raw
 
 
@@ -313,7 +314,7 @@ def pad_collate(batch):
 
 def _rank_world(rank, world_size):
     if (rank is None) != (world_size is None):
-        raise ValueError("rank, world_size: give both or neither")
+        raise LongsynthError("rank, world_size: give both or neither")
     if rank is None:
         import torch.distributed as dist
 
@@ -321,9 +322,9 @@ def _rank_world(rank, world_size):
             return dist.get_rank(), dist.get_world_size()
         return 0, 1
     if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size: must be an integer >= 1, got {world_size!r}")
+        raise LongsynthError(f"world_size: must be an integer >= 1, got {world_size!r}")
     if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
-        raise ValueError(f"rank: must be an integer in [0, {world_size - 1}], got {rank!r}")
+        raise LongsynthError(f"rank: must be an integer in [0, {world_size - 1}], got {rank!r}")
     return rank, world_size
 
 
@@ -369,32 +370,53 @@ class OnTheFlyDataset(IterableDataset):
     them in step order. ``start`` resumes the stream at a step counter; ``length`` (in
     steps, counted from 0) ends it, so ``len(ds) == length - start``; None streams forever.
 
-    Rank and world size come from torch.distributed when it is initialised at
-    construction, else from ``rank`` / ``world_size`` (default 0 of 1).
+    Rank and world size are ``rank`` / ``world_size`` when given, else torch.distributed's
+    when iteration starts (so a stream built before ``init_process_group`` still splits
+    over ranks), else 0 of 1.
 
-    Workers: each worker generates with one Numba thread. GNU OpenMP (Numba's "omp" layer
-    on Linux) is not fork-safe once the parent has run a parallel kernel; use
-    ``multiprocessing_context="spawn"`` with workers (a clear error is raised otherwise),
-    or ``num_workers=0`` where generation runs on all Numba threads in the main process.
+    Workers: each worker generates with one Numba thread. Fork (the DataLoader default),
+    spawn and forkserver workers all work: importing longsynth picks Numba's fork-safe
+    threading layer unless you chose one. If you force GNU OpenMP ("omp") and the parent
+    has run a parallel kernel, a forked worker raises a RuntimeError naming the way out.
     """
 
     def __init__(self, task, *, seed=0, split="train", length=None, encode=True, extras=False, start=0,
                  batch_size=16, positional=None, rank=None, world_size=None, **params):
         t, cfg, seed, _, _ = resolve(task, seed, split, params)
         if not t.batchable:
-            raise ValueError(f"task: {task} has variable-length samples; use a stored dataset (ShardDataset)")
+            raise LongsynthError(f"task: {task} has variable-length samples; use a stored dataset (ShardDataset)")
         for name, value, lo in (("batch_size", batch_size, 1), ("start", start, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-                raise ValueError(f"{name}: must be an integer >= {lo}, got {value!r}")
+                raise LongsynthError(f"{name}: must be an integer >= {lo}, got {value!r}")
         if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < start):
-            raise ValueError(f"length: must be None or an integer >= start ({start}), got {length!r}")
+            raise LongsynthError(f"length: must be None or an integer >= start ({start}), got {length!r}")
         # the resolved config: a resumed run that spells a default out is the same stream
         self.task, self.params, self.seed, self.split = t.name, dataclasses.asdict(cfg), seed, split
         self.family = t.family
         self.batch_size, self.start, self.length = batch_size, start, length
-        self.rank, self.world_size = _rank_world(rank, world_size)
+        # explicit rank / world size, checked now; None: torch.distributed's at iteration
+        self._given = None if rank is None and world_size is None else _rank_world(rank, world_size)
         self.extras = bool(extras)
         self.encode = _pick_encoding(self.family, encode, positional)
+
+    @property
+    def rank(self):
+        return self._resolve()[0]
+
+    @property
+    def world_size(self):
+        return self._resolve()[1]
+
+    def _resolve(self):
+        return self._given if self._given is not None else _rank_world(None, None)
+
+    def __getstate__(self):
+        # pickled for a spawn / forkserver worker, where torch.distributed is not
+        # initialised: carry the rank of the process that starts the workers
+        state = dict(self.__dict__)
+        if state["_given"] is None:
+            state["_given"] = _rank_world(None, None)
+        return state
 
     def __len__(self):
         if self.length is None:
@@ -419,9 +441,9 @@ class OnTheFlyDataset(IterableDataset):
         mine = self.state_dict(state["step"])
         diff = [k for k in mine if state.get(k) != mine[k]]
         if diff:
-            raise ValueError(f"state: another stream ({', '.join(diff)} differ)")
+            raise LongsynthError(f"state: another stream ({', '.join(diff)} differ)")
         if self.length is not None and state["step"] > self.length:
-            raise ValueError(f"state: step {state['step']} is past length {self.length}")
+            raise LongsynthError(f"state: step {state['step']} is past length {self.length}")
         self.start = int(state["step"])
 
     def __iter__(self):
@@ -434,16 +456,17 @@ class OnTheFlyDataset(IterableDataset):
 
             set_num_threads(1)
         t, cfg, seed, code, fixed = resolve(self.task, self.seed, self.split, self.params)
+        rank, world = self._resolve()  # once, when iteration starts
         step = self.start + worker
         while self.length is None or step < self.length:
-            first = (step * self.world_size + self.rank) * self.batch_size
+            first = (step * world + rank) * self.batch_size
             out = t.allocate(cfg, self.batch_size)  # fresh: yielded tensors share its memory
             t.fill(cfg, seed, code, first, out, fixed)
             _KERNEL_PID = os.getpid()
             x, y = self.encode(out["inputs"], out["targets"])
             if self.extras:
                 extras = {k: _tensor(v) for k, v in out.items() if k not in PRIMARY}
-                extras["index"] = torch.from_numpy(self.indices(step))
+                extras["index"] = torch.from_numpy(np.arange(first, first + self.batch_size, dtype=np.int64))
                 yield x, y, extras
             else:
                 yield x, y

@@ -16,6 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
+from longsynth.errors import LongsynthError
 from longsynth.models_ref.dlr import DLR
 from longsynth.models_ref.dss import DSSExp
 
@@ -45,14 +46,14 @@ class ModelConfig:
 
     def __post_init__(self):
         if self.layer not in LAYERS:
-            raise ValueError(f"layer: must be one of {LAYERS}, got {self.layer!r}")
+            raise LongsynthError(f"layer: must be one of {LAYERS}, got {self.layer!r}")
         if self.kernel not in KERNELS:
-            raise ValueError(f"kernel: must be one of {KERNELS}, got {self.kernel!r}")
+            raise LongsynthError(f"kernel: must be one of {KERNELS}, got {self.kernel!r}")
         if self.layer == "dss" and (self.bidirectional or self.kernel != "real"):
-            raise ValueError("layer: dss supports only kernel='real', bidirectional=False")
+            raise LongsynthError("layer: dss supports only kernel='real', bidirectional=False")
         for name in ("d_input", "d_output", "H", "N", "n_layers"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name}: must be >= 1, got {getattr(self, name)}")
+                raise LongsynthError(f"{name}: must be >= 1, got {getattr(self, name)}")
 
     def to_dict(self):
         return dataclasses.asdict(self)

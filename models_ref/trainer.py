@@ -36,6 +36,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from longsynth.errors import LongsynthError
 from longsynth.models_ref import metrics as M
 from longsynth.models_ref.model import Model, ModelConfig
 
@@ -65,11 +66,11 @@ class TrainConfig:
 
     def __post_init__(self):
         if self.objective not in OBJECTIVES:
-            raise ValueError(f"objective: must be one of {OBJECTIVES}, got {self.objective!r}")
+            raise LongsynthError(f"objective: must be one of {OBJECTIVES}, got {self.objective!r}")
         if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule: must be one of {SCHEDULES}, got {self.schedule!r}")
+            raise LongsynthError(f"schedule: must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.steps < 1 or self.eval_every < 1:
-            raise ValueError("steps and eval_every: must be >= 1")
+            raise LongsynthError("steps and eval_every: must be >= 1")
 
 
 def lr_factor(step, cfg: TrainConfig):
@@ -123,7 +124,7 @@ class IndexedBatches:
                                           seed=seed * 1_000_003, drop_last=True)
         self.per_epoch = len(self.sampler) // batch_size
         if self.per_epoch < 1:
-            raise ValueError(f"batch_size: {batch_size * world} exceeds the dataset size {len(dataset)}")
+            raise LongsynthError(f"batch_size: {batch_size * world} exceeds the dataset size {len(dataset)}")
         self._perm = (None, None)
 
     def __call__(self, step):
@@ -322,9 +323,9 @@ def train(model_cfg: ModelConfig, train_cfg: TrainConfig, train_batch, val_batch
     if resume is not None:
         ck = torch.load(resume, map_location=device, weights_only=False)
         if ck["model_config"] != model_cfg.to_dict():
-            raise ValueError(f"resume: {resume} holds a different model config")
+            raise LongsynthError(f"resume: {resume} holds a different model config")
         if ck["manifest_digest"] != manifest_digest:
-            raise ValueError(f"resume: {resume} was trained on data with manifest digest {ck['manifest_digest']}")
+            raise LongsynthError(f"resume: {resume} was trained on data with manifest digest {ck['manifest_digest']}")
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         _set_rng_state(ck["rng"])
@@ -346,7 +347,7 @@ def train(model_cfg: ModelConfig, train_cfg: TrainConfig, train_batch, val_batch
     if best is not None:  # resumed after a validation: the best weights live in best.pt beside it
         best_file = os.path.join(os.path.dirname(os.path.abspath(resume)), "best.pt")
         if not os.path.exists(best_file):
-            raise ValueError(f"resume: {best_file} (the best-validation weights) is missing")
+            raise LongsynthError(f"resume: {best_file} (the best-validation weights) is missing")
         best_state = torch.load(best_file, map_location=device, weights_only=False)["model"]
     if checkpoint_dir is not None:
         os.makedirs(checkpoint_dir, exist_ok=True)

@@ -28,7 +28,7 @@ import torch
 import torch.distributed as dist
 
 from longsynth import plot, registry
-from longsynth.store import LongsynthError
+from longsynth.errors import LongsynthError
 from longsynth.models_ref.metrics import IGNORE_INDEX
 from longsynth.models_ref.model import ModelConfig
 from longsynth.models_ref.trainer import PRIMARY, IndexedBatches, TrainConfig, train
@@ -98,7 +98,7 @@ def preset(family, model, scale, L=None):
         return Preset(dict(H=32, N=64, n_layers=2, glu=True, bidirectional=True, dt_min=1e-4, dt_max=1e-1),
                       dict(steps=300, lr=2e-3, schedule="cosine", warmup_steps=30, objective="segmentation",
                            eval_every=100, eval_batches=4), 4, {})
-    raise ValueError(f"family: no preset for {family!r}")
+    raise LongsynthError(f"family: no preset for {family!r}")
 
 
 def with_positions(x):
@@ -189,7 +189,7 @@ def _sequential(dataset, batch_size, n, collate, rank=0, world=1):
     rank r of W holds its slice of batch_size/W samples of each."""
     count = min(n, len(dataset) // batch_size)
     if count < 1:
-        raise ValueError(f"split has {len(dataset)} samples, fewer than one batch of {batch_size}")
+        raise LongsynthError(f"split has {len(dataset)} samples, fewer than one batch of {batch_size}")
     local = batch_size // world
     batches = [collate([dataset[i * batch_size + rank * local + j] for j in range(local)]) for i in range(count)]
     return lambda: batches
@@ -246,11 +246,13 @@ def curves(history, primary, path, title):
     """Training loss per step, validation loss and metric per evaluation (x: evaluation steps)."""
     val = history["val"]
     every = f"at steps {val[0]['step']}..{val[-1]['step']}" if val else "none"
-    panels = [(f"train loss, steps 1..{len(history['train'])} (y: 0.5-99.5th percentile)",
-               [r["loss"] for r in history["train"]])]
+    train = history["train"]
+    panels = [("train loss per step (y: 0.5-99.5th percentile; x: step)",
+               [r["loss"] for r in train], np.arange(1, len(train) + 1))]
     if val:
-        panels += [(f"val loss ({len(val)} evaluations {every})", [r["loss"] for r in val]),
-                   (f"val {primary} ({len(val)} evaluations {every})", [r[primary] for r in val])]
+        steps = [r["step"] for r in val]
+        panels += [(f"val loss ({len(val)} evaluations {every}; x: step)", [r["loss"] for r in val], steps),
+                   (f"val {primary} ({len(val)} evaluations {every}; x: step)", [r[primary] for r in val], steps)]
     return plot.lines(panels, path, title=title, robust=True)
 
 
@@ -321,9 +323,9 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
     leave no report directory behind.
     """
     if model not in MODELS:
-        raise ValueError(f"model: must be one of {MODELS}, got {model!r}")
+        raise LongsynthError(f"model: must be one of {MODELS}, got {model!r}")
     if scale not in SCALES:
-        raise ValueError(f"scale: must be one of {SCALES}, got {scale!r}")
+        raise LongsynthError(f"scale: must be one of {SCALES}, got {scale!r}")
     if batch_size is not None and batch_size < 1:
         raise LongsynthError(f"--batch-size: must be >= 1, got {batch_size}")
     _check_device(device)
@@ -344,7 +346,7 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
         task, family, digest, ds = t.name, t.family, None, None
         default_dir = os.path.join("validation", f"{task}-{model}-{stamp}")
     if not is_dir and family != "atomic":
-        raise ValueError(f"target: {task} is a {family} task; on-the-fly validation covers atomic tasks, "
+        raise LongsynthError(f"target: {task} is a {family} task; on-the-fly validation covers atomic tasks, "
                          "generate a dataset directory for it")
     device, rank, world, joined = _join_process_group(device)
     try:
@@ -393,8 +395,11 @@ def _validate(target, model, scale, steps, device, report_dir, progress, batch_s
         io = dict(d_input=x0.shape[-1], d_output=y0.shape[-1])
     elif family == "listops":
         import longsynth
+        from longsynth.torch import PAD_ID
 
-        io = dict(d_input=1, d_output=10, vocab_size=len(longsynth.vocab(task, **ds.manifest["params"])))
+        vocab = longsynth.vocab(task, **ds.manifest["params"])
+        # one embedding row more than the vocabulary: pad_collate pads with PAD_ID = len(vocab)
+        io = dict(d_input=1, d_output=10, vocab_size=max(len(vocab), PAD_ID) + 1)
     else:
         io = dict(d_input=x0.shape[-1], d_output=tcfg.num_classes)
     mcfg = ModelConfig(layer=model, **io, **pre.model)

@@ -386,16 +386,21 @@ def test_show_and_show_dataset(stored, tmp_path):
 
     task = registry.get("listops-subtrees")
     ss = samples("listops-subtrees", SMALL, 2)
-    text = task.show(ss, task.make_config(**SMALL), str(tmp_path / "s.png"))
+    heads = task.show(ss, task.make_config(**SMALL), str(tmp_path / "s.png"))
+    assert heads.splitlines() == [line for line in heads.splitlines() if line.startswith("sample ")]  # summaries only
+    assert Image.open(tmp_path / "s.png").size[0] > 100
+    task.show(ss, task.make_config(**SMALL), str(tmp_path / "s.txt"))  # the expressions, as text
+    text = (tmp_path / "s.txt").read_text()
     first = text.split("\n")[1:3]
     tokens = [lo.VOCAB[t] for t in ss[0]["inputs"].tolist()]
     assert first[0].split() == tokens[: len(first[0].split())]
-    assert Image.open(tmp_path / "s.png").size[0] > 100
     classic = registry.get("listops")
     cs = samples("listops", SMALL, 1)
     ctext = classic.show(cs, classic.make_config(**SMALL), None)
     assert f"root value {int(cs[0]['targets'])}," in ctext.split("\n")[0]
-    assert ctext.split("\n")[-2].split()[-1] == str(int(cs[0]["targets"]))  # tag under the last `]`
+    classic.show(cs, classic.make_config(**SMALL), str(tmp_path / "c.txt"))
+    ctext = (tmp_path / "c.txt").read_text()
+    assert ctext.rstrip("\n").split("\n")[-1].split()[-1] == str(int(cs[0]["targets"]))  # tag under the last `]`
     ds = longsynth.open(stored["listops-subtrees"])
     summary = task.show_dataset(ds, "train", str(tmp_path / "h.png"))
     assert summary.startswith("train: 300 samples")

@@ -389,20 +389,26 @@ def _mean_loss(rows):
 
 def test_tiny_listops_subtrees_lowers_loss(tmp_path):
     from longsynth.models_ref.validate import stored_sources
+    from longsynth.torch import PAD_ID
 
     torch.set_num_threads(1)
     root = _stored(tmp_path, "listops-subtrees", {"min_length": 20, "max_length": 60, "max_depth": 5, "max_args": 4}, 256, 16)
     train_batch, val, test = stored_sources(root, "listops", 16, 1)
     x, y = train_batch(0)[:2]
     assert x.dtype == torch.long and ((y == -100) | ((y >= 0) & (y <= 9))).all() and (y != -100).any()
-    cfg = ModelConfig(d_input=1, d_output=10, H=32, N=32, n_layers=2, vocab_size=15, glu=True,
+    cfg = ModelConfig(d_input=1, d_output=10, H=32, N=32, n_layers=2, vocab_size=PAD_ID + 1, glu=True,
                       dt_min=1e-3, dt_max=1e-1)
     tc = TrainConfig(steps=150, lr=5e-3, objective="tokens", schedule="cosine", warmup_steps=10,
                      weight_decay=0.01, eval_every=150, seed=0)
     res = train(cfg, tc, train_batch, val, test)
     first, last = _mean_loss(res["history"]["train"][:10]), _mean_loss(res["history"]["train"][-10:])
     assert last < 0.8 * first, (first, last)
-    assert res["test"]["accuracy"] > 0.2, res["test"]  # chance is 0.1
+    import longsynth
+
+    ds = longsynth.open(root)["test"]
+    labels = [v for i in range(len(ds)) for v in ds[i]["targets"].tolist() if v >= 0]
+    majority = max(labels.count(v) for v in set(labels)) / len(labels)  # 0.13 here; chance 0.1
+    assert res["test"]["accuracy"] > 1.25 * majority, (res["test"], majority)
     assert res["test"]["by_height"] and set(res["test"]["by_operator"]) <= {"0", "1", "2", "3"}
 
 
@@ -416,6 +422,7 @@ def test_classic_listops_is_tagged_at_its_last_token_and_learned(tmp_path):
 
     import longsynth
     from longsynth.models_ref.validate import _paper_figure, stored_sources, validate
+    from longsynth.torch import PAD_ID
 
     torch.set_num_threads(1)
     params = {"min_length": 5, "max_length": 40, "max_depth": 2, "max_args": 4}
@@ -426,7 +433,7 @@ def test_classic_listops_is_tagged_at_its_last_token_and_learned(tmp_path):
     for b in range(8):
         s = ds[b]
         n = int(s["length"])
-        assert x[b, :n].tolist() == s["inputs"].tolist() and (x[b, n:] == 0).all()
+        assert x[b, :n].tolist() == s["inputs"].tolist() and (x[b, n:] == PAD_ID).all()
         assert (y[b] != -100).nonzero().flatten().tolist() == [n - 1] and y[b, n - 1] == int(s["targets"])
         assert groups["height"][b, n - 1] == s["heights"][-1] and groups["operator"][b, n - 1] == s["operators"][-1]
     r = validate(root, model="dlr", scale="tiny", steps=300, batch_size=16, report_dir=str(tmp_path / "rep"),
@@ -436,6 +443,7 @@ def test_classic_listops_is_tagged_at_its_last_token_and_learned(tmp_path):
     test_values = [int(longsynth.open(root)["test"][i]["targets"]) for i in range(64)]
     majority = max(test_values.count(v) for v in set(test_values)) / 64
     assert m["task"] == "listops" and m["test"]["exact"]["count"] == 64
+    assert m["model_config"]["vocab_size"] == PAD_ID + 1 == 16  # the padding id has its own row
     assert m["test"]["exact"]["accuracy"] > 2 * majority, (m["test"]["exact"], majority)
     assert r["verdict"] is None and _paper_figure("listops", "listops", "dss", None)["accuracy"] == 0.597
 

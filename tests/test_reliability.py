@@ -335,3 +335,110 @@ def test_overwrite_with_another_dataset_drops_its_certificates(tmp_path):
     store.generate(str(tmp_path / "d"), "cummax", P, num_samples=50, workers=1, overwrite=True)
     assert "validation" not in store.info(str(tmp_path / "d"))
     assert not (tmp_path / "d" / "validation").exists()
+
+
+# ---------------------------------------------------------------- 11. own errors one line, bugs keep their traceback
+
+
+def test_own_errors_are_one_line_and_bugs_keep_their_traceback(tmp_path, monkeypatch):
+    runner = CliRunner()
+    # user errors from deep in the library: one line each
+    assert one_error_line(runner.invoke(cli, ["info", str(tmp_path)])).endswith("not a longsynth dataset directory")
+    gen(tmp_path / "d")
+    r = runner.invoke(cli, ["show", str(tmp_path / "d"), "--split", "nope", "--out", str(tmp_path / "p.png")])
+    assert "nope" in one_error_line(r)
+
+    def bug(*args, **kwargs):
+        raise ValueError("an internal invariant broke")
+
+    monkeypatch.setattr(store, "info", bug)
+    r = runner.invoke(cli, ["info", str(tmp_path / "d")])
+    assert r.exit_code != 0 and isinstance(r.exception, ValueError)  # not turned into "Error: ..."
+    assert not isinstance(r.exception, store.LongsynthError) and "Error:" not in r.output
+    monkeypatch.setattr(store, "info", lambda *a, **k: {}["missing"])
+    r = runner.invoke(cli, ["info", str(tmp_path / "d")])
+    assert isinstance(r.exception, KeyError) and "Error:" not in r.output
+    # the library's own errors stay catchable as the built-in types
+    with pytest.raises(ValueError):
+        longsynth.sample("cumsum", 0, L=0)
+    with pytest.raises(KeyError):
+        longsynth.open(str(tmp_path / "d"))["nope"]
+
+
+# ---------------------------------------------------------------- 13. ListOps padding
+
+
+def test_listops_padding_id_is_outside_the_vocabulary():
+    import torch
+
+    from longsynth.torch import PAD_ID, encoder, pad_collate
+
+    vocab = longsynth.vocab("listops-subtrees")
+    assert not 0 <= PAD_ID < len(vocab) and vocab[0] == "[MIN"
+    enc = encoder("listops")
+    a = enc(np.array([0, 5, 4], np.uint8), np.array([-1, -1, 5], np.int8))
+    b = enc(np.array([0], np.uint8), np.array([-1], np.int8))
+    x, _, lengths = pad_collate([a, b])
+    assert x[1].tolist() == [0, PAD_ID, PAD_ID] and (x[1, 1:] != 0).all()
+    emb = torch.nn.Embedding(PAD_ID + 1, 4)
+    assert emb(x).shape == (2, 3, 4)
+
+
+# ---------------------------------------------------------------- 14. pictures and listings
+
+
+def _dark_runs(column_block):
+    """Number of separate row bands holding dark pixels (text) in an [H, W, 3] block."""
+    rows = (column_block.min(axis=2) < 120).any(axis=1)
+    return int(np.sum(rows[1:] & ~rows[:-1]) + rows[0])
+
+
+def test_show_count_is_bounded_and_listops_text_goes_to_the_file(tmp_path):
+    runner = CliRunner()
+    r = runner.invoke(cli, ["show", "cumsum", "--count", "100000", "--out", str(tmp_path / "c.png")])
+    assert r.exit_code == 2 and "100000 is not in the range 1<=x<=64" in r.output
+    assert not (tmp_path / "c.png").exists()
+    root = tmp_path / "lo"
+    store.generate(str(root), "listops-subtrees", {"min_length": 200, "max_length": 400}, num_samples=20, workers=1)
+    r = runner.invoke(cli, ["show", str(root), "--count", "3", "--out", str(tmp_path / "lo.png")])
+    lines = r.output.splitlines()
+    assert r.exit_code == 0 and len(lines) == 4 and all(line.startswith("sample ") for line in lines[:3]), r.output
+    assert lines[3] == f"wrote {tmp_path / 'lo.png'}" and len(r.output) < 500
+    r = runner.invoke(cli, ["show", str(root), "--count", "3", "--out", str(tmp_path / "lo.txt")])
+    text = (tmp_path / "lo.txt").read_text()
+    s = longsynth.open(str(root))["train"][2]
+    assert r.exit_code == 0 and text.count("sample ") == 3 and len(text) > 3 * int(s["length"])
+    vocab = longsynth.vocab("listops-subtrees")
+    assert text.split("sample 2:")[1].splitlines()[1].split()[:2] == [vocab[s["inputs"][0]], vocab[s["inputs"][1]]]
+
+
+def test_show_dir_usage_names_the_directory_once(tmp_path):
+    gen(tmp_path / "d")
+    r = CliRunner().invoke(cli, ["show", str(tmp_path / "d"), "--help"], prog_name="longsynth")
+    assert r.exit_code == 0 and r.output.splitlines()[0] == "Usage: longsynth show DIR [OPTIONS]"
+
+
+def test_captions_grow_with_the_tiles():
+    from longsynth import plot
+
+    tile = np.zeros((512, 512), np.uint8)
+    img = np.asarray(plot.grid([tile] * 4, cols=4, labels=["#0 image"] * 4))
+    band = img[: img.shape[0] - 512 - 4, 4 : 4 + 512]  # the caption band above the first tile
+    rows = np.nonzero((band.min(axis=(1, 2)) < 120))[0]
+    assert rows.size and rows[-1] - rows[0] + 1 >= 18, rows  # cap height of the text, in px (was 9)
+
+
+def test_axes_carry_intermediate_ticks():
+    from longsynth import plot
+
+    img = np.asarray(plot.lines([("loss", np.linspace(3.0, 0.2, 500), np.arange(1, 501))], width=600))
+    top = 4 + plot._HEAD
+    y_labels = img[top : top + 120, : plot._MARGIN_L - 6]
+    assert _dark_runs(y_labels) >= 4  # e.g. 0.5, 1, 1.5, 2, 2.5 (was: only the two ends)
+    x_labels = img[top + 124 : top + 124 + plot._FOOT, plot._MARGIN_L + 20 :]
+    assert np.sum(x_labels.min(axis=(0, 2)) < 120) > 0
+    cols = (x_labels.min(axis=(0, 2)) < 120)
+    assert int(np.sum(cols[1:] & ~cols[:-1])) >= 8  # digits of at least four x tick labels
+    assert plot.ticks(0.2, 3.0) == [0.5, 1.0, 1.5, 2.0, 2.5, 3.0] and plot.ticks(1, 500, 6) == [100, 200, 300, 400, 500]
+    img = np.asarray(plot.bars([("h", np.linspace(7001, 8192, 41), np.arange(40))], width=600))
+    assert _dark_runs(img[top : top + 140, : plot._MARGIN_L - 6]) >= 4

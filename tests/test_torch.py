@@ -17,6 +17,7 @@ from longsynth.store import generate  # noqa: E402
 from longsynth.task import KeySpec, Ragged, Task, param  # noqa: E402
 from longsynth.torch import (  # noqa: E402
     IGNORE_INDEX,
+    PAD_ID,
     OnTheFlyDataset,
     ShardDataset,
     encode_batch,
@@ -173,7 +174,9 @@ def test_listops_ignore_index_and_padding():
     assert a[0].dtype == torch.int64 and a[1].dtype == torch.int64
     assert a[1].tolist() == [IGNORE_INDEX, IGNORE_INDEX, 4] and IGNORE_INDEX == -100
     x, y, lengths = pad_collate([a, b])
-    assert x.tolist() == [[3, 5, 1], [2, 4, 0]]
+    assert x.tolist() == [[3, 5, 1], [2, 4, PAD_ID]]
+    # the padding id is no token: 0 would read as `[MIN`
+    assert PAD_ID == len(longsynth.vocab("listops-subtrees")) == 15
     assert y.tolist() == [[-100, -100, 4], [-100, 7, -100]]
     assert lengths.tolist() == [3, 2]
     # classic ListOps: one scalar target per sample
@@ -181,7 +184,7 @@ def test_listops_ignore_index_and_padding():
     d = enc(np.array([3], np.uint8), np.int8(2))
     assert c[1].dim() == 0 and c[1].dtype == torch.int64
     x, y, lengths = pad_collate([c, d])
-    assert x.tolist() == [[1, 2], [3, 0]] and y.tolist() == [7, 2] and lengths.tolist() == [2, 1]
+    assert x.tolist() == [[1, 2], [3, PAD_ID]] and y.tolist() == [7, 2] and lengths.tolist() == [2, 1]
     with pytest.raises(ValueError, match="positional"):
         encoder("listops", positional=True)
     with pytest.raises(ValueError, match="family"):
@@ -251,7 +254,7 @@ def test_shard_dataset_listops_family(toy_dir):
         n = int(lengths[b])
         assert n == len(raw[b]["inputs"])
         assert torch.equal(x[b, :n], ds[b][0]) and torch.equal(y[b, :n], ds[b][1])
-        assert (x[b, n:] == 0).all() and (y[b, n:] == -100).all()
+        assert (x[b, n:] == PAD_ID).all() and (y[b, n:] == -100).all()
 
 
 def test_shard_dataset_pathfinder_family(toy_pf_dir):
@@ -380,11 +383,52 @@ def test_onthefly_resume_continues_the_stream():
         len(OnTheFlyDataset("cumsum", L=L))
 
 
-def test_onthefly_fork_after_kernel_is_a_clear_error():
-    longsynth.batch("cumsum", 0, 4, L=L)  # the parent has now run a parallel kernel
-    ds = OnTheFlyDataset("cumsum", L=L, batch_size=2, length=2)
-    with pytest.raises(RuntimeError, match="spawn"):
-        _collect(ds, 1, "fork")
+def test_onthefly_default_fork_workers_work_after_a_kernel_ran():
+    """Issue 12, item 9: the DataLoader's default (fork) workers, after the parent generated."""
+    import numba
+
+    longsynth.batch("cumsum", 0, 64, L=L)  # the parent has now run a parallel kernel
+    assert numba.threading_layer() != "omp"  # importing longsynth picked a fork-safe layer
+    ds = OnTheFlyDataset("cumsum", L=L, batch_size=2, length=6, extras=True)
+    out = _collect(ds, 2, "fork")
+    assert [b[2]["index"].tolist() for b in out] == [[2 * s, 2 * s + 1] for s in range(6)]
+    ref = longsynth.batch("cumsum", 0, 12, L=L)
+    np.testing.assert_array_equal(torch.cat([b[1] for b in out]).numpy(), ref["targets"])
+
+
+def test_onthefly_forced_openmp_fork_is_a_clear_error():
+    code = ("import numba; numba.config.THREADING_LAYER = 'omp'\n"
+            "import longsynth\n"
+            "from torch.utils.data import DataLoader\n"
+            "from longsynth.torch import OnTheFlyDataset\n"
+            "longsynth.batch('cumsum', 0, 4, L=16)\n"
+            "try:\n"
+            "    list(DataLoader(OnTheFlyDataset('cumsum', L=16, batch_size=2, length=2), batch_size=None,\n"
+            "                    num_workers=1, multiprocessing_context='fork'))\n"
+            "except RuntimeError as e:\n"
+            "    print('raised:', 'spawn' in str(e))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    if "omp" in r.stderr and "unavailable" in r.stderr:  # no OpenMP runtime: nothing to guard
+        return
+    assert "raised: True" in r.stdout, r.stdout + r.stderr
+
+
+def test_onthefly_rank_is_read_when_iteration_starts(monkeypatch):
+    """A stream built before init_process_group still splits over the ranks."""
+    import torch.distributed as dist
+
+    ds = OnTheFlyDataset("cumsum", L=L, batch_size=2, length=3, extras=True)  # built before
+    assert (ds.rank, ds.world_size) == (0, 1)
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "get_rank", lambda: 1)
+    monkeypatch.setattr(dist, "get_world_size", lambda: 2)
+    for workers, context in ((0, None), (2, "fork")):  # forked workers see the parent's group
+        out = _collect(ds, workers, context)
+        assert [b[2]["index"].tolist() for b in out] == [[2, 3], [6, 7], [10, 11]]
+    clone = __import__("pickle").loads(__import__("pickle").dumps(ds))  # what spawn workers get
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)
+    assert (clone.rank, clone.world_size) == (1, 2) and (ds.rank, ds.world_size) == (0, 1)
+    assert ds.state_dict(0)["world_size"] == 1
 
 
 def test_onthefly_rejects_bad_arguments():
