@@ -743,10 +743,18 @@ def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compressio
         atomic_write_text(os.path.join(root, CARD), dataset_card(t, cfg, manifest))
         _write_manifest(root, manifest)
     except OSError as e:
-        what = e.strerror or str(e)
-        raise LongsynthError(f"{root}: write failed ({what}); rerun the same command to resume") from None
+        raise LongsynthError(f"{root}: write failed ({_os_reason(e)}); rerun the same command to resume") from None
     manifest["timings"] = timings
     return manifest
+
+
+def _os_reason(e):
+    """One line for an OSError: the errno HDF5 buries in a multi-line message, else strerror."""
+    text = str(e)
+    m = re.search(r"errno = (\d+)", text)
+    if m and int(m.group(1)):
+        return os.strerror(int(m.group(1)))
+    return " ".join((e.strerror or text).split())
 
 
 class _SpawnableMain:

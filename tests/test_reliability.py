@@ -442,3 +442,13 @@ def test_axes_carry_intermediate_ticks():
     assert plot.ticks(0.2, 3.0) == [0.5, 1.0, 1.5, 2.0, 2.5, 3.0] and plot.ticks(1, 500, 6) == [100, 200, 300, 400, 500]
     img = np.asarray(plot.bars([("h", np.linspace(7001, 8192, 41), np.arange(40))], width=600))
     assert _dark_runs(img[top : top + 140, : plot._MARGIN_L - 6]) >= 4
+
+
+def test_hdf5_disk_full_message_becomes_one_line():
+    """HDF5 reports a full disk as a multi-line message with the errno inside (seen on a
+    3 MB tmpfs); gen must print one line."""
+    msg = ("Can't close file (file write failed: time = Mon Nov 23 16:24:40 2026\n, filename = '/x/.train-00000.h5.tmp', "
+           "file descriptor = 8, errno = 28, error message = 'No space left on device', buf = 0x55, total write size = 2048)")
+    assert store._os_reason(OSError(msg)) == "No space left on device"
+    assert store._os_reason(OSError(13, "Permission denied")) == "Permission denied"
+    assert "\n" not in store._os_reason(OSError("two\nlines"))
