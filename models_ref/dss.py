@@ -38,8 +38,8 @@ class DSSExp(SSMLayer):
         self.register("Lambda_im", math.pi * torch.arange(N, dtype=torch.float32), lr)  # [N]
         self.register("W", torch.randn(H, N, 2), lr)  # [H, N, 2]  Re W, Im W ~ N(0, 1) (DSS paper 3.3)
 
-    def complex_kernel(self, L):
-        """sum_n W_hn (exp(dt_h Lambda_n) - 1) / Lambda_n exp(dt_h Lambda_n k) -> [H, L] complex."""
+    def _factors(self, L):
+        """M [H, L/C, N] = coef_hn exp(dt_h Lambda_n cC) and T [H, N, C] = exp(dt_h Lambda_n j)."""
         C = self.chunk or min(L, 1 << math.ceil(math.log2(math.sqrt(L))))
         n_chunks = -(-L // C)
         dt = torch.exp(self.log_dt)  # [H]
@@ -54,5 +54,18 @@ class DSSExp(SSMLayer):
         W = torch.view_as_complex(self.W.contiguous()).to(T.dtype)  # [H, N]
         coef = W * torch.expm1(dtLam) / Lam  # [H, N]
         M = (coef[..., None] * A).transpose(1, 2)  # [H, n_chunks, N]
+        return M, T
+
+    def complex_kernel(self, L):
+        """sum_n W_hn (exp(dt_h Lambda_n) - 1) / Lambda_n exp(dt_h Lambda_n k) -> [H, L] complex."""
+        M, T = self._factors(L)
         K = torch.bmm(M, T)  # [H, n_chunks, C]
-        return K.reshape(self.H, n_chunks * C)[:, :L]  # [H, L]
+        return K.reshape(self.H, -1)[:, :L]  # [H, L]
+
+    def real_part_kernel(self, L):
+        """Re K [H, L] as one real bmm, Re(M T) = [Re M, -Im M] @ [Re T; Im T] (half the work)."""
+        M, T = self._factors(L)
+        M2 = torch.cat((M.real, -M.imag), dim=-1)  # [H, n_chunks, 2N]
+        T2 = torch.cat((T.real, T.imag), dim=1)  # [H, 2N, C]
+        K = torch.bmm(M2, T2)  # [H, n_chunks, C]
+        return K.reshape(self.H, -1)[:, :L]  # [H, L]

@@ -209,6 +209,27 @@ def test_causality_unidirectional():
 
 # ---------------------------------------------------------------- metrics
 
+@pytest.mark.parametrize("make", [lambda: DLR(8, 64, dt_min=1e-2, dt_max=0.5), lambda: DLR(8, 64, bidirectional=True),
+                                  lambda: DSSExp(8, 64)])
+def test_real_part_kernel_is_the_real_part_and_never_subnormal(make):
+    """The real matmul (half the work) gives Re K; powers that would make subnormal floats
+    (10x slower arithmetic on the CPU) are exact zeros instead."""
+    from longsynth.models_ref.kernel import exp_times
+
+    torch.manual_seed(1)
+    m = make()
+    L = 3000
+    a, b = m.real_part_kernel(L), m.complex_kernel(L).real  # [H_k, L]
+    assert a.shape == b.shape and torch.allclose(a, b, atol=1e-6, rtol=1e-5)
+    assert torch.equal(m.real_kernel(L), a)  # the "real" cast takes this path
+    T = exp_times(torch.tensor([-0.3]), torch.tensor([1.0]), torch.arange(600))  # [1, 600]
+    tiny = T.abs()
+    assert (tiny[0, 200:] == 0).all() and (tiny[0, :140] > 0).all()  # exp(-0.3 k) < exp(-43) from k = 144
+    assert not ((tiny > 0) & (tiny < torch.finfo(torch.float32).tiny)).any()
+    m.real_kernel(L).square().sum().backward()  # zeros pass gradients, not NaNs
+    assert all(torch.isfinite(p.grad).all() for p in m.parameters() if p.grad is not None)
+
+
 from longsynth.models_ref import metrics  # noqa: E402
 from longsynth.models_ref.trainer import (  # noqa: E402
     IndexedBatches, TrainConfig, build_optimizer, lr_factor, train)
