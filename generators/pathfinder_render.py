@@ -105,6 +105,7 @@ Tables = namedtuple("Tables", [
     "line",         # float32 [G, K, S, S]: PIL 'F' output (0..255 plus ringing)
     "mask",         # uint8 [G, K, S, S]: the dilated line, 8-bit, reduced
     "span",         # int64 [G, K, S, 2]: per stamp row, the columns [j0, j1) where the mask stamp is nonzero
+    "lspan",        # int64 [G, K, S, 2]: per stamp row, the columns [j0, j1) where the line stamp is > 0
     "hot",          # int64 [G, K, H, 2]: pixels of a mask stamp >= 0.8 (only these can collide)
     "n_hot",        # int64 [G, K]
     "seed_stamp",   # int64 [G, 360]
@@ -242,6 +243,7 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
         margins=np.array(margins, dtype=np.int64), R=np.array([p["R"] for p in per], dtype=np.int64),
         key=np.zeros((G, K, 2), np.int64), line=np.zeros((G, K, S, S), np.float32),
         mask=np.zeros((G, K, S, S), np.uint8), span=np.zeros((G, K, S, 2), np.int64),
+        lspan=np.zeros((G, K, S, 2), np.int64),
         hot=np.zeros((G, K, H, 2), np.int64),
         n_hot=np.zeros((G, K), np.int64), seed_stamp=np.zeros((G, 360), np.int64),
         seed_head=np.zeros((G, 360, 2), np.int64), seed_pivot=np.zeros((G, 360, 2), np.int64),
@@ -259,6 +261,9 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
                 nz = np.nonzero(mk[i])[0]
                 if len(nz):
                     t["span"][g, k, i] = (nz[0], nz[-1] + 1)
+                pos = np.nonzero(ln[i] > 0.0)[0]  # draw_dash skips values <= 0
+                if len(pos):
+                    t["lspan"][g, k, i] = (pos[0], pos[-1] + 1)
             hot = np.argwhere(mk >= 204)  # 204 / 255 = 0.8: mask + stamp >= 1.8 needs stamp >= 0.8
             t["hot"][g, k, :len(hot)] = hot
             t["n_hot"][g, k] = len(hot)
@@ -372,17 +377,23 @@ def _uncommit(P, T, W, g, slot):
 
 @njit(cache=True)
 def draw_dash(T, g, k, r, c, contrast, out):
-    """out = max(out, line stamp k * contrast) with the stamp's centre at (r, c)."""
+    """out = max(out, line stamp k * contrast) with the stamp's centre at (r, c). Returns
+    the largest value it offered (0 if none): the peak of out, when out started at 0, is
+    the largest such return (compose needs no pass over the frame for it)."""
     R = T.R[g]
     M0, M1 = out.shape[0], out.shape[1]
+    top = 0.0
     for i in range(max(0, R - r), min(2 * R + 1, M0 - r + R)):
-        for j in range(max(0, R - c), min(2 * R + 1, M1 - c + R)):
+        # only the row's positive run (lspan): the rest of the (2R+1)^2 box is <= 0
+        for j in range(max(R - c, T.lspan[g, k, i, 0]), min(M1 - c + R, T.lspan[g, k, i, 1])):
             x = T.line[g, k, i, j]
             if x <= 0.0:  # out starts at 0 and only grows: ringing below 0 never shows
                 continue
             v = (np.float64(x) / 255.0) * contrast
+            top = max(top, v)
             if v > out[r - R + i, c - R + j]:
                 out[r - R + i, c - R + j] = v
+    return top
 
 
 @njit(cache=True)
@@ -424,12 +435,14 @@ def _coeffs(xx, in_size, scale, k):
 def _marker_at_edge(P, T, r, c, out):
     """A marker near the frame's edge, as their draw_circle makes it: the disk on the whole
     finer frame, reduced with PIL's two passes (rows, then columns; float32 in between)
-    whose weights are renormalised at the edge. Only the output pixels the disk reaches."""
+    whose weights are renormalised at the edge. Only the output pixels the disk reaches.
+    Returns the largest value it offered (see draw_dash)."""
     K, aa, M = T.circle.shape[0] // 2, P.aa, P.M
     big = M * aa
     rad2 = (P.marker_radius * aa) ** 2
     r0, r1, c0, c1 = max(r - K, 0), min(r + K + 1, M), max(c - K, 0), min(c + K + 1, M)
     k = np.zeros(6 * aa + 2)
+    top = 0.0
     # horizontal pass for the finer rows that hold the disk: H[Y, xx]
     Y0, Y1 = max((r - K) * aa, 0), min((r + K + 1) * aa, big)
     H = np.zeros((Y1 - Y0, c1 - c0), np.float32)
@@ -452,24 +465,29 @@ def _marker_at_edge(P, T, r, c, out):
                 if Y0 <= Y < Y1:
                     acc += np.float64(H[Y - Y0, xx - c0]) * k[y]
             v = np.float64(np.float32(acc))
+            top = max(top, v)
             if v > out[yy, xx]:
                 out[yy, xx] = v
+    return top
 
 
 @njit(cache=True)
 def draw_marker(P, T, r, c, out):
     """out = max(out, marker disk at (r, c)): the stamp inside the frame, where the filter
-    never reaches the edge, else drawn as their whole-frame reduction does near the edge."""
+    never reaches the edge, else drawn as their whole-frame reduction does near the edge.
+    Returns the largest value it offered (see draw_dash)."""
     K = T.circle.shape[0] // 2
     M = out.shape[0]
     if min(r, c) - K < 4 or max(r, c) + K > M - 5:
-        _marker_at_edge(P, T, r, c, out)
-        return
+        return _marker_at_edge(P, T, r, c, out)
+    top = 0.0
     for i in range(2 * K + 1):
         for j in range(2 * K + 1):
             v = np.float64(T.circle[i, j])
+            top = max(top, v)
             if v > out[r - K + i, c - K + j]:
                 out[r - K + i, c - K + j] = v
+    return top
 
 
 # ---------------------------------------------------------------- kernels: the process
@@ -709,31 +727,37 @@ def place(st, P, T, W, g):
 @njit(cache=True)
 def compose(P, T, W, g, origin, connected, img, lab):
     """Step 5: 8-bit image and labels from the placed dashes and markers; returns the peak.
-    The per-path layers are only drawn, read and cleared inside the main paths' box."""
+    The per-path layers are only drawn, read and cleared inside the main paths' box.
+    W.image is zero on entry and left zero (cleared while it is converted: one pass)."""
     n, M, R = P.contour_length, P.M, T.R[g]
-    W.image[:, :] = 0.0
     r0, r1, c0, c1 = M, 0, M, 0
     for i in range(2 * n):
         r0, r1 = min(r0, max(W.dash[i, 1] - R, 0)), max(r1, min(W.dash[i, 1] + R + 1, M))
         c0, c1 = min(c0, max(W.dash[i, 2] - R, 0)), max(c1, min(W.dash[i, 2] + R + 1, M))
+    peak = 0.0  # W.image.max(), from what the draws offered
     for i in range(W.n[0]):
         k, r, c = W.dash[i, 0], W.dash[i, 1], W.dash[i, 2]
-        draw_dash(T, g, k, r, c, P.contrast, W.image)
+        peak = max(peak, draw_dash(T, g, k, r, c, P.contrast, W.image))
         if i < 2 * n:
             draw_dash(T, g, k, r, c, P.contrast, W.layer[i // n])
     for i in range(W.n[1]):
-        draw_marker(P, T, W.marker[i, 0], W.marker[i, 1], W.image)
-    peak = W.image.max()
-    for i in range(M):
-        for j in range(M):
-            v = W.image[i, j]
-            img[i, j] = 0 if v == 0.0 else np.uint8(min(np.rint(v / peak * 255.0), 255.0))
+        peak = max(peak, draw_marker(P, T, W.marker[i, 0], W.marker[i, 1], W.image))
+    if peak > 0.0:  # 0 / peak rounds to 0: no branch, so the loop vectorises
+        for i in range(M):
+            src, dst = W.image[i], img[i]
+            for j in range(M):
+                dst[j] = np.uint8(min(np.rint(src[j] / peak * 255.0), 255.0))
+                src[j] = 0.0
+    else:
+        img[:, :] = 0
     lab[:, :] = 0
     for p in range(2):
         cls = 2 if (connected and p == origin) else 1
         for i in range(r0, r1):
             for j in range(c0, c1):
-                if np.rint(W.layer[p, i, j] / peak * 255.0) >= 1.0 and lab[i, j] < cls:
+                x = W.layer[p, i, j]
+                # layers are >= 0 (drawn by max from 0): a zero pixel rounds to 0, never labelled
+                if x != 0.0 and np.rint(x / peak * 255.0) >= 1.0 and lab[i, j] < cls:
                     lab[i, j] = cls
         W.layer[p, r0:r1, c0:c1] = 0.0  # left clean for the next image
     return peak
