@@ -69,6 +69,9 @@ IMAGE_TRIES = 16  # whole-image restarts when a distractor cannot be placed
 # collides iff mask / 255 + stamp / 255 >= 1.8
 OCCUPIED = min(a for a in range(256) if a / 255.0 > 0.3)
 COLLIDE = np.array([[a / 255.0 + b / 255.0 >= 1.8 for b in range(256)] for a in range(256)])
+HOT = min(a for a in range(256) if COLLIDE[a].any())  # 204: no mask level below collides with any stamp
+TILE = 3  # the workspace's tile flags cover TILE_SIDE^2 mask pixels each (see Workspace.tile)
+TILE_SIDE = 1 << TILE
 GROW_FAILS = 4  # local retries per main path before both restart
 BACKOFF = 1  # the k-th retry of a path removes BACKOFF ** (k - 1) of its last dashes
 REGROWS = 0  # a path out of retries grows again from its first dash this often before both restart
@@ -107,6 +110,8 @@ Tables = namedtuple("Tables", [
     "span",         # int64 [G, K, S, 2]: per stamp row, the columns [j0, j1) where the mask stamp is nonzero
     "lspan",        # int64 [G, K, S, 2]: per stamp row, the columns [j0, j1) where the line stamp is > 0
     "hot",          # int64 [G, K, H, 2]: pixels of a mask stamp >= 0.8 (only these can collide)
+    "hspan",        # int64 [G, K, S, 2]: per stamp row, the columns [j0, j1) holding its mask pixels >= HOT
+    "hbox",         # int64 [G, K, 4]: rows [i0, i1) and columns [j0, j1) holding its mask pixels >= HOT
     "n_hot",        # int64 [G, K]
     "seed_stamp",   # int64 [G, 360]
     "seed_head",    # int64 [G, 360, 2]: head - tail
@@ -130,6 +135,10 @@ Workspace = namedtuple("Workspace", [
     "image",        # float64 [M, M]: every dash and marker
     "layer",        # float64 [2, M, M]: each main path's own dashes
     "mask",         # uint8 [M, M]: their occupancy mask in 1/255 steps (their float64 mask times 255)
+    "tile",         # uint8 [2, TM, TM]: per TILE_SIDE^2 block of the mask, 1 where it may hold a
+                    #   pixel > 0 (plane 0) or >= HOT (plane 1); 0 guarantees it does not. Set
+                    #   by commits, left set by uncommits, reset by _clear: lets the hot loops
+                    #   (dilation, collision test, clearing) skip empty blocks
     "dash",         # int64 [ND, 4]: (stamp, row, col, in mask) per slot: path A, B, distractors
     "hist",         # int64 [ND, 3]: the path's pivot (row, col) and orientation id after that dash
     "weight",       # float64 [C]: circle-point weights of one extension
@@ -244,7 +253,8 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
         key=np.zeros((G, K, 2), np.int64), line=np.zeros((G, K, S, S), np.float32),
         mask=np.zeros((G, K, S, S), np.uint8), span=np.zeros((G, K, S, 2), np.int64),
         lspan=np.zeros((G, K, S, 2), np.int64),
-        hot=np.zeros((G, K, H, 2), np.int64),
+        hot=np.zeros((G, K, H, 2), np.int64), hspan=np.zeros((G, K, S, 2), np.int64),
+        hbox=np.zeros((G, K, 4), np.int64),
         n_hot=np.zeros((G, K), np.int64), seed_stamp=np.zeros((G, 360), np.int64),
         seed_head=np.zeros((G, 360, 2), np.int64), seed_pivot=np.zeros((G, 360, 2), np.int64),
         struct=np.zeros((G, 360, Q, 2), np.int64), n_struct=np.zeros((G, 360), np.int64),
@@ -264,6 +274,13 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
                 pos = np.nonzero(ln[i] > 0.0)[0]  # draw_dash skips values <= 0
                 if len(pos):
                     t["lspan"][g, k, i] = (pos[0], pos[-1] + 1)
+            for i in range(s):
+                nz = np.nonzero(mk[i] >= HOT)[0]
+                if len(nz):
+                    t["hspan"][g, k, i] = (nz[0], nz[-1] + 1)
+            hi, hj = np.nonzero(mk >= HOT)
+            if len(hi):
+                t["hbox"][g, k] = (hi.min(), hi.max() + 1, hj.min(), hj.max() + 1)
             hot = np.argwhere(mk >= 204)  # 204 / 255 = 0.8: mask + stamp >= 1.8 needs stamp >= 0.8
             t["hot"][g, k, :len(hot)] = hot
             t["n_hot"][g, k] = len(hot)
@@ -304,6 +321,7 @@ def workspace(P, T, threads=1):
     nd = 2 * P.contour_length + P.distractors * P.distractor_length
     return Workspace(
         image=np.zeros((t, M, M)), layer=np.zeros((t, 2, M, M)), mask=np.zeros((t, M, M), np.uint8),
+        tile=np.zeros((t, 2, (M + TILE_SIDE - 1) >> TILE, (M + TILE_SIDE - 1) >> TILE), np.uint8),
         dash=np.zeros((t, nd, 4), np.int64), hist=np.zeros((t, nd, 3), np.int64),
         weight=np.zeros((t, T.cand.shape[1])), marker=np.zeros((t, 2 + P.distractors, 2), np.int64),
         n=np.zeros((t, 12), np.int64))
@@ -312,7 +330,7 @@ def workspace(P, T, threads=1):
 @njit(cache=True)
 def thread_view(works, t):
     """Thread t's Workspace (views into the stacked scratch)."""
-    return Workspace(works.image[t], works.layer[t], works.mask[t], works.dash[t], works.hist[t],
+    return Workspace(works.image[t], works.layer[t], works.mask[t], works.tile[t], works.dash[t], works.hist[t],
                      works.weight[t], works.marker[t], works.n[t])
 
 
@@ -320,9 +338,34 @@ def thread_view(works, t):
 
 
 @njit(cache=True)
+def _any_tile(W, plane, y0, y1, x0, x1):
+    """Whether a tile flag of ``plane`` is set over mask rows [y0, y1), columns [x0, x1) (non-empty)."""
+    for ty in range(y0 >> TILE, ((y1 - 1) >> TILE) + 1):
+        for tx in range(x0 >> TILE, ((x1 - 1) >> TILE) + 1):
+            if W.tile[plane, ty, tx]:
+                return True
+    return False
+
+
+@njit(cache=True)
+def _mark_tiles(W, plane, y, x0, x1):
+    """Flag the tiles of mask row y, columns [x0, x1) (non-empty)."""
+    ty = y >> TILE
+    for tx in range(x0 >> TILE, ((x1 - 1) >> TILE) + 1):
+        W.tile[plane, ty, tx] = 1
+
+
+@njit(cache=True)
 def _collides(T, W, g, k, r, c, M):
     """Their check: max(mask + mask stamp at (r, c)) >= 1.8 over the stamp's pixels."""
     R = T.R[g]
+    # a collision needs a mask pixel >= HOT under the stamp's hot box: usually no tile there has one
+    y0, y1 = max(r - R + T.hbox[g, k, 0], 0), min(r - R + T.hbox[g, k, 1], M)
+    x0, x1 = max(c - R + T.hbox[g, k, 2], 0), min(c - R + T.hbox[g, k, 3], M)
+    if y0 >= y1 or x0 >= x1:
+        return False
+    if not _any_tile(W, 1, y0, y1, x0, x1):
+        return False
     for q in range(T.n_hot[g, k]):
         i, j = T.hot[g, k, q, 0], T.hot[g, k, q, 1]
         y, x = r - R + i, c - R + j
@@ -338,25 +381,33 @@ def _commit(P, T, W, g, slot):
     W.dash[slot, 3] = 1
     R, M = T.R[g], P.M
     for i in range(max(0, R - r), min(2 * R + 1, M - r + R)):
-        for j in range(max(R - c, T.span[g, k, i, 0]), min(M - c + R, T.span[g, k, i, 1])):
+        j0, j1 = max(R - c, T.span[g, k, i, 0]), min(M - c + R, T.span[g, k, i, 1])
+        for j in range(j0, j1):
             old = W.mask[r - R + i, c - R + j]
             v = T.mask[g, k, i, j]
             if v > old:
                 W.mask[r - R + i, c - R + j] = v
                 if old < OCCUPIED and v >= OCCUPIED:
                     W.n[2] += 1
+        if j0 < j1:
+            _mark_tiles(W, 0, r - R + i, c - R + j0, c - R + j1)
+        j0, j1 = max(R - c, T.hspan[g, k, i, 0]), min(M - c + R, T.hspan[g, k, i, 1])
+        if j0 < j1:
+            _mark_tiles(W, 1, r - R + i, c - R + j0, c - R + j1)
 
 
 @njit(cache=True)
 def _uncommit(P, T, W, g, slot):
-    """Dash ``slot`` leaves the mask: its block is recomputed from the frame and the other
-    committed dashes (so the order of commits and removals does not matter)."""
-    r, c = W.dash[slot, 1], W.dash[slot, 2]
+    """Dash ``slot`` leaves the mask: the pixels under its stamp's nonzero spans (the only
+    ones it can have raised) are recomputed from the frame and the other committed dashes
+    (so the order of commits and removals does not matter). Tile flags stay set."""
+    k0, r, c = W.dash[slot, 0], W.dash[slot, 1], W.dash[slot, 2]
     W.dash[slot, 3] = 0
     R, M, b = T.R[g], P.M, P.border
-    r0, r1, c0, c1 = max(0, r - R), min(M, r + R + 1), max(0, c - R), min(M, c + R + 1)
+    r0, r1 = max(0, r - R), min(M, r + R + 1)
     for y in range(r0, r1):
-        for x in range(c0, c1):
+        i = y - r + R
+        for x in range(max(0, c - R + T.span[g, k0, i, 0]), min(M, c - R + T.span[g, k0, i, 1])):
             if W.mask[y, x] >= OCCUPIED:
                 W.n[2] -= 1
             W.mask[y, x] = 255 if (y < b or x < b or y >= M - b or x >= M - b) else 0
@@ -365,12 +416,16 @@ def _uncommit(P, T, W, g, slot):
             continue
         k, oy, ox = W.dash[o, 0], W.dash[o, 1] - R, W.dash[o, 2] - R
         for y in range(max(r0, oy), min(r1, oy + 2 * R + 1)):
-            for x in range(max(c0, ox + T.span[g, k, y - oy, 0]), min(c1, ox + T.span[g, k, y - oy, 1])):
+            i = y - r + R
+            x0 = max(0, c - R + T.span[g, k0, i, 0], ox + T.span[g, k, y - oy, 0])
+            x1 = min(M, c - R + T.span[g, k0, i, 1], ox + T.span[g, k, y - oy, 1])
+            for x in range(x0, x1):
                 v = T.mask[g, k, y - oy, x - ox]
                 if v > W.mask[y, x]:
                     W.mask[y, x] = v
     for y in range(r0, r1):
-        for x in range(c0, c1):
+        i = y - r + R
+        for x in range(max(0, c - R + T.span[g, k0, i, 0]), min(M, c - R + T.span[g, k0, i, 1])):
             if W.mask[y, x] >= OCCUPIED:
                 W.n[2] += 1
 
@@ -570,6 +625,11 @@ def _extend(st, P, T, W, g, slot):
             continue
         cw = T.turn[g, o, q]
         dil = 0
+        m = T.margins[g]  # the disk's rows and columns reach m from its centre
+        if not _any_tile(W, 0, max(y - m, 0), min(y + m + 1, M), max(x - m, 0), min(x + m + 1, M)):
+            w[q] = cw  # (1 - 0 / 255) * cw: the disk covers empty tiles only
+            total += w[q]
+            continue
         for e in range(T.disk.shape[1]):  # their cv2.dilate by the disk, at this point only
             dy, half = T.disk[g, e, 0], T.disk[g, e, 1]
             yy = y + dy
@@ -611,8 +671,25 @@ def _clear(P, W):
     """Empty frame: no dash placed, the border in the mask."""
     M, b = P.M, P.border
     W.dash[:, 3] = 0
-    W.mask[:, :] = 255
-    W.mask[b:M - b, b:M - b] = 0
+    # only flagged tiles can hold nonzero pixels (the workspace starts all zero)
+    TM = W.tile.shape[1]
+    for ty in range(TM):
+        for tx in range(TM):
+            if W.tile[0, ty, tx]:
+                W.mask[ty << TILE:min((ty + 1) << TILE, M), tx << TILE:min((tx + 1) << TILE, M)] = 0
+    W.tile[:, :, :] = 0
+    if b > 0:
+        W.mask[:b, :] = 255
+        W.mask[M - b:, :] = 255
+        W.mask[:, :b] = 255
+        W.mask[:, M - b:] = 255
+        for e in range(min(b, M)):  # the frame's tiles (both planes: 255 >= HOT)
+            for p in range(2):
+                _mark_tiles(W, p, e, 0, M)
+                _mark_tiles(W, p, M - 1 - e, 0, M)
+                for y in range(M):
+                    W.tile[p, y >> TILE, e >> TILE] = 1
+                    W.tile[p, y >> TILE, (M - 1 - e) >> TILE] = 1
     W.n[2] = M * M - max(M - 2 * b, 0) ** 2
 
 
