@@ -382,13 +382,14 @@ def _commit(P, T, W, g, slot):
     R, M = T.R[g], P.M
     for i in range(max(0, R - r), min(2 * R + 1, M - r + R)):
         j0, j1 = max(R - c, T.span[g, k, i, 0]), min(M - c + R, T.span[g, k, i, 1])
-        for j in range(j0, j1):
-            old = W.mask[r - R + i, c - R + j]
-            v = T.mask[g, k, i, j]
-            if v > old:
-                W.mask[r - R + i, c - R + j] = v
-                if old < OCCUPIED and v >= OCCUPIED:
-                    W.n[2] += 1
+        y, x0 = r - R + i, c - R
+        raised = 0
+        for j in range(j0, j1):  # branch-free (the stamp's edges make "v > old" unpredictable)
+            old = W.mask[y, x0 + j]
+            new = max(old, T.mask[g, k, i, j])
+            W.mask[y, x0 + j] = new
+            raised += (old < OCCUPIED) & (new >= OCCUPIED)
+        W.n[2] += raised
         if j0 < j1:
             _mark_tiles(W, 0, r - R + i, c - R + j0, c - R + j1)
         j0, j1 = max(R - c, T.hspan[g, k, i, 0]), min(M - c + R, T.hspan[g, k, i, 1])
@@ -614,7 +615,8 @@ def _extend(st, P, T, W, g, slot):
     pc = W.hist[slot - 1, 1] + T.advance[g, o, 1]
     nc = T.n_cand[g]
     w = W.weight
-    w[:nc] = 0.0
+    for a in range(nc):  # a loop, not w[:nc] = 0: a slice is a new reference (NRT incref/decref)
+        w[a] = 0.0
     total = 0.0
     for a in range(nc):
         q = T.ahead[g, o, a]
@@ -703,6 +705,9 @@ def _main_paths(st, P, T, W, g):
     both restart): local retries with a short time tail."""
     M, n = P.M, P.contour_length
     W.n[6] = 0
+    have = np.ones(2, np.int64)  # per restart: allocated once, reset below
+    fails = np.zeros(2, np.int64)
+    regrown = np.zeros(2, np.int64)
     for _ in range(MAIN_TRIES_EXACT if P.exact else MAIN_TRIES):
         W.n[6] += 1
         _clear(P, W)
@@ -723,9 +728,9 @@ def _main_paths(st, P, T, W, g):
                 break
         if not ok:
             continue
-        have = np.ones(2, np.int64)
-        fails = np.zeros(2, np.int64)
-        regrown = np.zeros(2, np.int64)
+        have[0], have[1] = 1, 1
+        fails[0], fails[1] = 0, 0
+        regrown[0], regrown[1] = 0, 0
         while have[0] < n or have[1] < n:
             s = 0 if (have[0] <= have[1] and have[0] < n) or have[1] >= n else 1
             j = have[s]
