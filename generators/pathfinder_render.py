@@ -69,6 +69,9 @@ IMAGE_TRIES = 16  # whole-image restarts when a distractor cannot be placed
 # collides iff mask / 255 + stamp / 255 >= 1.8
 OCCUPIED = min(a for a in range(256) if a / 255.0 > 0.3)
 COLLIDE = np.array([[a / 255.0 + b / 255.0 >= 1.8 for b in range(256)] for a in range(256)])
+HOT = min(a for a in range(256) if COLLIDE[a].any())  # 204: no mask level below collides with any stamp
+TILE = 3  # the workspace's tile flags cover TILE_SIDE^2 mask pixels each (see Workspace.tile)
+TILE_SIDE = 1 << TILE
 GROW_FAILS = 4  # local retries per main path before both restart
 BACKOFF = 1  # the k-th retry of a path removes BACKOFF ** (k - 1) of its last dashes
 REGROWS = 0  # a path out of retries grows again from its first dash this often before both restart
@@ -105,7 +108,10 @@ Tables = namedtuple("Tables", [
     "line",         # float32 [G, K, S, S]: PIL 'F' output (0..255 plus ringing)
     "mask",         # uint8 [G, K, S, S]: the dilated line, 8-bit, reduced
     "span",         # int64 [G, K, S, 2]: per stamp row, the columns [j0, j1) where the mask stamp is nonzero
+    "lspan",        # int64 [G, K, S, 2]: per stamp row, the columns [j0, j1) where the line stamp is > 0
     "hot",          # int64 [G, K, H, 2]: pixels of a mask stamp >= 0.8 (only these can collide)
+    "hspan",        # int64 [G, K, S, 2]: per stamp row, the columns [j0, j1) holding its mask pixels >= HOT
+    "hbox",         # int64 [G, K, 4]: rows [i0, i1) and columns [j0, j1) holding its mask pixels >= HOT
     "n_hot",        # int64 [G, K]
     "seed_stamp",   # int64 [G, 360]
     "seed_head",    # int64 [G, 360, 2]: head - tail
@@ -129,6 +135,10 @@ Workspace = namedtuple("Workspace", [
     "image",        # float64 [M, M]: every dash and marker
     "layer",        # float64 [2, M, M]: each main path's own dashes
     "mask",         # uint8 [M, M]: their occupancy mask in 1/255 steps (their float64 mask times 255)
+    "tile",         # uint8 [2, TM, TM]: per TILE_SIDE^2 block of the mask, 1 where it may hold a
+                    #   pixel > 0 (plane 0) or >= HOT (plane 1); 0 guarantees it does not. Set
+                    #   by commits, left set by uncommits, reset by _clear: lets the hot loops
+                    #   (dilation, collision test, clearing) skip empty blocks
     "dash",         # int64 [ND, 4]: (stamp, row, col, in mask) per slot: path A, B, distractors
     "hist",         # int64 [ND, 3]: the path's pivot (row, col) and orientation id after that dash
     "weight",       # float64 [C]: circle-point weights of one extension
@@ -242,7 +252,9 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
         margins=np.array(margins, dtype=np.int64), R=np.array([p["R"] for p in per], dtype=np.int64),
         key=np.zeros((G, K, 2), np.int64), line=np.zeros((G, K, S, S), np.float32),
         mask=np.zeros((G, K, S, S), np.uint8), span=np.zeros((G, K, S, 2), np.int64),
-        hot=np.zeros((G, K, H, 2), np.int64),
+        lspan=np.zeros((G, K, S, 2), np.int64),
+        hot=np.zeros((G, K, H, 2), np.int64), hspan=np.zeros((G, K, S, 2), np.int64),
+        hbox=np.zeros((G, K, 4), np.int64),
         n_hot=np.zeros((G, K), np.int64), seed_stamp=np.zeros((G, 360), np.int64),
         seed_head=np.zeros((G, 360, 2), np.int64), seed_pivot=np.zeros((G, 360, 2), np.int64),
         struct=np.zeros((G, 360, Q, 2), np.int64), n_struct=np.zeros((G, 360), np.int64),
@@ -259,6 +271,16 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
                 nz = np.nonzero(mk[i])[0]
                 if len(nz):
                     t["span"][g, k, i] = (nz[0], nz[-1] + 1)
+                pos = np.nonzero(ln[i] > 0.0)[0]  # draw_dash skips values <= 0
+                if len(pos):
+                    t["lspan"][g, k, i] = (pos[0], pos[-1] + 1)
+            for i in range(s):
+                nz = np.nonzero(mk[i] >= HOT)[0]
+                if len(nz):
+                    t["hspan"][g, k, i] = (nz[0], nz[-1] + 1)
+            hi, hj = np.nonzero(mk >= HOT)
+            if len(hi):
+                t["hbox"][g, k] = (hi.min(), hi.max() + 1, hj.min(), hj.max() + 1)
             hot = np.argwhere(mk >= 204)  # 204 / 255 = 0.8: mask + stamp >= 1.8 needs stamp >= 0.8
             t["hot"][g, k, :len(hot)] = hot
             t["n_hot"][g, k] = len(hot)
@@ -299,6 +321,7 @@ def workspace(P, T, threads=1):
     nd = 2 * P.contour_length + P.distractors * P.distractor_length
     return Workspace(
         image=np.zeros((t, M, M)), layer=np.zeros((t, 2, M, M)), mask=np.zeros((t, M, M), np.uint8),
+        tile=np.zeros((t, 2, (M + TILE_SIDE - 1) >> TILE, (M + TILE_SIDE - 1) >> TILE), np.uint8),
         dash=np.zeros((t, nd, 4), np.int64), hist=np.zeros((t, nd, 3), np.int64),
         weight=np.zeros((t, T.cand.shape[1])), marker=np.zeros((t, 2 + P.distractors, 2), np.int64),
         n=np.zeros((t, 12), np.int64))
@@ -307,7 +330,7 @@ def workspace(P, T, threads=1):
 @njit(cache=True)
 def thread_view(works, t):
     """Thread t's Workspace (views into the stacked scratch)."""
-    return Workspace(works.image[t], works.layer[t], works.mask[t], works.dash[t], works.hist[t],
+    return Workspace(works.image[t], works.layer[t], works.mask[t], works.tile[t], works.dash[t], works.hist[t],
                      works.weight[t], works.marker[t], works.n[t])
 
 
@@ -315,9 +338,34 @@ def thread_view(works, t):
 
 
 @njit(cache=True)
+def _any_tile(W, plane, y0, y1, x0, x1):
+    """Whether a tile flag of ``plane`` is set over mask rows [y0, y1), columns [x0, x1) (non-empty)."""
+    for ty in range(y0 >> TILE, ((y1 - 1) >> TILE) + 1):
+        for tx in range(x0 >> TILE, ((x1 - 1) >> TILE) + 1):
+            if W.tile[plane, ty, tx]:
+                return True
+    return False
+
+
+@njit(cache=True)
+def _mark_tiles(W, plane, y, x0, x1):
+    """Flag the tiles of mask row y, columns [x0, x1) (non-empty)."""
+    ty = y >> TILE
+    for tx in range(x0 >> TILE, ((x1 - 1) >> TILE) + 1):
+        W.tile[plane, ty, tx] = 1
+
+
+@njit(cache=True)
 def _collides(T, W, g, k, r, c, M):
     """Their check: max(mask + mask stamp at (r, c)) >= 1.8 over the stamp's pixels."""
     R = T.R[g]
+    # a collision needs a mask pixel >= HOT under the stamp's hot box: usually no tile there has one
+    y0, y1 = max(r - R + T.hbox[g, k, 0], 0), min(r - R + T.hbox[g, k, 1], M)
+    x0, x1 = max(c - R + T.hbox[g, k, 2], 0), min(c - R + T.hbox[g, k, 3], M)
+    if y0 >= y1 or x0 >= x1:
+        return False
+    if not _any_tile(W, 1, y0, y1, x0, x1):
+        return False
     for q in range(T.n_hot[g, k]):
         i, j = T.hot[g, k, q, 0], T.hot[g, k, q, 1]
         y, x = r - R + i, c - R + j
@@ -333,25 +381,34 @@ def _commit(P, T, W, g, slot):
     W.dash[slot, 3] = 1
     R, M = T.R[g], P.M
     for i in range(max(0, R - r), min(2 * R + 1, M - r + R)):
-        for j in range(max(R - c, T.span[g, k, i, 0]), min(M - c + R, T.span[g, k, i, 1])):
-            old = W.mask[r - R + i, c - R + j]
-            v = T.mask[g, k, i, j]
-            if v > old:
-                W.mask[r - R + i, c - R + j] = v
-                if old < OCCUPIED and v >= OCCUPIED:
-                    W.n[2] += 1
+        j0, j1 = max(R - c, T.span[g, k, i, 0]), min(M - c + R, T.span[g, k, i, 1])
+        y, x0 = r - R + i, c - R
+        raised = 0
+        for j in range(j0, j1):  # branch-free (the stamp's edges make "v > old" unpredictable)
+            old = W.mask[y, x0 + j]
+            new = max(old, T.mask[g, k, i, j])
+            W.mask[y, x0 + j] = new
+            raised += (old < OCCUPIED) & (new >= OCCUPIED)
+        W.n[2] += raised
+        if j0 < j1:
+            _mark_tiles(W, 0, r - R + i, c - R + j0, c - R + j1)
+        j0, j1 = max(R - c, T.hspan[g, k, i, 0]), min(M - c + R, T.hspan[g, k, i, 1])
+        if j0 < j1:
+            _mark_tiles(W, 1, r - R + i, c - R + j0, c - R + j1)
 
 
 @njit(cache=True)
 def _uncommit(P, T, W, g, slot):
-    """Dash ``slot`` leaves the mask: its block is recomputed from the frame and the other
-    committed dashes (so the order of commits and removals does not matter)."""
-    r, c = W.dash[slot, 1], W.dash[slot, 2]
+    """Dash ``slot`` leaves the mask: the pixels under its stamp's nonzero spans (the only
+    ones it can have raised) are recomputed from the frame and the other committed dashes
+    (so the order of commits and removals does not matter). Tile flags stay set."""
+    k0, r, c = W.dash[slot, 0], W.dash[slot, 1], W.dash[slot, 2]
     W.dash[slot, 3] = 0
     R, M, b = T.R[g], P.M, P.border
-    r0, r1, c0, c1 = max(0, r - R), min(M, r + R + 1), max(0, c - R), min(M, c + R + 1)
+    r0, r1 = max(0, r - R), min(M, r + R + 1)
     for y in range(r0, r1):
-        for x in range(c0, c1):
+        i = y - r + R
+        for x in range(max(0, c - R + T.span[g, k0, i, 0]), min(M, c - R + T.span[g, k0, i, 1])):
             if W.mask[y, x] >= OCCUPIED:
                 W.n[2] -= 1
             W.mask[y, x] = 255 if (y < b or x < b or y >= M - b or x >= M - b) else 0
@@ -360,29 +417,39 @@ def _uncommit(P, T, W, g, slot):
             continue
         k, oy, ox = W.dash[o, 0], W.dash[o, 1] - R, W.dash[o, 2] - R
         for y in range(max(r0, oy), min(r1, oy + 2 * R + 1)):
-            for x in range(max(c0, ox + T.span[g, k, y - oy, 0]), min(c1, ox + T.span[g, k, y - oy, 1])):
+            i = y - r + R
+            x0 = max(0, c - R + T.span[g, k0, i, 0], ox + T.span[g, k, y - oy, 0])
+            x1 = min(M, c - R + T.span[g, k0, i, 1], ox + T.span[g, k, y - oy, 1])
+            for x in range(x0, x1):
                 v = T.mask[g, k, y - oy, x - ox]
                 if v > W.mask[y, x]:
                     W.mask[y, x] = v
     for y in range(r0, r1):
-        for x in range(c0, c1):
+        i = y - r + R
+        for x in range(max(0, c - R + T.span[g, k0, i, 0]), min(M, c - R + T.span[g, k0, i, 1])):
             if W.mask[y, x] >= OCCUPIED:
                 W.n[2] += 1
 
 
 @njit(cache=True)
 def draw_dash(T, g, k, r, c, contrast, out):
-    """out = max(out, line stamp k * contrast) with the stamp's centre at (r, c)."""
+    """out = max(out, line stamp k * contrast) with the stamp's centre at (r, c). Returns
+    the largest value it offered (0 if none): the peak of out, when out started at 0, is
+    the largest such return (compose needs no pass over the frame for it)."""
     R = T.R[g]
     M0, M1 = out.shape[0], out.shape[1]
+    top = 0.0
     for i in range(max(0, R - r), min(2 * R + 1, M0 - r + R)):
-        for j in range(max(0, R - c), min(2 * R + 1, M1 - c + R)):
+        # only the row's positive run (lspan): the rest of the (2R+1)^2 box is <= 0
+        for j in range(max(R - c, T.lspan[g, k, i, 0]), min(M1 - c + R, T.lspan[g, k, i, 1])):
             x = T.line[g, k, i, j]
             if x <= 0.0:  # out starts at 0 and only grows: ringing below 0 never shows
                 continue
             v = (np.float64(x) / 255.0) * contrast
+            top = max(top, v)
             if v > out[r - R + i, c - R + j]:
                 out[r - R + i, c - R + j] = v
+    return top
 
 
 @njit(cache=True)
@@ -424,12 +491,14 @@ def _coeffs(xx, in_size, scale, k):
 def _marker_at_edge(P, T, r, c, out):
     """A marker near the frame's edge, as their draw_circle makes it: the disk on the whole
     finer frame, reduced with PIL's two passes (rows, then columns; float32 in between)
-    whose weights are renormalised at the edge. Only the output pixels the disk reaches."""
+    whose weights are renormalised at the edge. Only the output pixels the disk reaches.
+    Returns the largest value it offered (see draw_dash)."""
     K, aa, M = T.circle.shape[0] // 2, P.aa, P.M
     big = M * aa
     rad2 = (P.marker_radius * aa) ** 2
     r0, r1, c0, c1 = max(r - K, 0), min(r + K + 1, M), max(c - K, 0), min(c + K + 1, M)
     k = np.zeros(6 * aa + 2)
+    top = 0.0
     # horizontal pass for the finer rows that hold the disk: H[Y, xx]
     Y0, Y1 = max((r - K) * aa, 0), min((r + K + 1) * aa, big)
     H = np.zeros((Y1 - Y0, c1 - c0), np.float32)
@@ -452,24 +521,29 @@ def _marker_at_edge(P, T, r, c, out):
                 if Y0 <= Y < Y1:
                     acc += np.float64(H[Y - Y0, xx - c0]) * k[y]
             v = np.float64(np.float32(acc))
+            top = max(top, v)
             if v > out[yy, xx]:
                 out[yy, xx] = v
+    return top
 
 
 @njit(cache=True)
 def draw_marker(P, T, r, c, out):
     """out = max(out, marker disk at (r, c)): the stamp inside the frame, where the filter
-    never reaches the edge, else drawn as their whole-frame reduction does near the edge."""
+    never reaches the edge, else drawn as their whole-frame reduction does near the edge.
+    Returns the largest value it offered (see draw_dash)."""
     K = T.circle.shape[0] // 2
     M = out.shape[0]
     if min(r, c) - K < 4 or max(r, c) + K > M - 5:
-        _marker_at_edge(P, T, r, c, out)
-        return
+        return _marker_at_edge(P, T, r, c, out)
+    top = 0.0
     for i in range(2 * K + 1):
         for j in range(2 * K + 1):
             v = np.float64(T.circle[i, j])
+            top = max(top, v)
             if v > out[r - K + i, c - K + j]:
                 out[r - K + i, c - K + j] = v
+    return top
 
 
 # ---------------------------------------------------------------- kernels: the process
@@ -541,7 +615,8 @@ def _extend(st, P, T, W, g, slot):
     pc = W.hist[slot - 1, 1] + T.advance[g, o, 1]
     nc = T.n_cand[g]
     w = W.weight
-    w[:nc] = 0.0
+    for a in range(nc):  # a loop, not w[:nc] = 0: a slice is a new reference (NRT incref/decref)
+        w[a] = 0.0
     total = 0.0
     for a in range(nc):
         q = T.ahead[g, o, a]
@@ -552,6 +627,11 @@ def _extend(st, P, T, W, g, slot):
             continue
         cw = T.turn[g, o, q]
         dil = 0
+        m = T.margins[g]  # the disk's rows and columns reach m from its centre
+        if not _any_tile(W, 0, max(y - m, 0), min(y + m + 1, M), max(x - m, 0), min(x + m + 1, M)):
+            w[q] = cw  # (1 - 0 / 255) * cw: the disk covers empty tiles only
+            total += w[q]
+            continue
         for e in range(T.disk.shape[1]):  # their cv2.dilate by the disk, at this point only
             dy, half = T.disk[g, e, 0], T.disk[g, e, 1]
             yy = y + dy
@@ -593,8 +673,25 @@ def _clear(P, W):
     """Empty frame: no dash placed, the border in the mask."""
     M, b = P.M, P.border
     W.dash[:, 3] = 0
-    W.mask[:, :] = 255
-    W.mask[b:M - b, b:M - b] = 0
+    # only flagged tiles can hold nonzero pixels (the workspace starts all zero)
+    TM = W.tile.shape[1]
+    for ty in range(TM):
+        for tx in range(TM):
+            if W.tile[0, ty, tx]:
+                W.mask[ty << TILE:min((ty + 1) << TILE, M), tx << TILE:min((tx + 1) << TILE, M)] = 0
+    W.tile[:, :, :] = 0
+    if b > 0:
+        W.mask[:b, :] = 255
+        W.mask[M - b:, :] = 255
+        W.mask[:, :b] = 255
+        W.mask[:, M - b:] = 255
+        for e in range(min(b, M)):  # the frame's tiles (both planes: 255 >= HOT)
+            for p in range(2):
+                _mark_tiles(W, p, e, 0, M)
+                _mark_tiles(W, p, M - 1 - e, 0, M)
+                for y in range(M):
+                    W.tile[p, y >> TILE, e >> TILE] = 1
+                    W.tile[p, y >> TILE, (M - 1 - e) >> TILE] = 1
     W.n[2] = M * M - max(M - 2 * b, 0) ** 2
 
 
@@ -608,6 +705,9 @@ def _main_paths(st, P, T, W, g):
     both restart): local retries with a short time tail."""
     M, n = P.M, P.contour_length
     W.n[6] = 0
+    have = np.ones(2, np.int64)  # per restart: allocated once, reset below
+    fails = np.zeros(2, np.int64)
+    regrown = np.zeros(2, np.int64)
     for _ in range(MAIN_TRIES_EXACT if P.exact else MAIN_TRIES):
         W.n[6] += 1
         _clear(P, W)
@@ -628,9 +728,9 @@ def _main_paths(st, P, T, W, g):
                 break
         if not ok:
             continue
-        have = np.ones(2, np.int64)
-        fails = np.zeros(2, np.int64)
-        regrown = np.zeros(2, np.int64)
+        have[0], have[1] = 1, 1
+        fails[0], fails[1] = 0, 0
+        regrown[0], regrown[1] = 0, 0
         while have[0] < n or have[1] < n:
             s = 0 if (have[0] <= have[1] and have[0] < n) or have[1] >= n else 1
             j = have[s]
@@ -709,31 +809,37 @@ def place(st, P, T, W, g):
 @njit(cache=True)
 def compose(P, T, W, g, origin, connected, img, lab):
     """Step 5: 8-bit image and labels from the placed dashes and markers; returns the peak.
-    The per-path layers are only drawn, read and cleared inside the main paths' box."""
+    The per-path layers are only drawn, read and cleared inside the main paths' box.
+    W.image is zero on entry and left zero (cleared while it is converted: one pass)."""
     n, M, R = P.contour_length, P.M, T.R[g]
-    W.image[:, :] = 0.0
     r0, r1, c0, c1 = M, 0, M, 0
     for i in range(2 * n):
         r0, r1 = min(r0, max(W.dash[i, 1] - R, 0)), max(r1, min(W.dash[i, 1] + R + 1, M))
         c0, c1 = min(c0, max(W.dash[i, 2] - R, 0)), max(c1, min(W.dash[i, 2] + R + 1, M))
+    peak = 0.0  # W.image.max(), from what the draws offered
     for i in range(W.n[0]):
         k, r, c = W.dash[i, 0], W.dash[i, 1], W.dash[i, 2]
-        draw_dash(T, g, k, r, c, P.contrast, W.image)
+        peak = max(peak, draw_dash(T, g, k, r, c, P.contrast, W.image))
         if i < 2 * n:
             draw_dash(T, g, k, r, c, P.contrast, W.layer[i // n])
     for i in range(W.n[1]):
-        draw_marker(P, T, W.marker[i, 0], W.marker[i, 1], W.image)
-    peak = W.image.max()
-    for i in range(M):
-        for j in range(M):
-            v = W.image[i, j]
-            img[i, j] = 0 if v == 0.0 else np.uint8(min(np.rint(v / peak * 255.0), 255.0))
+        peak = max(peak, draw_marker(P, T, W.marker[i, 0], W.marker[i, 1], W.image))
+    if peak > 0.0:  # 0 / peak rounds to 0: no branch, so the loop vectorises
+        for i in range(M):
+            src, dst = W.image[i], img[i]
+            for j in range(M):
+                dst[j] = np.uint8(min(np.rint(src[j] / peak * 255.0), 255.0))
+                src[j] = 0.0
+    else:
+        img[:, :] = 0
     lab[:, :] = 0
     for p in range(2):
         cls = 2 if (connected and p == origin) else 1
         for i in range(r0, r1):
             for j in range(c0, c1):
-                if np.rint(W.layer[p, i, j] / peak * 255.0) >= 1.0 and lab[i, j] < cls:
+                x = W.layer[p, i, j]
+                # layers are >= 0 (drawn by max from 0): a zero pixel rounds to 0, never labelled
+                if x != 0.0 and np.rint(x / peak * 255.0) >= 1.0 and lab[i, j] < cls:
                     lab[i, j] = cls
         W.layer[p, r0:r1, c0:c1] = 0.0  # left clean for the next image
     return peak
