@@ -1167,30 +1167,10 @@ class Dataset:
 
 
 def export(root, fmt, out, progress=None):
-    """Write the dataset in ``root`` in export format ``fmt`` to directory ``out``.
+    """Write the dataset in ``root`` in export format ``fmt`` to ``out`` (longsynth.exports)."""
+    from longsynth import exports
 
-    A failed export leaves no partial file under a final name (exporters write through
-    PendingFiles), and a directory it created is removed again.
-    """
-    import shutil
-
-    ds = open(root)
-    if fmt not in ds.task.exporters:
-        known = ", ".join(ds.task.exporters) or "none"
-        raise LongsynthError(f"{ds.task.name} cannot be exported as {fmt!r}; formats: {known}")
-    out = os.path.abspath(out)
-    existed = os.path.exists(out)
-    if progress is not None:
-        progress(None, total=sum(len(s) for s in ds.splits.values()))
-    try:
-        ds.task.exporters[fmt](ds, out, progress)
-    except BaseException:
-        if not existed:
-            shutil.rmtree(out, ignore_errors=True)
-        raise
-    finally:
-        ds.close()
-    return out
+    return exports.export(root, fmt, out, progress)
 
 
 def open(root):  # noqa: A001 - mirrors builtins.open for datasets
