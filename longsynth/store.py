@@ -1047,9 +1047,10 @@ class Split:
         for _, block in self.iter_blocks(keys, chunk):
             yield from _unblock(block)
 
-    def iter_blocks(self, keys=None, chunk=256):
-        """Every sample in index order as ``(index of the first, block)`` with up to ``chunk``
-        samples per block, each block checked whole before it is yielded.
+    def iter_blocks(self, keys=None, chunk=256, start=0, stop=None):
+        """Samples ``start..stop-1`` (default: all) in index order as ``(index of the first,
+        block)`` with up to ``chunk`` samples per block, each block checked whole before it is
+        yielded.
 
         A block is ``{key: array [n, ...]}`` for fixed-shape keys and ``Ragged`` (values,
         offsets from 0) for variable-length ones: the layout the kernels write, so a writer
@@ -1059,9 +1060,10 @@ class Split:
         for key in keys:
             if key not in self.specs:
                 raise MissingKeyError(f"no key {key!r}; this dataset has {', '.join(self.specs)}")
+        stop = self.count if stop is None else min(stop, self.count)
         for k, rec in enumerate(self.records):
-            n = rec["count"]
-            for lo in range(0, n, chunk):
+            first, n = max(0, start - self.starts[k]), min(rec["count"], stop - self.starts[k])
+            for lo in range(first, n, chunk):
                 hi = min(n, lo + chunk)
                 try:
                     kind, check = self._checks.get(k) or self._check(k)
