@@ -288,3 +288,14 @@ def test_iter_blocks_are_the_samples_in_order(tmp_path, ragged_task, monkeypatch
                     assert got.dtype == want[k].dtype and np.array_equal(got, want[k])
             seen += n
         assert seen == len(sp)
+
+
+def test_iter_blocks_of_a_range(tmp_path):
+    gen(tmp_path / "c")  # train: shards of 40
+    sp = longsynth.open(tmp_path / "c")["train"]
+    got = [(start, len(block["targets"])) for start, block in sp.iter_blocks(["targets"], chunk=25, start=11, stop=97)]
+    assert got == [(11, 25), (36, 4), (40, 25), (65, 15), (80, 17)]  # blocks end at shard ends and at stop
+    for start, block in sp.iter_blocks(["targets"], chunk=25, start=11, stop=97):
+        for i, row in enumerate(block["targets"]):
+            assert np.array_equal(row, sp[start + i]["targets"])
+    assert list(sp.iter_blocks(chunk=25, start=50, stop=50)) == []
