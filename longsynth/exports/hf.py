@@ -209,8 +209,8 @@ def _row_bytes(dataset, feats, schema):
 
 def plan(dataset, row_bytes):
     """(rows per row group, files): row groups of about ROW_GROUP_BYTES of stored data,
-    files of at most FILE_BYTES of Arrow data and, once a split holds MIN_FILES *
-    MIN_FILE_BYTES, at least MIN_FILES of them. Depends on the dataset only, never on the
+    files of whole row groups, at most FILE_BYTES of Arrow data each and at least one per
+    MIN_FILE_BYTES up to MIN_FILES (a split of 256 MB has 8). Depends on the dataset only, never on the
     machine, so every export of a dataset has the same files. A split without samples gets
     no file: `datasets` cannot load an empty one, so it is left out of the card too."""
     m = dataset.manifest
@@ -223,7 +223,7 @@ def plan(dataset, row_bytes):
         if not n:
             continue
         k = max(-(-size // FILE_BYTES), min(MIN_FILES, size // MIN_FILE_BYTES), 1)
-        rows = -(-max(1, -(-n // k)) // group) * group  # rows per file: whole row groups
+        rows = max(1, -(-n // k) // group) * group  # rows per file: whole row groups, rounded down
         k = -(-n // rows)
         name = SPLIT_NAMES[split]
         files += [_File(split, f"data/{name}-{i:05d}-of-{k:05d}.parquet", i * rows, min(n, (i + 1) * rows))
