@@ -5,7 +5,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -25,6 +24,8 @@ from longsynth import exports, store
 from longsynth.cli.main import cli
 from longsynth.exports import hf
 
+from test_reliability import flip_sample_byte, one_error_line
+
 SMALL_LISTOPS = {"min_length": 40, "max_length": 120, "max_args": 5, "max_depth": 6}
 CASES = {  # name: (task, params, splits); shard sizes of 7 make blocks end at shard boundaries
     "cumsum": ("cumsum", {"L": 32}, {"train": 23, "val": 4, "test": 3}),
@@ -37,13 +38,6 @@ CASES = {  # name: (task, params, splits); shard sizes of 7 make blocks end at s
 HF_SPLITS = {"train": "train", "val": "validation", "test": "test"}
 
 datasets.disable_progress_bars()
-
-
-def one_error_line(result):
-    lines = [line for line in result.output.splitlines() if line.startswith("Error:")]
-    assert result.exit_code != 0 and len(lines) == 1, result.output
-    assert "Traceback" not in result.output
-    return lines[0]
 
 
 def tree(root):
@@ -235,8 +229,6 @@ def test_refuses_a_directory_holding_something_else(tmp_path):
 
 
 def test_damaged_shard_stops_the_export_with_one_line(tmp_path):
-    from test_reliability import flip_sample_byte
-
     root = gen(tmp_path / "d", "cumsum")
     flip_sample_byte(root / "train-00001.h5", "targets", 3)  # train[10]
     r = CliRunner().invoke(cli, ["export", str(root), "--format", "hf", "--out", str(tmp_path / "hf")])
@@ -297,4 +289,3 @@ def test_formats_registry_and_unknown_format(tmp_path):
     assert one_error_line(r) == "Error: cumsum cannot be exported as 'lra-tsv'; formats: hf"
     r = CliRunner().invoke(cli, ["export", str(root), "--format", "csv", "--out", str(tmp_path / "t")])
     assert one_error_line(r) == "Error: format: unknown format 'csv'; choose from lra-tsv, dlr-pathfinder, hf"
-    shutil.rmtree(tmp_path / "d")
