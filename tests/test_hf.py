@@ -200,6 +200,9 @@ def test_files_and_row_groups_and_reexport(tmp_path, monkeypatch):
     ds = longsynth.open(root)
     got = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "c1"))
     check_split(got["train"].with_format("numpy"), ds["train"], ds.manifest["splits"]["train"]["digest"])
+    stream = datasets.load_dataset(str(out), split="train", streaming=True)
+    assert stream.num_shards >= 3  # files (and their row groups) are what workers share out
+    check_split(stream.with_format("numpy"), ds["train"], ds.manifest["splits"]["train"]["digest"])
 
     monkeypatch.undo()  # the same directory again, now one file per split: the old files go
     exports.export(str(root), "hf", str(out))
