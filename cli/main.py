@@ -14,7 +14,7 @@ import time
 
 import click
 
-from longsynth import api, registry, store
+from longsynth import api, exports, registry, store
 from longsynth.errors import LongsynthError
 from longsynth.task import field_kind
 
@@ -327,16 +327,22 @@ class ShowGroup(TaskGroup):
 cli.add_command(ShowGroup("show", make=_make_show, help="Draw samples: longsynth show TASK [options] | show DIR [options]."))
 
 
-@cli.command()
+def _export_help():
+    """The export command's help: a line per format (click leaves the lines after \\b unwrapped)."""
+    rows = [f"{f.name:15s} {f.summary}" + (f" ({', '.join(f.tasks)})" if f.tasks else "")
+            for f in exports.FORMATS.values()]
+    return "Write a stored dataset in another project's on-disk layout.\n\n\b\n" + "\n".join(rows)
+
+
+@cli.command(help=_export_help())
 @click.argument("root", type=click.Path(exists=True, file_okay=False))
-@click.option("--format", "fmt", required=True, help="export format of the dataset's task (e.g. lra-tsv, dlr-pathfinder)")
+@click.option("--format", "fmt", required=True, help=f"export format: {', '.join(exports.FORMATS)}")
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="directory to write")
 @friendly
 def export(root, fmt, out):
-    """Write a stored dataset in another project's on-disk layout."""
     bar = Progress(f"export {fmt}")
     try:
-        out = store.export(root, fmt, out, bar)
+        out = exports.export(root, fmt, out, bar)
     finally:
         bar.close()
     click.echo(f"wrote {fmt} to {out}")

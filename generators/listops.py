@@ -82,7 +82,6 @@ Template: h = 0x9E3779B97F4A7C15; for every non-digit token id t in order,
 h = splitmix64_finaliser(h ^ (t + 1)). Equal templates give equal hashes.
 """
 import functools
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,7 +89,6 @@ from numba import njit, prange
 
 from longsynth.errors import LongsynthError
 from longsynth.rng import next_u64, popcount, stream
-from longsynth.store import PendingFiles
 from longsynth.task import KeySpec, Ragged, Task, param
 
 VOCAB = ["[MIN", "[MAX", "[MED", "[SM", "]", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"]
@@ -641,172 +639,6 @@ def _audit(dataset, examples=5):
             "clashes": int(dup.shape[0]), "examples": pairs}
 
 
-@njit(cache=True)
-def subtree_starts(tokens):
-    """Position of the matching operator token for every `]`, in order."""
-    out = np.empty(tokens.shape[0], dtype=np.int64)
-    stack = np.empty(tokens.shape[0], dtype=np.int64)
-    top = 0
-    n = 0
-    for i in range(tokens.shape[0]):
-        t = tokens[i]
-        if t < CLOSE:
-            stack[top] = i
-            top += 1
-        elif t == CLOSE:
-            top -= 1
-            out[n] = stack[top]
-            n += 1
-    return out[:n]
-
-
-def _iter_split(dataset, split, keys, chunk=256):
-    """Samples of one split as dicts, read in chunks (memory stays flat) and checked against
-    their stored checksums: a damaged shard stops the export with DamagedDataError."""
-    yield from dataset[split].iter_samples(keys, chunk)
-
-
-_VOCAB_BYTES = np.zeros((len(VOCAB), 4), dtype=np.uint8)
-_VOCAB_LEN = np.array([len(w) for w in VOCAB], dtype=np.int64)
-for _i, _w in enumerate(VOCAB):
-    _VOCAB_BYTES[_i, : len(_w)] = np.frombuffer(_w.encode(), dtype=np.uint8)
-_TAB, _SPACE = 9, 32
-
-
-@njit(cache=True)
-def _put_int(buf, p, value):
-    """Decimal digits of value >= 0 at buf[p:]; returns the next free position."""
-    v = value
-    q = p
-    while True:
-        buf[q] = 48 + v % 10
-        q += 1
-        v //= 10
-        if v == 0:
-            break
-    i, j = p, q - 1
-    while i < j:
-        buf[i], buf[j] = buf[j], buf[i]
-        i += 1
-        j -= 1
-    return q
-
-
-@njit(cache=True)
-def _put_tokens(buf, p, ids, table, lens):
-    """Token strings of ids, separated by spaces, at buf[p:]; returns the next free position."""
-    q = p
-    for i in range(ids.shape[0]):
-        if i:
-            buf[q] = _SPACE
-            q += 1
-        t = ids[i]
-        for c in range(lens[t]):
-            buf[q] = table[t, c]
-            q += 1
-    return q
-
-
-@njit(cache=True)
-def _put_ints(buf, p, values):
-    q = p
-    for i in range(values.shape[0]):
-        if i:
-            buf[q] = _SPACE
-            q += 1
-        q = _put_int(buf, q, values[i])
-    return q
-
-
-@njit(cache=True)
-def _subtrees_row(tokens, targets, heights, operators, root, row_id, table, lens, buf):
-    """One subtrees_*.tsv row (no field needs quoting); returns its byte length."""
-    starts = subtree_starts(tokens)
-    n = starts.shape[0]
-    inds = np.empty(n, dtype=np.int64)
-    k = 0
-    for i in range(tokens.shape[0]):
-        if tokens[i] == CLOSE:
-            inds[k] = i
-            k += 1
-    evals = np.empty(n, dtype=np.int64)
-    lengths = np.empty(n, dtype=np.int64)
-    for j in range(n):
-        evals[j] = targets[inds[j]]
-        lengths[j] = inds[j] - starts[j] + 1
-    q = _put_tokens(buf, 0, tokens, table, lens)
-    buf[q] = _TAB
-    q = _put_int(buf, q + 1, root)
-    buf[q] = _TAB
-    q = _put_ints(buf, q + 1, evals)
-    buf[q] = _TAB
-    q = _put_ints(buf, q + 1, lengths)
-    buf[q] = _TAB
-    q = _put_ints(buf, q + 1, heights.astype(np.int64))
-    buf[q] = _TAB
-    q = _put_tokens(buf, q + 1, operators.astype(np.int64), table, lens)
-    buf[q] = _TAB
-    q = _put_ints(buf, q + 1, inds)
-    buf[q] = _TAB
-    q = _put_int(buf, q + 1, row_id)
-    buf[q] = 13
-    buf[q + 1] = 10
-    return q + 2
-
-
-def _export(dataset, out_dir, progress, subtrees):
-    """TSV rows as Python's csv module writes them (tab, CRLF, as in the authors' files),
-    formatted by a Numba kernel: no field holds a tab, quote or newline, so none is quoted."""
-    os.makedirs(out_dir, exist_ok=True)
-    prefix = "subtrees" if subtrees else "basic"
-    header = ["Source", "Target"]
-    keys = ["inputs", "targets"]
-    if subtrees:
-        header += ["SubTreeEvals", "SubTreeLengths", "SubTreeHeights", "SubTreeOps", "SubTreeInds", "Id"]
-        keys += ["root", "heights", "operators"]
-    # per token <= 5 bytes ("[MIN "); per `]` (at most n/3 + 1) <= 22 bytes over the five lists
-    buf = np.empty(13 * dataset.config.max_length + 128, dtype=np.uint8)
-    row_id = 0
-    with PendingFiles() as pending:  # a failed export leaves no partial file under a final name
-        for split in ("train", "val", "test"):
-            if split in dataset.splits:
-                row_id = _export_split(dataset, split, pending.path(os.path.join(out_dir, f"{prefix}_{split}.tsv")),
-                                       header, keys, subtrees, buf, row_id, progress)
-
-
-def _export_split(dataset, split, path, header, keys, subtrees, buf, row_id, progress):
-    with open(path, "wb") as fh:
-        fh.write(("\t".join(header) + "\r\n").encode())
-        done = 0
-        for s in _iter_split(dataset, split, keys):
-            tokens = s["inputs"].astype(np.int64)
-            if subtrees:
-                n = _subtrees_row(tokens, s["targets"], s["heights"], s["operators"], int(s["root"]), row_id,
-                                  _VOCAB_BYTES, _VOCAB_LEN, buf)
-            else:
-                n = _put_tokens(buf, 0, tokens, _VOCAB_BYTES, _VOCAB_LEN)
-                buf[n] = _TAB
-                n = _put_int(buf, n + 1, int(s["targets"]))
-                buf[n : n + 2] = (13, 10)
-                n += 2
-            fh.write(buf[:n].tobytes())
-            row_id += 1
-            done += 1
-            if progress is not None and done % 256 == 0:
-                progress(256)
-        if progress is not None and done % 256:
-            progress(done % 256)
-    return row_id
-
-
-def _export_subtrees(dataset, out_dir, progress):
-    _export(dataset, out_dir, progress, True)
-
-
-def _export_classic(dataset, out_dir, progress):
-    _export(dataset, out_dir, progress, False)
-
-
 # ---------------------------------------------------------------- previews
 
 
@@ -893,7 +725,7 @@ def _show_dataset(dataset, split, path):
 
     cfg = dataset.config
     hcounts = np.zeros(cfg.max_depth + 1, dtype=np.int64)
-    for s in _iter_split(dataset, split, ["heights"]):
+    for s in dataset[split].iter_samples(["heights"]):
         hcounts += np.bincount(s["heights"], minlength=cfg.max_depth + 1)[: cfg.max_depth + 1]
     lengths = _read_split_column(dataset, split, "length")
     ledges = np.linspace(cfg.min_length + 1, cfg.max_length, 41)
@@ -933,7 +765,6 @@ LISTOPS_SUBTREES = Task(
     vocab=_vocab,
     show=_show,
     show_dataset=_show_dataset,
-    exporters={"lra-tsv": _export_subtrees},
     audit=_audit,
     revision=REVISION,
 )
@@ -951,7 +782,6 @@ LISTOPS = Task(
     vocab=_vocab,
     show=_show,
     show_dataset=_show_dataset,
-    exporters={"lra-tsv": _export_classic},
     audit=_audit,
     revision=REVISION,
 )

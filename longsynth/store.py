@@ -1044,21 +1044,35 @@ class Split:
     def iter_samples(self, keys=None, chunk=256):
         """Every sample in index order, read ``chunk`` samples at a time (memory stays flat),
         each checked like ``read`` (DamagedDataError before a damaged sample is yielded)."""
+        for _, block in self.iter_blocks(keys, chunk):
+            yield from _unblock(block)
+
+    def iter_blocks(self, keys=None, chunk=256, start=0, stop=None):
+        """Samples ``start..stop-1`` (default: all) in index order as ``(index of the first,
+        block)`` with up to ``chunk`` samples per block, each block checked whole before it is
+        yielded.
+
+        A block is ``{key: array [n, ...]}`` for fixed-shape keys and ``Ragged`` (values,
+        offsets from 0) for variable-length ones: the layout the kernels write, so a writer
+        that handles columns (an export) costs no per-sample Python. Blocks never span
+        shards."""
         keys = list(keys or self.specs)
         for key in keys:
             if key not in self.specs:
                 raise MissingKeyError(f"no key {key!r}; this dataset has {', '.join(self.specs)}")
+        stop = self.count if stop is None else min(stop, self.count)
         for k, rec in enumerate(self.records):
-            n = rec["count"]
-            for lo in range(0, n, chunk):
+            first, n = max(0, start - self.starts[k]), min(rec["count"], stop - self.starts[k])
+            for lo in range(first, n, chunk):
                 hi = min(n, lo + chunk)
                 try:
                     kind, check = self._checks.get(k) or self._check(k)
                     if kind != "sum64":  # shards written before checksums: sample by sample
-                        for j in range(lo, hi):
-                            yield self.read(self.starts[k] + j, keys)
+                        block = _block([self.read(self.starts[k] + j, keys) for j in range(lo, hi)],
+                                       keys, self.specs)
+                        yield self.starts[k] + lo, block
                         continue
-                    cols, got = {}, np.zeros((hi - lo, len(self.columns), 2), dtype=np.uint64)
+                    block, got = {}, np.zeros((hi - lo, len(self.columns), 2), dtype=np.uint64)
                     for key in keys:
                         c = self.columns[key]
                         if self.specs[key].ragged:
@@ -1069,30 +1083,45 @@ class Split:
                                 raise self._damaged(k, f"samples {self.starts[k] + lo}..{self.starts[k] + hi - 1} "
                                                        f"of {self.name} have inconsistent offsets")
                             checksum.fill_ragged(vals, off, hi - lo, got, c)
-                            cols[key] = (vals, off)
+                            block[key] = Ragged(vals, off)
                         else:
-                            cols[key] = self._node(k, key)[lo:hi]
-                            checksum.fill_rows(cols[key], hi - lo, got, c)
+                            block[key] = self._node(k, key)[lo:hi]
+                            checksum.fill_rows(block[key], hi - lo, got, c)
                         bad = np.flatnonzero(np.any(got[:, c] != check[lo:hi, c], axis=1))
                         if bad.size:
                             raise self._damaged(k, f"sample {self.starts[k] + lo + int(bad[0])} of {self.name} fails "
                                                    f"its checksum (damaged data)")
                 except (OSError, KeyError, RuntimeError) as e:  # what h5py raises on a damaged file
                     raise self._damaged(k, f"unreadable ({type(e).__name__}: {e})") from None
-                for i in range(hi - lo):
-                    sample = {}
-                    for key in keys:
-                        if self.specs[key].ragged:
-                            v, off = cols[key]
-                            sample[key] = v[off[i] : off[i + 1]]
-                        else:
-                            sample[key] = cols[key][i]
-                    yield sample
+                yield self.starts[k] + lo, block
 
     def close(self):
         for f in self._files.values():
             f.close()
         self._files, self._nodes, self._checks = {}, {}, {}
+
+
+def _block(samples, keys, specs):
+    """Checked samples (dicts) as one block: fixed-shape keys stacked, ragged keys joined."""
+    block = {}
+    for key in keys:
+        values = [np.asarray(s[key]) for s in samples]
+        if specs[key].ragged:
+            offsets = np.zeros(len(values) + 1, dtype=np.int64)
+            np.cumsum([v.shape[0] for v in values], out=offsets[1:])
+            block[key] = Ragged(np.concatenate(values) if values else np.zeros((0,) + tuple(specs[key].shape),
+                                                                              dtype=specs[key].dtype), offsets)
+        else:
+            block[key] = np.stack(values)
+    return block
+
+
+def _unblock(block):
+    """The samples of a block, in order, as dicts of views into it."""
+    n = next(len(c.offsets) - 1 if isinstance(c, Ragged) else c.shape[0] for c in block.values())
+    for i in range(n):
+        yield {key: col.values[col.offsets[i] : col.offsets[i + 1]] if isinstance(col, Ragged) else col[i]
+               for key, col in block.items()}
 
 
 class _Fd:
@@ -1140,30 +1169,10 @@ class Dataset:
 
 
 def export(root, fmt, out, progress=None):
-    """Write the dataset in ``root`` in export format ``fmt`` to directory ``out``.
+    """Write the dataset in ``root`` in export format ``fmt`` to ``out`` (longsynth.exports)."""
+    from longsynth import exports
 
-    A failed export leaves no partial file under a final name (exporters write through
-    PendingFiles), and a directory it created is removed again.
-    """
-    import shutil
-
-    ds = open(root)
-    if fmt not in ds.task.exporters:
-        known = ", ".join(ds.task.exporters) or "none"
-        raise LongsynthError(f"{ds.task.name} cannot be exported as {fmt!r}; formats: {known}")
-    out = os.path.abspath(out)
-    existed = os.path.exists(out)
-    if progress is not None:
-        progress(None, total=sum(len(s) for s in ds.splits.values()))
-    try:
-        ds.task.exporters[fmt](ds, out, progress)
-    except BaseException:
-        if not existed:
-            shutil.rmtree(out, ignore_errors=True)
-        raise
-    finally:
-        ds.close()
-    return out
+    return exports.export(root, fmt, out, progress)
 
 
 def open(root):  # noqa: A001 - mirrors builtins.open for datasets

@@ -118,7 +118,6 @@ class Task:
     vocab: Callable[[Any], list] | None = None
     show: Callable | None = None  # (samples, cfg, path) -> None: PNG preview of samples
     show_dataset: Callable | None = None  # (dataset, split, path) -> None: dataset-level figure
-    exporters: dict = field(default_factory=dict)  # format -> (dataset, out_dir, progress) -> None
     audit: Callable | None = None  # (dataset) -> dict: dataset-wide check after generation, kept in the manifest
     revision: int = 1  # draw-order revision: raised whenever the samples of a (config, seed) change
 

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 import longsynth
-from longsynth import registry, store
+from longsynth import exports, registry, store
 from longsynth.generators import listops as lo
 from longsynth.rng import stream
 from longsynth.task import Ragged, unpack
@@ -333,7 +333,7 @@ def _read_tsv(path):
 def test_export_subtrees_parses_back(stored, tmp_path):
     ds = longsynth.open(stored["listops-subtrees"])
     seen = []
-    registry.get("listops-subtrees").exporters["lra-tsv"](ds, str(tmp_path), seen.append)
+    exports.writer("lra-tsv")(ds, str(tmp_path), seen.append)
     assert sum(seen) == 380
     with open(tmp_path / "subtrees_val.tsv", "rb") as f:
         raw = f.read()
@@ -367,7 +367,7 @@ def test_export_subtrees_parses_back(stored, tmp_path):
 
 def test_export_classic_parses_back(stored, tmp_path):
     ds = longsynth.open(stored["listops"])
-    registry.get("listops").exporters["lra-tsv"](ds, str(tmp_path), None)
+    exports.writer("lra-tsv")(ds, str(tmp_path), None)
     assert sorted(os.listdir(tmp_path)) == ["basic_test.tsv", "basic_train.tsv", "basic_val.tsv"]
     for split in ("train", "val", "test"):
         rows = _read_tsv(tmp_path / f"basic_{split}.tsv")

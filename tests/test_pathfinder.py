@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import longsynth
-from longsynth import registry, store
+from longsynth import exports, registry, store
 from longsynth.store import sample_digest
 
 import naive
@@ -274,7 +274,7 @@ def test_stored_dataset_matches_api_and_export(tmp_path):
 
     out = tmp_path / "dlr"
     seen = []
-    registry.get(TASK).exporters["dlr-pathfinder"](ds, str(out), seen.append)
+    exports.writer("dlr-pathfinder")(ds, str(out), seen.append)
     assert sum(seen) == 8
     from PIL import Image
 
@@ -312,7 +312,7 @@ def test_stored_dataset_matches_api_and_export(tmp_path):
 
 
 def test_export_mixes_with_theirs_and_a_failure_leaves_nothing(tmp_path, monkeypatch):
-    from longsynth.generators import pathfinder as pf
+    from longsynth.exports import dlr_pathfinder
 
     root = tmp_path / "ds"
     store.generate(str(root), TASK, {"size": 128}, seed=4, splits={"train": 3}, shard_size=3, workers=1)
@@ -332,8 +332,8 @@ def test_export_mixes_with_theirs_and_a_failure_leaves_nothing(tmp_path, monkeyp
             raise OSError("disk full")
         return export_record(sample, cfg)
 
-    export_record = pf.export_record
-    monkeypatch.setattr(pf, "export_record", failing)
+    export_record = dlr_pathfinder.export_record
+    monkeypatch.setattr(dlr_pathfinder, "export_record", failing)
     with pytest.raises(OSError):
         store.export(str(root), "dlr-pathfinder", str(out))
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before  # no trace of the failed export

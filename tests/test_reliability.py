@@ -283,9 +283,9 @@ def listops_dir(tmp_path_factory):
 def test_failed_export_leaves_no_partial_file(tmp_path, listops_dir, monkeypatch, existing):
     import errno
 
-    from longsynth.generators import listops
+    from longsynth.exports import lra_tsv
 
-    real = listops._iter_split
+    real = lra_tsv._iter_split
 
     def failing(dataset, split, keys, chunk=256):
         for n, s in enumerate(real(dataset, split, keys, chunk)):
@@ -293,7 +293,7 @@ def test_failed_export_leaves_no_partial_file(tmp_path, listops_dir, monkeypatch
                 raise OSError(errno.ENOSPC, "No space left on device")
             yield s
 
-    monkeypatch.setattr(listops, "_iter_split", failing)
+    monkeypatch.setattr(lra_tsv, "_iter_split", failing)
     out = tmp_path / "tsv"
     if existing:
         out.mkdir()

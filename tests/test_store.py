@@ -262,3 +262,40 @@ def test_block_digests_equal_sample_digests(ragged_task):
         got = store.block_digests(block, 7)
         for i in range(7):
             assert got[i].tobytes() == store.sample_digest(unpack(block, i))
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_iter_blocks_are_the_samples_in_order(tmp_path, ragged_task, monkeypatch, legacy):
+    """Blocks (what exports read) hold exactly the samples, with or without `_check`."""
+    if legacy:  # shards written before checksums: blocks assembled from digest-checked reads
+        monkeypatch.setattr(store, "CHECK_KEY", "_not_check")
+    store.generate(str(tmp_path / "r"), "ragged-test", {}, seed=2, num_samples=200, shard_size=64, workers=1)
+    gen(tmp_path / "c")
+    monkeypatch.undo()
+    for root, keys in ((tmp_path / "r", None), (tmp_path / "c", ["targets"])):
+        sp = longsynth.open(root)["train"]
+        seen = 0
+        for start, block in sp.iter_blocks(keys, chunk=25):
+            assert start == seen and set(block) == set(keys or sp.specs)
+            sizes = {len(c.offsets) - 1 if isinstance(c, Ragged) else len(c) for c in block.values()}
+            assert len(sizes) == 1
+            n = sizes.pop()
+            assert 0 < n <= 25
+            for i in range(n):
+                want = sp.read(start + i, keys)
+                for k, col in block.items():
+                    got = col.values[col.offsets[i]:col.offsets[i + 1]] if isinstance(col, Ragged) else col[i]
+                    assert got.dtype == want[k].dtype and np.array_equal(got, want[k])
+            seen += n
+        assert seen == len(sp)
+
+
+def test_iter_blocks_of_a_range(tmp_path):
+    gen(tmp_path / "c")  # train: shards of 40
+    sp = longsynth.open(tmp_path / "c")["train"]
+    got = [(start, len(block["targets"])) for start, block in sp.iter_blocks(["targets"], chunk=25, start=11, stop=97)]
+    assert got == [(11, 25), (36, 4), (40, 25), (65, 15), (80, 17)]  # blocks end at shard ends and at stop
+    for start, block in sp.iter_blocks(["targets"], chunk=25, start=11, stop=97):
+        for i, row in enumerate(block["targets"]):
+            assert np.array_equal(row, sp[start + i]["targets"])
+    assert list(sp.iter_blocks(chunk=25, start=50, stop=50)) == []
