@@ -942,6 +942,10 @@ class Split:
     def __getitem__(self, i):
         return self.read(i)
 
+    def __iter__(self):
+        for i in range(self.count):
+            yield self.read(i)
+
     def _fixed(self, k, key):
         """How to read sample j of fixed-shape ``key`` in shard k, looked up once per process.
 
@@ -1134,10 +1138,6 @@ class _Fd:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
-
-    def __iter__(self):
-        for i in range(self.count):
-            yield self[i]
 
 
 class Dataset:
