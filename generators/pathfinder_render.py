@@ -383,14 +383,17 @@ def _commit(P, T, W, g, slot):
     for i in range(max(0, R - r), min(2 * R + 1, M - r + R)):
         j0, j1 = max(R - c, T.span[g, k, i, 0]), min(M - c + R, T.span[g, k, i, 1])
         y, x0 = r - R + i, c - R
-        raised = 0
-        for j in range(j0, j1):  # branch-free (the stamp's edges make "v > old" unpredictable)
-            old = W.mask[y, x0 + j]
-            new = max(old, T.mask[g, k, i, j])
-            W.mask[y, x0 + j] = new
-            raised += (old < OCCUPIED) & (new >= OCCUPIED)
-        W.n[2] += raised
         if j0 < j1:
+            # unsigned indices (all >= 0 here): no negative-index wraparound, so the loop vectorises;
+            # branch-free (the stamp's edges make "v > old" unpredictable)
+            uy, ux, ui, uj = np.uint64(y), np.uint64(x0 + j0), np.uint64(i), np.uint64(j0)
+            raised = 0
+            for t in range(np.uint64(j1 - j0)):
+                old = W.mask[uy, ux + t]
+                new = max(old, T.mask[g, k, ui, uj + t])
+                W.mask[uy, ux + t] = new
+                raised += (old < OCCUPIED) & (new >= OCCUPIED)
+            W.n[2] += raised
             _mark_tiles(W, 0, r - R + i, c - R + j0, c - R + j1)
         j0, j1 = max(R - c, T.hspan[g, k, i, 0]), min(M - c + R, T.hspan[g, k, i, 1])
         if j0 < j1:
@@ -618,6 +621,8 @@ def _extend(st, P, T, W, g, slot):
     for a in range(nc):  # a loop, not w[:nc] = 0: a slice is a new reference (NRT incref/decref)
         w[a] = 0.0
     total = 0.0
+    m, b = T.margins[g], P.border  # the disk's rows and columns reach m from its centre
+    lo, hi = b + m, M - b - m
     for a in range(nc):
         q = T.ahead[g, o, a]
         if q < 0:
@@ -627,21 +632,31 @@ def _extend(st, P, T, W, g, slot):
             continue
         cw = T.turn[g, o, q]
         dil = 0
-        m = T.margins[g]  # the disk's rows and columns reach m from its centre
         if not _any_tile(W, 0, max(y - m, 0), min(y + m + 1, M), max(x - m, 0), min(x + m + 1, M)):
             w[q] = cw  # (1 - 0 / 255) * cw: the disk covers empty tiles only
             total += w[q]
             continue
-        for e in range(T.disk.shape[1]):  # their cv2.dilate by the disk, at this point only
-            dy, half = T.disk[g, e, 0], T.disk[g, e, 1]
-            yy = y + dy
-            if half < 0 or yy < 0 or yy >= M:
-                continue
-            for xx in range(max(x - half, 0), min(x + half + 1, M)):
-                if W.mask[yy, xx] > dil:
-                    dil = W.mask[yy, xx]
-            if dil == 255:
-                break
+        if b > 0 and (y < lo or y >= hi or x < lo or x >= hi):
+            dil = 255  # the disk holds its centre's row and column, so a pixel of the border (255)
+        elif m <= y < M - m and m <= x < M - m:  # their cv2.dilate by the disk, at this point only
+            for e in range(2 * m + 1):  # inside the frame: unsigned indices, no clipping
+                dy, half = T.disk[g, e, 0], T.disk[g, e, 1]
+                uy, ux = np.uint64(y + dy), np.uint64(x - half)
+                for t in range(np.uint64(2 * half + 1)):
+                    dil = max(dil, W.mask[uy, ux + t])
+                if dil == 255:
+                    break
+        else:
+            for e in range(2 * m + 1):  # their cv2.dilate by the disk, at this point only
+                dy, half = T.disk[g, e, 0], T.disk[g, e, 1]
+                yy = y + dy
+                if yy < 0 or yy >= M:
+                    continue
+                for xx in range(max(x - half, 0), min(x + half + 1, M)):
+                    if W.mask[yy, xx] > dil:
+                        dil = W.mask[yy, xx]
+                if dil == 255:
+                    break
         w[q] = (1.0 - dil / 255.0) * cw
         total += w[q]
     if total < 1e-4:
