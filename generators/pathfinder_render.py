@@ -409,12 +409,20 @@ def _uncommit(P, T, W, g, slot):
     W.dash[slot, 3] = 0
     R, M, b = T.R[g], P.M, P.border
     r0, r1 = max(0, r - R), min(M, r + R + 1)
+    # unsigned indices below: all are >= 0, and numba then leaves out the negative-index wraparound
+    ub, uMb = np.uint64(b), np.uint64(M - b)
+    removed = 0
     for y in range(r0, r1):
         i = y - r + R
-        for x in range(max(0, c - R + T.span[g, k0, i, 0]), min(M, c - R + T.span[g, k0, i, 1])):
-            if W.mask[y, x] >= OCCUPIED:
-                W.n[2] -= 1
-            W.mask[y, x] = 255 if (y < b or x < b or y >= M - b or x >= M - b) else 0
+        xa, xb = max(0, c - R + T.span[g, k0, i, 0]), min(M, c - R + T.span[g, k0, i, 1])
+        if xa < xb:
+            uy, ux = np.uint64(y), np.uint64(xa)
+            edge = y < b or y >= M - b
+            for t in range(np.uint64(xb - xa)):
+                x = ux + t
+                removed += W.mask[uy, x] >= OCCUPIED
+                W.mask[uy, x] = 255 if (edge or x < ub or x >= uMb) else 0
+    W.n[2] -= removed
     for o in range(W.dash.shape[0]):
         if W.dash[o, 3] == 0 or abs(W.dash[o, 1] - r) > 2 * R or abs(W.dash[o, 2] - c) > 2 * R:
             continue
@@ -423,15 +431,19 @@ def _uncommit(P, T, W, g, slot):
             i = y - r + R
             x0 = max(0, c - R + T.span[g, k0, i, 0], ox + T.span[g, k, y - oy, 0])
             x1 = min(M, c - R + T.span[g, k0, i, 1], ox + T.span[g, k, y - oy, 1])
-            for x in range(x0, x1):
-                v = T.mask[g, k, y - oy, x - ox]
-                if v > W.mask[y, x]:
-                    W.mask[y, x] = v
+            if x0 < x1:
+                uy, ux, ui, uj = np.uint64(y), np.uint64(x0), np.uint64(y - oy), np.uint64(x0 - ox)
+                for t in range(np.uint64(x1 - x0)):
+                    W.mask[uy, ux + t] = max(W.mask[uy, ux + t], T.mask[g, k, ui, uj + t])
+    added = 0
     for y in range(r0, r1):
         i = y - r + R
-        for x in range(max(0, c - R + T.span[g, k0, i, 0]), min(M, c - R + T.span[g, k0, i, 1])):
-            if W.mask[y, x] >= OCCUPIED:
-                W.n[2] += 1
+        xa, xb = max(0, c - R + T.span[g, k0, i, 0]), min(M, c - R + T.span[g, k0, i, 1])
+        if xa < xb:
+            uy, ux = np.uint64(y), np.uint64(xa)
+            for t in range(np.uint64(xb - xa)):
+                added += W.mask[uy, ux + t] >= OCCUPIED
+    W.n[2] += added
 
 
 @njit(cache=True)
