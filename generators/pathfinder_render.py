@@ -143,6 +143,10 @@ Workspace = namedtuple("Workspace", [
     "hist",         # int64 [ND, 3]: the path's pivot (row, col) and orientation id after that dash
     "weight",       # float64 [C]: circle-point weights of one extension
     "marker",       # int64 [NM, 2]: marker pixels: start, end, then distractor markers
+    "lzk",          # float64 [M, 6 aa + 2]: PIL's LANCZOS weights of output pixel i of the frame's
+                    #   reduction (_coeffs), for markers at the edge; lzx int64 [M, 2] (first input
+                    #   pixel, count). The same for every thread and image: computed once
+    "lzx",
     "n",            # int64 [6]: dashes placed, markers placed, mask pixels > 0.3, distractors placed,
                     #            dashes of main path A, of main path B, main-path restarts, extensions tried
 ])
@@ -319,19 +323,22 @@ def workspace(P, T, threads=1):
     """Scratch for ``threads`` threads: every field has a leading thread axis."""
     M, t = P.M, threads
     nd = 2 * P.contour_length + P.distractors * P.distractor_length
+    lzk, lzx = np.zeros((M, 6 * P.aa + 2)), np.zeros((M, 2), np.int64)
+    for i in range(M):
+        lzx[i] = _coeffs(i, M * P.aa, float(P.aa), lzk[i])
     return Workspace(
         image=np.zeros((t, M, M)), layer=np.zeros((t, 2, M, M)), mask=np.zeros((t, M, M), np.uint8),
         tile=np.zeros((t, 2, (M + TILE_SIDE - 1) >> TILE, (M + TILE_SIDE - 1) >> TILE), np.uint8),
         dash=np.zeros((t, nd, 4), np.int64), hist=np.zeros((t, nd, 3), np.int64),
         weight=np.zeros((t, T.cand.shape[1])), marker=np.zeros((t, 2 + P.distractors, 2), np.int64),
-        n=np.zeros((t, 12), np.int64))
+        lzk=np.repeat(lzk[None], t, axis=0), lzx=np.repeat(lzx[None], t, axis=0), n=np.zeros((t, 12), np.int64))
 
 
 @njit(cache=True)
 def thread_view(works, t):
     """Thread t's Workspace (views into the stacked scratch)."""
     return Workspace(works.image[t], works.layer[t], works.mask[t], works.tile[t], works.dash[t], works.hist[t],
-                     works.weight[t], works.marker[t], works.n[t])
+                     works.weight[t], works.marker[t], works.lzk[t], works.lzx[t], works.n[t])
 
 
 # ---------------------------------------------------------------- kernels: stamps on the frame
@@ -503,7 +510,7 @@ def _coeffs(xx, in_size, scale, k):
 
 
 @njit(cache=True)
-def _marker_at_edge(P, T, r, c, out):
+def _marker_at_edge(P, T, W, r, c, out):
     """A marker near the frame's edge, as their draw_circle makes it: the disk on the whole
     finer frame, reduced with PIL's two passes (rows, then columns; float32 in between)
     whose weights are renormalised at the edge. Only the output pixels the disk reaches.
@@ -512,29 +519,28 @@ def _marker_at_edge(P, T, r, c, out):
     big = M * aa
     rad2 = (P.marker_radius * aa) ** 2
     r0, r1, c0, c1 = max(r - K, 0), min(r + K + 1, M), max(c - K, 0), min(c + K + 1, M)
-    k = np.zeros(6 * aa + 2)
     top = 0.0
     # horizontal pass for the finer rows that hold the disk: H[Y, xx]
     Y0, Y1 = max((r - K) * aa, 0), min((r + K + 1) * aa, big)
     H = np.zeros((Y1 - Y0, c1 - c0), np.float32)
     for xx in range(c0, c1):
-        xmin, n = _coeffs(xx, big, float(aa), k)
+        xmin, n = W.lzx[xx, 0], W.lzx[xx, 1]  # _coeffs(xx, big, float(aa)), tabulated
         for Y in range(Y0, Y1):
             acc = 0.0
             for x in range(n):
                 dy, dx = Y - r * aa, xmin + x - c * aa
                 if dy * dy + dx * dx <= rad2:
-                    acc += k[x]
+                    acc += W.lzk[xx, x]
             H[Y - Y0, xx - c0] = np.float32(acc)
     # vertical pass
     for yy in range(r0, r1):
-        ymin, n = _coeffs(yy, big, float(aa), k)
+        ymin, n = W.lzx[yy, 0], W.lzx[yy, 1]
         for xx in range(c0, c1):
             acc = 0.0
             for y in range(n):
                 Y = ymin + y
                 if Y0 <= Y < Y1:
-                    acc += np.float64(H[Y - Y0, xx - c0]) * k[y]
+                    acc += np.float64(H[Y - Y0, xx - c0]) * W.lzk[yy, y]
             v = np.float64(np.float32(acc))
             top = max(top, v)
             if v > out[yy, xx]:
@@ -543,14 +549,14 @@ def _marker_at_edge(P, T, r, c, out):
 
 
 @njit(cache=True)
-def draw_marker(P, T, r, c, out):
+def draw_marker(P, T, W, r, c, out):
     """out = max(out, marker disk at (r, c)): the stamp inside the frame, where the filter
     never reaches the edge, else drawn as their whole-frame reduction does near the edge.
     Returns the largest value it offered (see draw_dash)."""
     K = T.circle.shape[0] // 2
     M = out.shape[0]
     if min(r, c) - K < 4 or max(r, c) + K > M - 5:
-        return _marker_at_edge(P, T, r, c, out)
+        return _marker_at_edge(P, T, W, r, c, out)
     top = 0.0
     for i in range(2 * K + 1):
         for j in range(2 * K + 1):
@@ -850,7 +856,7 @@ def compose(P, T, W, g, origin, connected, img, lab):
         if i < 2 * n:
             draw_dash(T, g, k, r, c, P.contrast, W.layer[i // n])
     for i in range(W.n[1]):
-        peak = max(peak, draw_marker(P, T, W.marker[i, 0], W.marker[i, 1], W.image))
+        peak = max(peak, draw_marker(P, T, W, W.marker[i, 0], W.marker[i, 1], W.image))
     if peak > 0.0:  # 0 / peak rounds to 0: no branch, so the loop vectorises
         for i in range(M):
             src, dst = W.image[i], img[i]
