@@ -463,14 +463,18 @@ def draw_dash(T, g, k, r, c, contrast, out):
     top = 0.0
     for i in range(max(0, R - r), min(2 * R + 1, M0 - r + R)):
         # only the row's positive run (lspan): the rest of the (2R+1)^2 box is <= 0
-        for j in range(max(R - c, T.lspan[g, k, i, 0]), min(M1 - c + R, T.lspan[g, k, i, 1])):
-            x = T.line[g, k, i, j]
+        j0, j1 = max(R - c, T.lspan[g, k, i, 0]), min(M1 - c + R, T.lspan[g, k, i, 1])
+        if j0 >= j1:
+            continue
+        uy, ux, ui, uj = np.uint64(r - R + i), np.uint64(c - R + j0), np.uint64(i), np.uint64(j0)
+        for t in range(np.uint64(j1 - j0)):  # unsigned indices: no negative-index wraparound
+            x = T.line[g, k, ui, uj + t]
             if x <= 0.0:  # out starts at 0 and only grows: ringing below 0 never shows
                 continue
             v = (np.float64(x) / 255.0) * contrast
             top = max(top, v)
-            if v > out[r - R + i, c - R + j]:
-                out[r - R + i, c - R + j] = v
+            if v > out[uy, ux + t]:
+                out[uy, ux + t] = v
     return top
 
 
