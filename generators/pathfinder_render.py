@@ -143,6 +143,10 @@ Workspace = namedtuple("Workspace", [
     "hist",         # int64 [ND, 3]: the path's pivot (row, col) and orientation id after that dash
     "weight",       # float64 [C]: circle-point weights of one extension
     "marker",       # int64 [NM, 2]: marker pixels: start, end, then distractor markers
+    "lzk",          # float64 [M, 6 aa + 2]: PIL's LANCZOS weights of output pixel i of the frame's
+                    #   reduction (_coeffs), for markers at the edge; lzx int64 [M, 2] (first input
+                    #   pixel, count). The same for every thread and image: computed once
+    "lzx",
     "n",            # int64 [6]: dashes placed, markers placed, mask pixels > 0.3, distractors placed,
                     #            dashes of main path A, of main path B, main-path restarts, extensions tried
 ])
@@ -319,19 +323,22 @@ def workspace(P, T, threads=1):
     """Scratch for ``threads`` threads: every field has a leading thread axis."""
     M, t = P.M, threads
     nd = 2 * P.contour_length + P.distractors * P.distractor_length
+    lzk, lzx = np.zeros((M, 6 * P.aa + 2)), np.zeros((M, 2), np.int64)
+    for i in range(M):
+        lzx[i] = _coeffs(i, M * P.aa, float(P.aa), lzk[i])
     return Workspace(
         image=np.zeros((t, M, M)), layer=np.zeros((t, 2, M, M)), mask=np.zeros((t, M, M), np.uint8),
         tile=np.zeros((t, 2, (M + TILE_SIDE - 1) >> TILE, (M + TILE_SIDE - 1) >> TILE), np.uint8),
         dash=np.zeros((t, nd, 4), np.int64), hist=np.zeros((t, nd, 3), np.int64),
         weight=np.zeros((t, T.cand.shape[1])), marker=np.zeros((t, 2 + P.distractors, 2), np.int64),
-        n=np.zeros((t, 12), np.int64))
+        lzk=np.repeat(lzk[None], t, axis=0), lzx=np.repeat(lzx[None], t, axis=0), n=np.zeros((t, 12), np.int64))
 
 
 @njit(cache=True)
 def thread_view(works, t):
     """Thread t's Workspace (views into the stacked scratch)."""
     return Workspace(works.image[t], works.layer[t], works.mask[t], works.tile[t], works.dash[t], works.hist[t],
-                     works.weight[t], works.marker[t], works.n[t])
+                     works.weight[t], works.marker[t], works.lzk[t], works.lzx[t], works.n[t])
 
 
 # ---------------------------------------------------------------- kernels: stamps on the frame
@@ -383,14 +390,17 @@ def _commit(P, T, W, g, slot):
     for i in range(max(0, R - r), min(2 * R + 1, M - r + R)):
         j0, j1 = max(R - c, T.span[g, k, i, 0]), min(M - c + R, T.span[g, k, i, 1])
         y, x0 = r - R + i, c - R
-        raised = 0
-        for j in range(j0, j1):  # branch-free (the stamp's edges make "v > old" unpredictable)
-            old = W.mask[y, x0 + j]
-            new = max(old, T.mask[g, k, i, j])
-            W.mask[y, x0 + j] = new
-            raised += (old < OCCUPIED) & (new >= OCCUPIED)
-        W.n[2] += raised
         if j0 < j1:
+            # unsigned indices (all >= 0 here): no negative-index wraparound, so the loop vectorises;
+            # branch-free (the stamp's edges make "v > old" unpredictable)
+            uy, ux, ui, uj = np.uint64(y), np.uint64(x0 + j0), np.uint64(i), np.uint64(j0)
+            raised = 0
+            for t in range(np.uint64(j1 - j0)):
+                old = W.mask[uy, ux + t]
+                new = max(old, T.mask[g, k, ui, uj + t])
+                W.mask[uy, ux + t] = new
+                raised += (old < OCCUPIED) & (new >= OCCUPIED)
+            W.n[2] += raised
             _mark_tiles(W, 0, r - R + i, c - R + j0, c - R + j1)
         j0, j1 = max(R - c, T.hspan[g, k, i, 0]), min(M - c + R, T.hspan[g, k, i, 1])
         if j0 < j1:
@@ -406,12 +416,20 @@ def _uncommit(P, T, W, g, slot):
     W.dash[slot, 3] = 0
     R, M, b = T.R[g], P.M, P.border
     r0, r1 = max(0, r - R), min(M, r + R + 1)
+    # unsigned indices below: all are >= 0, and numba then leaves out the negative-index wraparound
+    ub, uMb = np.uint64(b), np.uint64(M - b)
+    removed = 0
     for y in range(r0, r1):
         i = y - r + R
-        for x in range(max(0, c - R + T.span[g, k0, i, 0]), min(M, c - R + T.span[g, k0, i, 1])):
-            if W.mask[y, x] >= OCCUPIED:
-                W.n[2] -= 1
-            W.mask[y, x] = 255 if (y < b or x < b or y >= M - b or x >= M - b) else 0
+        xa, xb = max(0, c - R + T.span[g, k0, i, 0]), min(M, c - R + T.span[g, k0, i, 1])
+        if xa < xb:
+            uy, ux = np.uint64(y), np.uint64(xa)
+            edge = y < b or y >= M - b
+            for t in range(np.uint64(xb - xa)):
+                x = ux + t
+                removed += W.mask[uy, x] >= OCCUPIED
+                W.mask[uy, x] = 255 if (edge or x < ub or x >= uMb) else 0
+    W.n[2] -= removed
     for o in range(W.dash.shape[0]):
         if W.dash[o, 3] == 0 or abs(W.dash[o, 1] - r) > 2 * R or abs(W.dash[o, 2] - c) > 2 * R:
             continue
@@ -420,15 +438,19 @@ def _uncommit(P, T, W, g, slot):
             i = y - r + R
             x0 = max(0, c - R + T.span[g, k0, i, 0], ox + T.span[g, k, y - oy, 0])
             x1 = min(M, c - R + T.span[g, k0, i, 1], ox + T.span[g, k, y - oy, 1])
-            for x in range(x0, x1):
-                v = T.mask[g, k, y - oy, x - ox]
-                if v > W.mask[y, x]:
-                    W.mask[y, x] = v
+            if x0 < x1:
+                uy, ux, ui, uj = np.uint64(y), np.uint64(x0), np.uint64(y - oy), np.uint64(x0 - ox)
+                for t in range(np.uint64(x1 - x0)):
+                    W.mask[uy, ux + t] = max(W.mask[uy, ux + t], T.mask[g, k, ui, uj + t])
+    added = 0
     for y in range(r0, r1):
         i = y - r + R
-        for x in range(max(0, c - R + T.span[g, k0, i, 0]), min(M, c - R + T.span[g, k0, i, 1])):
-            if W.mask[y, x] >= OCCUPIED:
-                W.n[2] += 1
+        xa, xb = max(0, c - R + T.span[g, k0, i, 0]), min(M, c - R + T.span[g, k0, i, 1])
+        if xa < xb:
+            uy, ux = np.uint64(y), np.uint64(xa)
+            for t in range(np.uint64(xb - xa)):
+                added += W.mask[uy, ux + t] >= OCCUPIED
+    W.n[2] += added
 
 
 @njit(cache=True)
@@ -441,14 +463,18 @@ def draw_dash(T, g, k, r, c, contrast, out):
     top = 0.0
     for i in range(max(0, R - r), min(2 * R + 1, M0 - r + R)):
         # only the row's positive run (lspan): the rest of the (2R+1)^2 box is <= 0
-        for j in range(max(R - c, T.lspan[g, k, i, 0]), min(M1 - c + R, T.lspan[g, k, i, 1])):
-            x = T.line[g, k, i, j]
+        j0, j1 = max(R - c, T.lspan[g, k, i, 0]), min(M1 - c + R, T.lspan[g, k, i, 1])
+        if j0 >= j1:
+            continue
+        uy, ux, ui, uj = np.uint64(r - R + i), np.uint64(c - R + j0), np.uint64(i), np.uint64(j0)
+        for t in range(np.uint64(j1 - j0)):  # unsigned indices: no negative-index wraparound
+            x = T.line[g, k, ui, uj + t]
             if x <= 0.0:  # out starts at 0 and only grows: ringing below 0 never shows
                 continue
             v = (np.float64(x) / 255.0) * contrast
             top = max(top, v)
-            if v > out[r - R + i, c - R + j]:
-                out[r - R + i, c - R + j] = v
+            if v > out[uy, ux + t]:
+                out[uy, ux + t] = v
     return top
 
 
@@ -488,7 +514,7 @@ def _coeffs(xx, in_size, scale, k):
 
 
 @njit(cache=True)
-def _marker_at_edge(P, T, r, c, out):
+def _marker_at_edge(P, T, W, r, c, out):
     """A marker near the frame's edge, as their draw_circle makes it: the disk on the whole
     finer frame, reduced with PIL's two passes (rows, then columns; float32 in between)
     whose weights are renormalised at the edge. Only the output pixels the disk reaches.
@@ -497,29 +523,28 @@ def _marker_at_edge(P, T, r, c, out):
     big = M * aa
     rad2 = (P.marker_radius * aa) ** 2
     r0, r1, c0, c1 = max(r - K, 0), min(r + K + 1, M), max(c - K, 0), min(c + K + 1, M)
-    k = np.zeros(6 * aa + 2)
     top = 0.0
     # horizontal pass for the finer rows that hold the disk: H[Y, xx]
     Y0, Y1 = max((r - K) * aa, 0), min((r + K + 1) * aa, big)
     H = np.zeros((Y1 - Y0, c1 - c0), np.float32)
     for xx in range(c0, c1):
-        xmin, n = _coeffs(xx, big, float(aa), k)
+        xmin, n = W.lzx[xx, 0], W.lzx[xx, 1]  # _coeffs(xx, big, float(aa)), tabulated
         for Y in range(Y0, Y1):
             acc = 0.0
             for x in range(n):
                 dy, dx = Y - r * aa, xmin + x - c * aa
                 if dy * dy + dx * dx <= rad2:
-                    acc += k[x]
+                    acc += W.lzk[xx, x]
             H[Y - Y0, xx - c0] = np.float32(acc)
     # vertical pass
     for yy in range(r0, r1):
-        ymin, n = _coeffs(yy, big, float(aa), k)
+        ymin, n = W.lzx[yy, 0], W.lzx[yy, 1]
         for xx in range(c0, c1):
             acc = 0.0
             for y in range(n):
                 Y = ymin + y
                 if Y0 <= Y < Y1:
-                    acc += np.float64(H[Y - Y0, xx - c0]) * k[y]
+                    acc += np.float64(H[Y - Y0, xx - c0]) * W.lzk[yy, y]
             v = np.float64(np.float32(acc))
             top = max(top, v)
             if v > out[yy, xx]:
@@ -528,14 +553,14 @@ def _marker_at_edge(P, T, r, c, out):
 
 
 @njit(cache=True)
-def draw_marker(P, T, r, c, out):
+def draw_marker(P, T, W, r, c, out):
     """out = max(out, marker disk at (r, c)): the stamp inside the frame, where the filter
     never reaches the edge, else drawn as their whole-frame reduction does near the edge.
     Returns the largest value it offered (see draw_dash)."""
     K = T.circle.shape[0] // 2
     M = out.shape[0]
     if min(r, c) - K < 4 or max(r, c) + K > M - 5:
-        return _marker_at_edge(P, T, r, c, out)
+        return _marker_at_edge(P, T, W, r, c, out)
     top = 0.0
     for i in range(2 * K + 1):
         for j in range(2 * K + 1):
@@ -618,6 +643,8 @@ def _extend(st, P, T, W, g, slot):
     for a in range(nc):  # a loop, not w[:nc] = 0: a slice is a new reference (NRT incref/decref)
         w[a] = 0.0
     total = 0.0
+    m, b = T.margins[g], P.border  # the disk's rows and columns reach m from its centre
+    lo, hi = b + m, M - b - m
     for a in range(nc):
         q = T.ahead[g, o, a]
         if q < 0:
@@ -627,21 +654,31 @@ def _extend(st, P, T, W, g, slot):
             continue
         cw = T.turn[g, o, q]
         dil = 0
-        m = T.margins[g]  # the disk's rows and columns reach m from its centre
         if not _any_tile(W, 0, max(y - m, 0), min(y + m + 1, M), max(x - m, 0), min(x + m + 1, M)):
             w[q] = cw  # (1 - 0 / 255) * cw: the disk covers empty tiles only
             total += w[q]
             continue
-        for e in range(T.disk.shape[1]):  # their cv2.dilate by the disk, at this point only
-            dy, half = T.disk[g, e, 0], T.disk[g, e, 1]
-            yy = y + dy
-            if half < 0 or yy < 0 or yy >= M:
-                continue
-            for xx in range(max(x - half, 0), min(x + half + 1, M)):
-                if W.mask[yy, xx] > dil:
-                    dil = W.mask[yy, xx]
-            if dil == 255:
-                break
+        if b > 0 and (y < lo or y >= hi or x < lo or x >= hi):
+            dil = 255  # the disk holds its centre's row and column, so a pixel of the border (255)
+        elif m <= y < M - m and m <= x < M - m:  # their cv2.dilate by the disk, at this point only
+            for e in range(2 * m + 1):  # inside the frame: unsigned indices, no clipping
+                dy, half = T.disk[g, e, 0], T.disk[g, e, 1]
+                uy, ux = np.uint64(y + dy), np.uint64(x - half)
+                for t in range(np.uint64(2 * half + 1)):
+                    dil = max(dil, W.mask[uy, ux + t])
+                if dil == 255:
+                    break
+        else:
+            for e in range(2 * m + 1):  # their cv2.dilate by the disk, at this point only
+                dy, half = T.disk[g, e, 0], T.disk[g, e, 1]
+                yy = y + dy
+                if yy < 0 or yy >= M:
+                    continue
+                for xx in range(max(x - half, 0), min(x + half + 1, M)):
+                    if W.mask[yy, xx] > dil:
+                        dil = W.mask[yy, xx]
+                if dil == 255:
+                    break
         w[q] = (1.0 - dil / 255.0) * cw
         total += w[q]
     if total < 1e-4:
@@ -823,7 +860,7 @@ def compose(P, T, W, g, origin, connected, img, lab):
         if i < 2 * n:
             draw_dash(T, g, k, r, c, P.contrast, W.layer[i // n])
     for i in range(W.n[1]):
-        peak = max(peak, draw_marker(P, T, W.marker[i, 0], W.marker[i, 1], W.image))
+        peak = max(peak, draw_marker(P, T, W, W.marker[i, 0], W.marker[i, 1], W.image))
     if peak > 0.0:  # 0 / peak rounds to 0: no branch, so the loop vectorises
         for i in range(M):
             src, dst = W.image[i], img[i]
