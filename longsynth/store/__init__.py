@@ -15,6 +15,7 @@ This package is the public face; the work is split along its seams:
     manifest  planning (shard jobs), sizes, the directory lock, manifest and card
     shards    write_shard: one job in, one shard record out
     pool      the local executor (this process or a pool of spawned processes)
+    cluster   the Dask executor (imports ``distributed`` only when used)
     build     generate: lock, plan, run an executor, keep the manifest
     read      open / Dataset / Split with checked reads
     checks    verify, info, certificates
@@ -36,6 +37,14 @@ from longsynth.store.build import _os_reason  # noqa: F401 (tests)
 from longsynth.store.checks import info, latest_certificate, verify
 
 
+def connect(address, timeout=None):
+    """A ``distributed.Client`` for a Dask scheduler address or scheduler file, for
+    ``generate(..., client=)`` (longsynth.store.cluster.connect; needs longsynth[dask])."""
+    from longsynth.store import cluster
+
+    return cluster.connect(address, timeout)
+
+
 def export(root, fmt, out, progress=None):
     """Write the dataset in ``root`` in export format ``fmt`` to ``out`` (longsynth.exports)."""
     from longsynth import exports
@@ -47,7 +56,7 @@ __all__ = [
     "BLOCK_BYTES", "CARD", "CHECK_KEY", "COMPRESSIONS", "DIGEST_KEY", "FORMAT", "FORMAT_VERSION", "LOCK", "MANIFEST",
     "MAX_COUNT", "OURS_RE", "RAGGED_ROWS", "SHARD_BYTES", "SHARD_RE", "SPLITS", "TMP_RE", "DamagedDataError",
     "Dataset", "DirLock", "LocalPool", "LongsynthError", "MissingKeyError", "PendingFiles", "ShardJob", "Split",
-    "atomic_write_text", "block_digests", "config_of", "dataset_card", "default_shard_size", "default_splits",
+    "atomic_write_text", "block_digests", "config_of", "connect", "dataset_card", "default_shard_size", "default_splits",
     "estimate_bytes", "export", "file_sha256", "generate", "human", "info", "latest_certificate", "open",
     "parse_splits", "plan", "read_manifest", "sample_bytes", "sample_digest", "split_code", "verify", "versions",
     "write_shard",

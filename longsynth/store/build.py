@@ -34,12 +34,19 @@ def _split_digest(root, records):
 
 
 def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, shard_size=None,
-             compression="none", workers=None, overwrite=False, command="", progress=None, notify=None):
+             compression="none", workers=None, overwrite=False, command="", progress=None, notify=None,
+             client=None):
     """Write (or resume) a dataset of ``task`` in ``root``; returns the final manifest.
 
     ``progress(n)`` is called with the number of samples finished since the last call,
     ``progress(None, total=N)`` once first. ``notify(line)`` receives one-line notes: the
-    expected size, workers capped, empty splits. Identical output for any ``workers``.
+    expected size, workers capped, empty splits, the Dask dashboard. Identical output for
+    any ``workers``, and with ``client``.
+
+    ``client``: a ``distributed.Client``; each shard is then one Dask task on its cluster
+    (longsynth.store.cluster) instead of a local process, and ``root`` must be on a
+    filesystem every Dask worker sees under the same path. This process still holds the
+    lock and keeps the manifest.
 
     Refused before anything is written: a dataset larger than the free disk space, and a
     directory another process is writing (LongsynthError).
@@ -69,7 +76,14 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
     workers = (os.cpu_count() or 1) if workers is None else workers
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise LongsynthError(f"workers: must be an integer >= 1, got {workers!r}")
-    executor = LocalPool(workers, asked, note)
+    if client is not None and asked is not None:
+        raise LongsynthError("workers: give workers or client, not both (the cluster's workers write the shards)")
+    if client is not None:
+        from longsynth.store.cluster import DaskExecutor
+
+        executor = DaskExecutor(client, note)
+    else:
+        executor = LocalPool(workers, asked, note)
     root = os.path.abspath(root)
     total = sum(splits.values())
     need = estimate_bytes(t, cfg, splits, seed, shard_size)
