@@ -140,21 +140,26 @@ def list_tasks():
 
 def _make_gen(task):
     @friendly
-    def run(out, num_samples, splits, seed, workers, shard_size, compression, overwrite, **values):
+    def run(out, num_samples, splits, seed, workers, shard_size, compression, overwrite, dask, **values):
         params = task_params(task, values)
         if splits is not None and num_samples is not None:
             raise click.ClickException("give --num-samples or --splits, not both")
+        if dask is not None and workers is not None:
+            raise click.ClickException("give --workers or --dask, not both (the Dask workers write the shards)")
         counts = store.parse_splits(splits) if splits is not None else None
         command = canonical_command(task, params, out, num_samples, splits, seed, shard_size, compression)
+        client = store.connect(dask) if dask is not None else None
         bar = Progress(f"{task.name}")
         t0 = time.perf_counter()
         try:
             m = store.generate(out, task.name, params, seed=seed, splits=counts, num_samples=num_samples,
                                shard_size=shard_size, compression=compression, workers=workers,
                                overwrite=overwrite, command=command, progress=bar,
-                               notify=lambda line: click.echo(line, err=True))
+                               notify=lambda line: click.echo(line, err=True), client=client)
         finally:
             bar.close()
+            if client is not None:
+                client.close()
         dt = time.perf_counter() - t0
         n = sum(m["counts"].values())
         size = sum(r["bytes"] for s in m["splits"].values() for r in s["shards"])
@@ -176,6 +181,9 @@ def _make_gen(task):
         click.Option(["--compression"], type=click.Choice(store.COMPRESSIONS), default="none", show_default=True,
                      help="HDF5 compression filter"),
         click.Option(["--overwrite"], is_flag=True, help="replace a different dataset already in --out"),
+        click.Option(["--dask"], metavar="ADDRESS", default=None,
+                     help="write the shards on a Dask cluster: scheduler address (tcp://host:8786) or scheduler "
+                          "file; --out must be shared with its workers (needs longsynth[dask])"),
     ]
     return click.Command(task.name, callback=run, params=params, help=f"Generate {task.name}: {task.summary}.")
 

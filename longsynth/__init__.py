@@ -32,6 +32,6 @@ if "NUMBA_THREADING_LAYER" not in _os.environ:
         _numba.config.THREADING_LAYER = "forksafe"
 
 from longsynth.api import batch, sample, tasks, vocab  # noqa: E402
-from longsynth.store import open  # noqa: E402,A001
+from longsynth.store import generate, open  # noqa: E402,A001
 
-__all__ = ["batch", "open", "sample", "tasks", "vocab", "__version__"]
+__all__ = ["batch", "generate", "open", "sample", "tasks", "vocab", "__version__"]

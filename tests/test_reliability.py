@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 import longsynth
 from longsynth import store
+from longsynth.store import build, pool, shards
 from longsynth.cli.main import cli
 
 P = {"L": 32}
@@ -88,7 +89,7 @@ def test_truncated_and_missing_shards_fail_naming_the_shard(tmp_path):
 
 def test_shards_without_checksums_are_checked_against_their_digests(tmp_path, monkeypatch):
     """Datasets written before `_check` existed: the stored SHA-256 digests guard reads."""
-    monkeypatch.setattr(store, "CHECK_KEY", "_not_check")
+    monkeypatch.setattr(shards, "CHECK_KEY", "_not_check")
     gen(tmp_path / "d")
     monkeypatch.undo()
     import h5py
@@ -115,7 +116,7 @@ def test_show_dir_on_damaged_shard_is_one_line(tmp_path):
 
 
 def test_gen_prints_expected_size_and_refuses_what_does_not_fit(tmp_path, monkeypatch):
-    monkeypatch.setattr(store, "_free_bytes", lambda root: 5_000_000)
+    monkeypatch.setattr(build, "_free_bytes", lambda root: 5_000_000)
     r = CliRunner().invoke(cli, ["gen", "cumsum", "--L", "4096", "-n", "1000", "-j", "1", "-o", str(tmp_path / "d")])
     assert re.search(r"cumsum: 1,000 samples \(train 960, val 20, test 20\), about 3[23]\.\d MB on disk; 5\.0 MB free",
                      r.output), r.output
@@ -160,8 +161,8 @@ def test_planning_allocates_nothing_per_shard():
 
 def test_workers_are_capped_by_cores_and_shards(tmp_path, monkeypatch):
     used = []
-    real = store._run_pool
-    monkeypatch.setattr(store, "_run_pool", lambda jobs, workers, *a: (used.append(workers), real(jobs, workers, *a)))
+    real = pool._run_pool
+    monkeypatch.setattr(pool, "_run_pool", lambda jobs, workers, *a: (used.append(workers), real(jobs, workers, *a)))
     r = CliRunner().invoke(cli, ["gen", "cumsum", "--L", "16", "-n", "100", "--shard-size", "40", "--workers", "1000",
                                  "-o", str(tmp_path / "d")])
     assert r.exit_code == 0, r.output

@@ -15,6 +15,7 @@ import pytest
 import longsynth
 from registered import registered
 from longsynth import registry, store
+from longsynth.store import shards
 from longsynth.task import KeySpec, Ragged, Task, param
 
 P = {"L": 32}
@@ -64,7 +65,7 @@ def test_split_digest_changes_with_content(tmp_path):
 
 def test_resume_after_injected_crash_is_byte_identical(tmp_path, monkeypatch):
     gen(tmp_path / "ref")
-    real = store.write_shard
+    real = shards.write_shard
     calls = []
 
     def crashing(job, progress=None):
@@ -73,7 +74,7 @@ def test_resume_after_injected_crash_is_byte_identical(tmp_path, monkeypatch):
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(job, progress)
 
-    monkeypatch.setattr(store, "write_shard", crashing)
+    monkeypatch.setattr(shards, "write_shard", crashing)
     with pytest.raises(store.LongsynthError, match=r"write failed \(No space left on device\); rerun the same command to resume"):
         gen(tmp_path / "d")
     m = json.load(open(tmp_path / "d" / "manifest.json"))
@@ -81,7 +82,7 @@ def test_resume_after_injected_crash_is_byte_identical(tmp_path, monkeypatch):
     assert not [f for f in os.listdir(tmp_path / "d") if f.endswith(".tmp")]
     with pytest.raises(store.LongsynthError, match="incomplete"):
         longsynth.open(tmp_path / "d")
-    monkeypatch.setattr(store, "write_shard", real)
+    monkeypatch.setattr(shards, "write_shard", real)
     gen(tmp_path / "d")
     assert tree_bytes(tmp_path / "d") == tree_bytes(tmp_path / "ref")
 
@@ -90,7 +91,7 @@ def test_write_error_mid_shard_leaves_no_valid_looking_shard(tmp_path, monkeypat
     def full(block, count):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(store, "block_digests", full)
+    monkeypatch.setattr(shards, "block_digests", full)
     with pytest.raises(store.LongsynthError):
         gen(tmp_path / "d")
     assert sorted(os.listdir(tmp_path / "d")) == ["manifest.json"]
@@ -268,7 +269,7 @@ def test_block_digests_equal_sample_digests(ragged_task):
 def test_iter_blocks_are_the_samples_in_order(tmp_path, ragged_task, monkeypatch, legacy):
     """Blocks (what exports read) hold exactly the samples, with or without `_check`."""
     if legacy:  # shards written before checksums: blocks assembled from digest-checked reads
-        monkeypatch.setattr(store, "CHECK_KEY", "_not_check")
+        monkeypatch.setattr(shards, "CHECK_KEY", "_not_check")
     store.generate(str(tmp_path / "r"), "ragged-test", {}, seed=2, num_samples=200, shard_size=64, workers=1)
     gen(tmp_path / "c")
     monkeypatch.undo()

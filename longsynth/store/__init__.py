@@ -1,0 +1,63 @@
+"""Sharded HDF5 datasets: crash-safe writing, resuming, reading and verification.
+
+Layout of a dataset directory (see docs/format.md):
+    manifest.json          configuration, versions, per-split counts, shards, digests
+    README.md              dataset card
+    {split}-{k:05d}.h5     shard k of a split: samples start..start+count-1
+
+Every shard is written to a temporary name, flushed, fsynced, hashed and renamed; the
+manifest is rewritten atomically (tmp + rename) after each finished shard. Rerunning
+the same ``generate`` keeps the shards whose SHA-256 matches the manifest and redoes the
+rest, so a killed run finishes byte-identical to an uninterrupted one.
+
+This package is the public face; the work is split along its seams:
+    layout    file names, keys, digests, shard sizing, atomic files
+    manifest  planning (shard jobs), sizes, the directory lock, manifest and card
+    shards    write_shard: one job in, one shard record out
+    pool      the local executor (this process or a pool of spawned processes)
+    cluster   the Dask executor (imports ``distributed`` only when used)
+    build     generate: lock, plan, run an executor, keep the manifest
+    read      open / Dataset / Split with checked reads
+    checks    verify, info, certificates
+"""
+from longsynth.errors import DamagedDataError, LongsynthError, MissingKeyError
+from longsynth.rng import SPLITS, split_code
+from longsynth.store.layout import (BLOCK_BYTES, CARD, CHECK_KEY, COMPRESSIONS, DIGEST_KEY, FORMAT, FORMAT_VERSION,
+                                    LOCK, MANIFEST, MAX_COUNT, OURS_RE, RAGGED_ROWS, SHARD_BYTES, SHARD_RE, TMP_RE,
+                                    PendingFiles, atomic_write_text, block_digests, default_shard_size, file_sha256,
+                                    sample_bytes, sample_digest)
+from longsynth.store.manifest import (DirLock, ShardJob, config_of, dataset_card, default_splits, estimate_bytes,
+                                      human, parse_splits, plan, read_manifest, versions)
+from longsynth.store.manifest import _make_dir  # noqa: F401 (scripts that hold a lock, tests)
+from longsynth.store.shards import write_shard
+from longsynth.store.pool import LocalPool
+from longsynth.store.read import Dataset, Split, open
+from longsynth.store.build import generate
+from longsynth.store.build import _os_reason  # noqa: F401 (tests)
+from longsynth.store.checks import info, latest_certificate, verify
+
+
+def connect(address, timeout=None):
+    """A ``distributed.Client`` for a Dask scheduler address or scheduler file, for
+    ``generate(..., client=)`` (longsynth.store.cluster.connect; needs longsynth[dask])."""
+    from longsynth.store import cluster
+
+    return cluster.connect(address, timeout)
+
+
+def export(root, fmt, out, progress=None):
+    """Write the dataset in ``root`` in export format ``fmt`` to ``out`` (longsynth.exports)."""
+    from longsynth import exports
+
+    return exports.export(root, fmt, out, progress)
+
+
+__all__ = [
+    "BLOCK_BYTES", "CARD", "CHECK_KEY", "COMPRESSIONS", "DIGEST_KEY", "FORMAT", "FORMAT_VERSION", "LOCK", "MANIFEST",
+    "MAX_COUNT", "OURS_RE", "RAGGED_ROWS", "SHARD_BYTES", "SHARD_RE", "SPLITS", "TMP_RE", "DamagedDataError",
+    "Dataset", "DirLock", "LocalPool", "LongsynthError", "MissingKeyError", "PendingFiles", "ShardJob", "Split",
+    "atomic_write_text", "block_digests", "config_of", "connect", "dataset_card", "default_shard_size", "default_splits",
+    "estimate_bytes", "export", "file_sha256", "generate", "human", "info", "latest_certificate", "open",
+    "parse_splits", "plan", "read_manifest", "sample_bytes", "sample_digest", "split_code", "verify", "versions",
+    "write_shard",
+]

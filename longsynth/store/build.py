@@ -1,0 +1,154 @@
+"""``generate``: plan a dataset, lock its directory, hand the missing shards to an
+executor and record each finished shard in the manifest.
+
+Which executor writes the shards (the local process pool, a Dask cluster) changes where
+the work runs, never what is written: the manifest is kept here, by the one process that
+holds the lock, from the records the executor hands back.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+
+from longsynth import registry
+from longsynth.api import check_seed
+from longsynth.errors import LongsynthError
+from longsynth.store.layout import (CARD, COMPRESSIONS, DIGEST_KEY, MAX_COUNT, atomic_write_text,
+                                    default_shard_size)
+from longsynth.store.manifest import (DirLock, _free_bytes, _make_dir, _new_manifest, _our_bytes, _prepare_dir,
+                                      _write_manifest, dataset_card, default_splits, estimate_bytes, human, plan)
+from longsynth.store.pool import LocalPool
+from longsynth.store.read import Dataset
+
+
+def _split_digest(root, records):
+    import h5py
+
+    h = hashlib.sha256()
+    for rec in records:
+        with h5py.File(os.path.join(root, rec["file"]), "r") as f:
+            h.update(f[DIGEST_KEY][()].tobytes())
+    return h.hexdigest()
+
+
+def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, shard_size=None,
+             compression="none", workers=None, overwrite=False, command="", progress=None, notify=None,
+             client=None):
+    """Write (or resume) a dataset of ``task`` in ``root``; returns the final manifest.
+
+    ``progress(n)`` is called with the number of samples finished since the last call,
+    ``progress(None, total=N)`` once first. ``notify(line)`` receives one-line notes: the
+    expected size, workers capped, empty splits, the Dask dashboard. Identical output for
+    any ``workers``, and with ``client``.
+
+    ``client``: a ``distributed.Client``; each shard is then one Dask task on its cluster
+    (longsynth.store.cluster) instead of a local process, and ``root`` must be on a
+    filesystem every Dask worker sees under the same path. This process still holds the
+    lock and keeps the manifest.
+
+    Refused before anything is written: a dataset larger than the free disk space, and a
+    directory another process is writing (LongsynthError).
+    """
+    params = dict(params or {})
+    t = registry.get(task)
+    cfg = t.make_config(**params)
+    seed = check_seed(seed)
+    note = notify or (lambda line: None)
+    if compression not in COMPRESSIONS:
+        raise LongsynthError(f"compression: must be one of {', '.join(COMPRESSIONS)}, got {compression!r}")
+    defaulted = splits is None
+    if splits is None:
+        n = t.default_num_samples if num_samples is None else num_samples
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise LongsynthError(f"num_samples: must be an integer >= 1, got {n!r}")
+        splits = default_splits(n)
+    if any(v < 0 for v in splits.values()) or sum(splits.values()) < 1:
+        raise LongsynthError("splits: counts must be >= 0 and sum to at least 1")
+    if any(v > MAX_COUNT for v in splits.values()):
+        raise LongsynthError(f"splits: at most {MAX_COUNT:,} samples per split (indices are 62-bit)")
+    if shard_size is None:
+        shard_size = default_shard_size(t, cfg)
+    if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
+        raise LongsynthError(f"shard_size: must be an integer >= 1, got {shard_size!r}")
+    asked = workers
+    workers = (os.cpu_count() or 1) if workers is None else workers
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise LongsynthError(f"workers: must be an integer >= 1, got {workers!r}")
+    if client is not None and asked is not None:
+        raise LongsynthError("workers: give workers or client, not both (the cluster's workers write the shards)")
+    if client is not None:
+        from longsynth.store.cluster import DaskExecutor
+
+        executor = DaskExecutor(client, note)
+    else:
+        executor = LocalPool(workers, asked, note)
+    root = os.path.abspath(root)
+    total = sum(splits.values())
+    need = estimate_bytes(t, cfg, splits, seed, shard_size)
+    free = _free_bytes(root) + _our_bytes(root)
+    kind = "uncompressed, less with compression" if compression != "none" else "on disk"
+    note(f"{t.name}: {total:,} samples ({', '.join(f'{s} {c:,}' for s, c in splits.items())}), "
+         f"about {human(need)} {kind}; {human(free)} free")
+    if compression == "none" and need > free:
+        raise LongsynthError(f"{root}: the dataset needs about {human(need)} but only {human(free)} is free there; "
+                             f"lower --num-samples or choose another --out")
+    if defaulted:
+        empty = [s for s, c in splits.items() if c == 0]
+        if empty:
+            note(f"{' and '.join(empty)} get 0 samples (2% of {total} rounds down); give --splits to choose the counts")
+    fixed = t.fixed_draws(cfg, seed)
+    cparams = dataclasses.asdict(cfg)
+    manifest = _new_manifest(t, cfg, seed, splits, shard_size, compression, command, fixed)
+    _make_dir(root)
+    lock = DirLock(root).acquire()
+    try:
+        return _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compression, executor,
+                                overwrite, manifest, progress)
+    finally:
+        lock.release()
+
+
+def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compression, executor, overwrite,
+                     manifest, progress):
+    keep = _prepare_dir(root, manifest, overwrite)
+    for split, rec in keep.values():
+        manifest["splits"][split]["shards"].append(rec)
+    try:
+        _write_manifest(root, manifest)
+        jobs = (j for j in plan(root, t.name, cparams, seed, splits, shard_size, compression) if j.name not in keep)
+        n_jobs = sum(-(-n // shard_size) for n in splits.values()) - len(keep)
+        total = sum(splits.values())
+        if progress is not None:
+            progress(None, total=total)
+            progress(sum(rec["count"] for _, rec in keep.values()))
+        timings = []
+
+        def done(job, record, timing):
+            manifest["splits"][job.split]["shards"].append(record)
+            timings.append(timing)
+            _write_manifest(root, manifest)
+
+        executor.run(jobs, n_jobs, progress, done)
+        for split, info in manifest["splits"].items():
+            info["digest"] = _split_digest(root, info["shards"])
+        manifest["complete"] = True
+        if t.audit is not None:
+            manifest["audit"] = t.audit(Dataset(root, manifest))
+        atomic_write_text(os.path.join(root, CARD), dataset_card(t, cfg, manifest))
+        _write_manifest(root, manifest)
+    except OSError as e:
+        raise LongsynthError(f"{root}: write failed ({_os_reason(e)}); rerun the same command to resume") from None
+    manifest["timings"] = timings
+    return manifest
+
+
+def _os_reason(e):
+    """One line for an OSError: the errno HDF5 buries in a multi-line message, else strerror."""
+    text = str(e)
+    m = re.search(r"errno = (\d+)", text)
+    if m and int(m.group(1)):
+        return os.strerror(int(m.group(1)))
+    return " ".join((e.strerror or text).split())
+

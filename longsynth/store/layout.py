@@ -1,0 +1,160 @@
+"""What a dataset directory holds and how its bytes are named: file names, keys, digests,
+shard sizing and atomic file writes. Everything else in the store builds on these; nothing
+here knows about jobs, executors or readers.
+"""
+from __future__ import annotations
+
+import builtins
+import hashlib
+import os
+import re
+
+import numpy as np
+
+from longsynth.task import Ragged
+
+FORMAT = "longsynth-shards"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+CARD = "README.md"
+DIGEST_KEY = "_digest"
+CHECK_KEY = "_check"  # uint64 [count, keys in sorted order, 2]: longsynth.checksum.sum64 of each value
+SHARD_RE = re.compile(r"^(train|val|test)-\d{5}\.h5$")
+LOCK = ".lock"  # held (flock) by the process writing the directory; holds its PID
+OURS_RE = re.compile(r"^(\.?(train|val|test)-\d{5}\.h5((\.[0-9a-z]+)?\.tmp)?|\.?manifest\.json(\.tmp)?|\.?README\.md(\.tmp)?|\.lock)$")
+# a shard's temporary file: `.{name}.tmp` (local pool) or `.{name}.{attempt}.tmp` (an executor
+# that may run two attempts of one shard at once, as Dask does after losing a worker)
+TMP_RE = re.compile(r"^\.(train|val|test)-\d{5}\.h5(\.[0-9a-z]+)?\.tmp$")
+COMPRESSIONS = ("none", "lzf", "gzip")
+SHARD_BYTES = 128 << 20  # default shard size aims at this many bytes
+RAGGED_ROWS = 8192  # assumed rows of a ragged key when sizing shards and chunks
+BLOCK_BYTES = 8 << 20  # samples generated per call to the kernel
+MAX_COUNT = 1 << 62  # samples per split: indices stay well inside int64
+
+
+# ---------------------------------------------------------------- digests and sizing
+
+
+def sample_digest(sample):
+    """SHA-256 of one sample: keys in sorted order, each with dtype, shape and bytes.
+
+    A 0-d value (scalar extra) is hashed as shape (1,), as np.ascontiguousarray gives it.
+    """
+    h = hashlib.sha256()
+    for k in sorted(sample):
+        a = np.ascontiguousarray(sample[k])
+        h.update(f"{k}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.data if a.size else b"")
+    return h.digest()
+
+
+def block_digests(block, count):
+    """Per-sample digests of a generated block, uint8 [count, 32]; equal to sample_digest's."""
+    cols = []
+    for k in sorted(block):
+        col = block[k]
+        if isinstance(col, Ragged):
+            values = np.ascontiguousarray(col.values)
+            cols.append((k, None, values, col.offsets, f"|{values.dtype.str}|"))
+        else:
+            col = np.ascontiguousarray(col)
+            shape = col.shape[1:] or (1,)  # scalars hash as shape (1,), like sample_digest
+            cols.append((k, f"{k}|{col.dtype.str}|{shape}|".encode(), col, None, None))
+    out = np.empty((count, 32), dtype=np.uint8)
+    for i in range(count):
+        h = hashlib.sha256()
+        for k, header, col, offsets, dtype in cols:
+            if offsets is None:
+                h.update(header)
+                h.update(col[i : i + 1])
+            else:
+                v = col[offsets[i] : offsets[i + 1]]
+                h.update(f"{k}{dtype}{v.shape}|".encode())
+                if v.size:
+                    h.update(v)
+        out[i] = np.frombuffer(h.digest(), dtype=np.uint8)
+    return out
+
+
+def sample_bytes(task, cfg):
+    total = 0
+    for spec in task.keys(cfg).values():
+        n = int(np.prod(spec.shape, dtype=np.int64)) * np.dtype(spec.dtype).itemsize
+        total += n * (RAGGED_ROWS if spec.ragged else 1)
+    return max(total, 1)
+
+
+def default_shard_size(task, cfg):
+    return int(max(1, min(100_000, SHARD_BYTES // sample_bytes(task, cfg))))
+
+
+def file_sha256(path):
+    h = hashlib.sha256()
+    with builtins.open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------- atomic files
+
+
+def _fsync_dir(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_text(path, text):
+    d, name = os.path.split(path)
+    tmp = os.path.join(d, f".{name}.tmp")
+    with builtins.open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(d or ".")
+
+
+class PendingFiles:
+    """Files written under temporary names and renamed to their final names together.
+
+        with PendingFiles() as pending:
+            with open(pending.path("out/a.tsv"), "wb") as f: ...
+            with open(pending.path("out/b.tsv"), "wb") as f: ...
+
+    On success every file is fsynced and renamed; on any failure the temporary files are
+    removed, so no final name ever holds a partial file.
+    """
+
+    def __init__(self):
+        self.items = []
+
+    def path(self, final):
+        d, name = os.path.split(final)
+        tmp = os.path.join(d, f".{name}.tmp")
+        self.items.append((tmp, final))
+        return tmp
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind is None:
+            for tmp, final in self.items:
+                with builtins.open(tmp, "rb+") as f:
+                    os.fsync(f.fileno())
+            for tmp, final in self.items:
+                os.replace(tmp, final)
+            for d in {os.path.dirname(final) for _, final in self.items}:
+                _fsync_dir(d or ".")
+            return False
+        for tmp, _ in self.items:
+            try:
+                os.remove(tmp)
+            except FileNotFoundError:
+                pass
+        return False
+

@@ -1,0 +1,347 @@
+"""Planning a dataset and keeping its books: shard jobs, sizes, the directory lock, the
+manifest and the dataset card. This is the part of generation that runs in the one
+process holding the lock, whichever executor writes the shards.
+"""
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from longsynth.errors import LongsynthError
+from longsynth.rng import SPLITS, split_code
+from longsynth.store.layout import (FORMAT, FORMAT_VERSION, LOCK, MANIFEST, OURS_RE, atomic_write_text,
+                                    file_sha256)
+
+# ---------------------------------------------------------------- plan
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    root: str
+    task: str
+    params: dict
+    seed: int
+    split: str
+    shard: int
+    start: int
+    count: int
+    compression: str
+
+    @property
+    def name(self):
+        return f"{self.split}-{self.shard:05d}.h5"
+
+
+def parse_splits(text, num_samples=None):
+    """``train=N,val=N,test=N`` (any subset) -> ordered dict; ValueError if malformed."""
+    counts = {}
+    for part in text.split(","):
+        name, sep, value = part.strip().partition("=")
+        if not sep or name not in SPLITS or not value.strip().isdigit():
+            raise LongsynthError(f"splits: expected train=N,val=N,test=N with N >= 0, got {text!r}")
+        if name in counts:
+            raise LongsynthError(f"splits: {name} is given twice ({text})")
+        counts[name] = int(value)
+    return {s: counts[s] for s in SPLITS if s in counts}
+
+
+def default_splits(num_samples):
+    """96/2/2 of num_samples; val and test round down, train takes the rest."""
+    val = test = num_samples * 2 // 100
+    return {"train": num_samples - val - test, "val": val, "test": test}
+
+
+def plan(root, task, params, seed, splits, shard_size, compression):
+    """The shard jobs, lazily: nothing is allocated per shard before it is written."""
+    for split, n in splits.items():
+        for k, start in enumerate(range(0, n, shard_size)):
+            count = min(shard_size, n - start)
+            yield ShardJob(root, task, params, seed, split, k, start, count, compression)
+
+
+def human(n):
+    """Bytes as text: 512 B, 3.2 MB, 14.7 GB (powers of 1000, as `df -H`)."""
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def estimate_bytes(task, cfg, splits, seed, shard_size):
+    """Bytes the dataset will take on disk, uncompressed (within a few percent).
+
+    Fixed-shape keys are exact; variable-length keys are sized from the first samples.
+    Per sample: the keys, the 32-byte digest and the checksums; per shard about 16 kB of
+    HDF5 metadata.
+    """
+    specs = task.keys(cfg)
+    per = 32 + 16 * len(specs)
+    ragged = [k for k, spec in specs.items() if spec.ragged]
+    for k, spec in specs.items():
+        if not spec.ragged:
+            per += int(np.prod(spec.shape, dtype=np.int64)) * np.dtype(spec.dtype).itemsize
+    if ragged:
+        m = int(min(16, sum(splits.values())))
+        block = task.generate(cfg, seed, split_code("train"), 0, m, task.fixed_draws(cfg, seed))
+        per += sum(block[k].values.nbytes + 8 * m for k in ragged) / m
+    shards = sum(-(-n // shard_size) for n in splits.values())
+    return int(sum(splits.values()) * per + shards * 16_000 + 100_000)
+
+
+def _free_bytes(root):
+    """Free bytes on the disk that holds root (or its nearest existing parent)."""
+    import shutil
+
+    d = root
+    while not os.path.exists(d):
+        d = os.path.dirname(d)
+    return shutil.disk_usage(d).free
+
+
+def _our_bytes(root):
+    """Bytes of longsynth files already in root (replaced or kept by this run)."""
+    if not os.path.isdir(root):
+        return 0
+    return sum(os.path.getsize(os.path.join(root, e)) for e in os.listdir(root)
+               if OURS_RE.match(e) and os.path.isfile(os.path.join(root, e)))
+
+
+class DirLock:
+    """Exclusive lock of a dataset directory for one writer (flock on DIR/.lock).
+
+    The kernel drops an flock when its process dies, so a lock left by a killed writer is
+    simply taken over; the file holds the writer's PID for the message to the next one.
+    """
+
+    def __init__(self, root):
+        self.root, self.path, self.fd = root, os.path.join(root, LOCK), None
+
+    def acquire(self):
+        import fcntl
+
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = ""
+                for _ in range(20):  # the holder writes its PID right after locking
+                    pid = os.pread(fd, 32, 0).decode(errors="replace").strip()
+                    if pid:
+                        break
+                    time.sleep(0.01)
+                os.close(fd)
+                raise LongsynthError(f"{self.root} is being written by process {pid or '(unknown)'}") from None
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:  # not a file its previous holder unlinked while we opened it
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                self.fd = fd
+                return self
+            os.close(fd)
+
+    def release(self):
+        if self.fd is not None:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+
+# ---------------------------------------------------------------- manifest
+
+
+def versions():
+    import h5py
+    import numba
+
+    return {
+        "longsynth": _package_version(),
+        "python": ".".join(map(str, sys.version_info[:3])),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "h5py": h5py.__version__,
+        "hdf5": h5py.version.hdf5_version,
+    }
+
+
+def _package_version():
+    import longsynth
+
+    return longsynth.__version__
+
+
+def _jsonable(value):
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    return value
+
+
+def config_of(manifest):
+    """The fields that define a dataset: a directory with other values is another dataset."""
+    keys = ("format_version", "task", "params", "seed", "counts", "shard_size", "compression")
+    out = {k: manifest.get(k) for k in keys}
+    out["task_revision"] = manifest.get("task_revision", 1)  # manifests before revisions: 1
+    return out
+
+
+def read_manifest(root):
+    path = os.path.join(root, MANIFEST)
+    try:
+        with builtins.open(path, encoding="utf-8") as f:
+            m = json.load(f)
+    except FileNotFoundError:
+        raise LongsynthError(f"{root}: no {MANIFEST}; not a longsynth dataset directory") from None
+    except (OSError, ValueError) as e:
+        raise LongsynthError(f"{path}: unreadable manifest ({e})") from None
+    if m.get("format") != FORMAT:
+        raise LongsynthError(f"{path}: not a longsynth manifest")
+    if m.get("format_version") != FORMAT_VERSION:
+        raise LongsynthError(f"{path}: format version {m.get('format_version')} is not {FORMAT_VERSION}")
+    return m
+
+
+def _new_manifest(task, cfg, seed, counts, shard_size, compression, command, fixed):
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "task": task.name,
+        "task_revision": task.revision,
+        "params": dataclasses.asdict(cfg),
+        "seed": seed,
+        "counts": counts,
+        "shard_size": shard_size,
+        "compression": compression,
+        "versions": versions(),
+        "command": command,
+        "keys": {k: {"dtype": s.dtype, "shape": list(s.shape), "ragged": s.ragged, "doc": s.doc}
+                 for k, s in task.keys(cfg).items()},
+        "fixed": {k: _jsonable(v) for k, v in fixed.items()},
+        "vocab": list(task.vocab(cfg)) if task.vocab is not None else None,
+        "complete": False,
+        "splits": {s: {"count": n, "digest": None, "shards": []} for s, n in counts.items()},
+    }
+
+
+def _write_manifest(root, manifest):
+    for s in manifest["splits"].values():
+        s["shards"].sort(key=lambda r: r["start"])
+    atomic_write_text(os.path.join(root, MANIFEST), json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+
+def _make_dir(root):
+    if os.path.exists(root) and not os.path.isdir(root):
+        raise LongsynthError(f"{root}: exists and is not a directory")
+    try:
+        os.makedirs(root, exist_ok=True)
+    except OSError as e:
+        raise LongsynthError(f"{root}: cannot create directory ({e.strerror})") from None
+    if not os.access(root, os.W_OK):
+        raise LongsynthError(f"{root}: directory is not writable")
+
+
+def _prepare_dir(root, want, overwrite):
+    """Existing shard records to keep (by file name) after checking what DIR holds."""
+    entries = [e for e in os.listdir(root) if e != LOCK]
+    foreign = [e for e in entries if not OURS_RE.match(e)]
+    mpath = os.path.join(root, MANIFEST)
+    old = None
+    if os.path.exists(mpath):
+        try:
+            old = read_manifest(root)
+        except LongsynthError:
+            if not overwrite:
+                raise
+    elif foreign:
+        raise LongsynthError(f"{root}: directory is not empty and holds no longsynth dataset; choose another --out")
+    keep = {}
+    if old is not None and config_of(old) != config_of(want):
+        if not overwrite:
+            diff = [k for k, v in config_of(want).items() if config_of(old)[k] != v]
+            raise LongsynthError(
+                f"{root}: holds a different dataset ({', '.join(diff)} differ); use --overwrite to replace it"
+            )
+        old = None
+    if old is None and os.path.exists(mpath):  # replacing a dataset: its certificates go with it
+        import shutil
+
+        shutil.rmtree(os.path.join(root, "validation"), ignore_errors=True)
+    for e in entries:
+        path = os.path.join(root, e)
+        if e.endswith(".tmp"):
+            os.remove(path)
+        elif old is None and OURS_RE.match(e) and e != MANIFEST:
+            os.remove(path)
+    if old is not None:
+        for split, info in old["splits"].items():
+            for rec in info["shards"]:
+                path = os.path.join(root, rec["file"])
+                if os.path.exists(path) and os.path.getsize(path) == rec["bytes"] and file_sha256(path) == rec["sha256"]:
+                    keep[rec["file"]] = (split, rec)
+    return keep
+
+
+
+def dataset_card(task, cfg, manifest):
+    counts = ", ".join(f"{s} {n}" for s, n in manifest["counts"].items())
+    size = sum(r["bytes"] for s in manifest["splits"].values() for r in s["shards"])
+    keys = "\n".join(
+        f"| `{k}` | {v['dtype']} | {'[n, ' if v['ragged'] else '['}{', '.join(map(str, v['shape']))}] | {v['doc']} |"
+        for k, v in manifest["keys"].items()
+    )
+    params = "\n".join(f"| `{k}` | {v} |" for k, v in manifest["params"].items())
+    digests = "\n".join(f"| {s} | {i['count']} | `{i['digest']}` |" for s, i in manifest["splits"].items())
+    return f"""# {task.name} dataset (longsynth {manifest['versions']['longsynth']})
+
+{task.summary}.
+
+{task.card}
+
+Made by: `{manifest['command'] or 'longsynth.store.generate(...)'}`
+
+Seed {manifest['seed']}; samples: {counts}; {size / 1e6:.1f} MB in
+{sum(len(s['shards']) for s in manifest['splits'].values())} shard(s) ({manifest['compression']} compression).
+
+## Parameters
+| parameter | value |
+|---|---|
+{params}
+
+## Keys (per sample)
+| key | dtype | shape | meaning |
+|---|---|---|---|
+{keys}
+
+## Split digests (SHA-256 over per-sample digests in index order)
+| split | samples | digest |
+|---|---|---|
+{digests}
+
+Read it with `longsynth.open(DIR)` or `longsynth.torch.ShardDataset(DIR)`; check it with
+`longsynth verify DIR --deep`.
+"""
+

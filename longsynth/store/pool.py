@@ -1,0 +1,154 @@
+"""The local executor: shard jobs run in this process or in a pool of spawned processes.
+
+An executor takes shard jobs and hands back, for each, the record ``write_shard`` made;
+``LocalPool`` here and ``DaskExecutor`` (longsynth.store.cluster) are interchangeable for
+``generate``, which keeps the manifest. Pool workers die with their parent, so a killed
+`gen` leaves no process writing into a directory it no longer locks.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+from longsynth.store import shards
+
+
+class LocalPool:
+    """Runs shard jobs on ``workers`` processes of this machine (in-process for one).
+
+    ``asked`` is the --workers the user gave (None: all cores); it is capped by the cores
+    and the shards left, and ``note`` says so when the cap bites.
+    """
+
+    def __init__(self, workers, asked=None, note=None):
+        self.workers, self.asked, self.note = workers, asked, note or (lambda line: None)
+
+    def run(self, jobs, n_jobs, progress, done):
+        """Write every job of the iterator ``jobs`` (``n_jobs`` of them); ``done(job, record,
+        timing)`` is called here, in the caller's thread, as each shard is renamed into place,
+        and ``progress(n)`` with samples finished."""
+        cores = os.cpu_count() or 1
+        workers = max(1, min(self.workers, cores, n_jobs))
+        if self.asked is not None and workers < self.workers:
+            self.note(f"--workers {self.workers} capped to {workers} ({cores} cores, {n_jobs} shards to write)")
+        if workers > 1 and n_jobs > 1:
+            return _run_pool(jobs, workers, progress, done)
+        from numba import get_num_threads, set_num_threads
+
+        threads = get_num_threads()
+        set_num_threads(1 if workers == 1 else min(workers, threads))
+        try:
+            for job in jobs:
+                record, _, timing = shards.write_shard(job, progress)
+                done(job, record, timing)
+        finally:
+            set_num_threads(threads)
+
+
+_PROGRESS = None  # shared counter of generated samples, set in pool workers
+
+
+def _count(n):
+    with _PROGRESS.get_lock():
+        _PROGRESS.value += n
+
+
+def _pool_write(job):
+    """write_shard in a pool worker, counting samples into the parent's shared counter."""
+    return shards.write_shard(job, _count)
+
+
+def _worker_init(counter, parent):
+    global _PROGRESS
+    _PROGRESS = counter
+    _die_with_parent(parent)
+    # a worker's failure reaches the parent as an exception; the "Exception ignored"
+    # tracebacks h5py's finalisers print after a failed write (disk full) would only
+    # bury the parent's one-line message
+    sys.unraisablehook = lambda unraisable: None
+    from numba import set_num_threads
+
+    set_num_threads(1)
+
+
+def _die_with_parent(parent):
+    """Exit when the process ``parent`` dies (a kill -9 of `gen` must not leave workers).
+
+    Linux: the kernel sends SIGKILL on the parent's death (PR_SET_PDEATHSIG). Everywhere,
+    and for a parent that died before that was set: a thread polls the parent PID.
+    """
+    import signal
+    import threading
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="longsynth-parent-watch", daemon=True).start()
+
+
+class _SpawnableMain:
+    """Hide ``__main__.__file__`` while workers spawn when it names no real file (stdin).
+
+    Spawned workers re-import the parent's main script by path; ``python - <<EOF`` has
+    none, and the workers would die. Workers never need the parent's main module.
+    """
+
+    def __enter__(self):
+        main = sys.modules.get("__main__")
+        path = getattr(main, "__file__", None)
+        self.hidden = path is not None and not os.path.isfile(path)
+        if self.hidden:
+            self.main, self.path = main, path
+            del main.__file__
+
+    def __exit__(self, *exc):
+        if self.hidden:
+            self.main.__file__ = self.path
+
+
+def _run_pool(jobs, workers, progress, done):
+    """Write ``jobs`` (an iterator) on ``workers`` processes, at most 2 per worker in flight."""
+    import itertools
+    import multiprocessing as mp
+
+    # spawn, not fork: numba's OpenMP threading layer is not fork-safe once the parent
+    # has run a parallel kernel (as tests and notebooks do).
+    ctx = mp.get_context("spawn")
+    counter = ctx.Value("q", 0)
+    seen = 0
+    jobs = iter(jobs)
+    with _SpawnableMain(), ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
+                                               initargs=(counter, os.getpid())) as pool:
+        futures = {pool.submit(_pool_write, job): job for job in itertools.islice(jobs, 2 * workers)}
+        pending = set(futures)
+        try:
+            while pending:
+                finished, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    record, _, timing = fut.result()
+                    done(futures.pop(fut), record, timing)
+                    for job in itertools.islice(jobs, 1):
+                        nxt = pool.submit(_pool_write, job)
+                        futures[nxt] = job
+                        pending.add(nxt)
+                if progress is not None:
+                    now = counter.value
+                    progress(now - seen)
+                    seen = now
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            raise
+

@@ -1,0 +1,252 @@
+"""Issue 15: shards written by a Dask cluster, with real scheduler and worker processes on
+this machine. Everything binds to 127.0.0.1, dashboards too (127.0.0.1:0: `--no-dashboard`
+still serves HTTP on 0.0.0.0:8787).
+
+`distributed` is imported unconditionally: without it these tests fail (CI installs it
+through the test extra), they do not skip.
+"""
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import distributed  # noqa: F401 (fail, not skip, when the test extra is not installed)
+import pytest
+from click.testing import CliRunner
+
+from longsynth import store
+from longsynth.cli.main import cli
+from longsynth.store import cluster
+
+P = {"L": 32}
+PF = {"size": 128}  # pathfinder-seg: ~2 ms a sample, 35 kB on disk: shards slow enough to kill mid-way
+
+
+def tree_bytes(root):
+    """{file name: sha256} of a directory (the dataset's full byte content)."""
+    return {f: hashlib.sha256(open(os.path.join(root, f), "rb").read()).hexdigest() for f in sorted(os.listdir(root))}
+
+
+def shards_and_manifest(root):
+    """The shards' bytes and the manifest without its `command` (which names --out)."""
+    m = json.load(open(os.path.join(root, "manifest.json")))
+    m.pop("command")
+    return {f: h for f, h in tree_bytes(root).items() if f.endswith(".h5")}, m
+
+
+def one_error_line(result):
+    lines = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert result.exit_code != 0 and len(lines) == 1, result.output
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The local pool's bytes with one and with two workers (the same, as test_store shows)."""
+    base = tmp_path_factory.mktemp("ref")
+    for workers in (1, 2):
+        store.generate(str(base / f"cumsum-{workers}"), "cumsum", P, seed=11, num_samples=300, shard_size=40,
+                       workers=workers)
+    store.generate(str(base / "pf"), "pathfinder-seg", PF, seed=5, splits={"train": 1200}, shard_size=150, workers=1)
+    return base
+
+
+def _dask_exe():
+    exe = os.path.join(os.path.dirname(sys.executable), "dask")
+    return exe if os.path.exists(exe) else "dask"
+
+
+# ---------------------------------------------------------------- LocalCluster, process workers
+
+
+class TestLocalCluster:
+    @pytest.fixture(scope="class")
+    def client(self):
+        with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1",
+                                      dashboard_address="127.0.0.1:0") as lc, distributed.Client(lc) as c:
+            yield c
+
+    def test_same_bytes_as_the_local_pool_and_progress_across_the_cluster(self, tmp_path, client, reference):
+        calls, notes = [], []
+
+        def progress(n, total=None):
+            calls.append((n, total))
+
+        m = store.generate(str(tmp_path / "d"), "cumsum", P, seed=11, num_samples=300, shard_size=40, client=client,
+                           progress=progress, notify=notes.append)
+        ref = tree_bytes(reference / "cumsum-1")
+        assert tree_bytes(tmp_path / "d") == ref == tree_bytes(reference / "cumsum-2")
+        want = json.load(open(reference / "cumsum-1" / "manifest.json"))
+        assert {s: i["digest"] for s, i in m["splits"].items()} == {s: i["digest"] for s, i in want["splits"].items()}
+        assert store.verify(str(tmp_path / "d"), deep=True) == []
+        assert calls[0] == (None, 300) and sum(n for n, _ in calls[1:]) == 300 and all(n >= 0 for n, _ in calls[1:])
+        assert any(re.fullmatch(r"Dask: tcp://127\.0\.0\.1:\d+, 2 worker thread\(s\), dashboard "
+                                r"http://127\.0\.0\.1:\d+/status", line) for line in notes), notes
+
+    def test_resume_and_lock_are_the_local_pools(self, tmp_path, client, reference):
+        d = tmp_path / "d"
+        store.generate(str(d), "cumsum", P, seed=11, num_samples=300, shard_size=40, workers=1)
+        m = json.loads((d / "manifest.json").read_text())
+        for name in ("train-00002.h5", "train-00005.h5", "test-00000.h5"):  # a run killed half-way
+            os.remove(d / name)
+        m["complete"] = False
+        (d / "manifest.json").write_text(json.dumps(m))
+        (d / ".train-00002.h5.0123abcd.tmp").write_bytes(b"partial")  # a lost attempt's leftover
+        written = []
+        store.generate(str(d), "cumsum", P, seed=11, num_samples=300, shard_size=40, client=client,
+                       progress=lambda n, total=None: written.append(n))
+        assert tree_bytes(d) == tree_bytes(reference / "cumsum-1")
+        assert written[1] == 300 - 40 - 40 - 6 and sum(written[1:]) == 300  # the kept shards, counted at once
+
+        with store.DirLock(str(d)):
+            with pytest.raises(store.LongsynthError, match=rf"{re.escape(str(d))} is being written by process"):
+                store.generate(str(d), "cumsum", P, seed=11, num_samples=300, shard_size=40, client=client)
+
+    def test_workers_and_client_together_are_refused(self, tmp_path, client):
+        with pytest.raises(store.LongsynthError, match="give workers or client, not both"):
+            store.generate(str(tmp_path / "d"), "cumsum", P, num_samples=10, workers=2, client=client)
+
+    def test_a_directory_the_workers_cannot_see_is_one_line(self, tmp_path, client):
+        """A worker that cannot see --out (no shared filesystem) fails the shard with a message
+        that says so; simulated by removing the directory once it is locked."""
+        job = store.ShardJob(str(tmp_path / "nowhere"), "cumsum", {"L": 8}, 0, "train", 0, 0, 4, "none")
+        with pytest.raises(store.LongsynthError, match=r"cannot see .*nowhere; --out must be on a filesystem every "
+                                                       r"worker shares"):
+            client.submit(cluster._dask_write, job, "t", pure=False).result()
+
+
+# ---------------------------------------------------------------- the dask CLI; a worker killed
+
+
+class TestDaskCommandLine:
+    @pytest.fixture(scope="class")
+    def scheduler_file(self, tmp_path_factory):
+        """`dask scheduler` and two `dask worker` processes (behind one nanny each), the way a
+        user starts them on a cluster, bound to 127.0.0.1."""
+        base = tmp_path_factory.mktemp("dask")
+        sfile = str(base / "scheduler.json")
+        env = dict(os.environ)
+        procs = [subprocess.Popen([_dask_exe(), "scheduler", "--scheduler-file", sfile, "--host", "127.0.0.1",
+                                   "--port", "0", "--dashboard-address", "127.0.0.1:0"], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, env=env, start_new_session=True)]
+        try:
+            deadline = time.time() + 30
+            while not os.path.exists(sfile) and time.time() < deadline:
+                time.sleep(0.05)
+            assert os.path.exists(sfile), "dask scheduler did not start"
+            procs.append(subprocess.Popen([_dask_exe(), "worker", "--scheduler-file", sfile, "--host", "127.0.0.1",
+                                           "--nworkers", "2", "--nthreads", "1", "--dashboard-address", "127.0.0.1:0",
+                                           "--death-timeout", "30"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                                          start_new_session=True))
+            with distributed.Client(scheduler_file=sfile, timeout=30) as c:
+                c.wait_for_workers(2, timeout=60)
+            yield sfile
+        finally:
+            for p in reversed(procs):  # the whole session: workers' nannies and their children
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+            for p in reversed(procs):
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+
+    def test_gen_with_a_scheduler_file_and_an_address(self, tmp_path, scheduler_file, reference):
+        args = ["gen", "cumsum", "--L", "32", "-n", "300", "--shard-size", "40", "--seed", "11"]
+        r = CliRunner().invoke(cli, args + ["--dask", scheduler_file, "-o", str(tmp_path / "a")])
+        assert r.exit_code == 0, r.output
+        assert re.search(r"Dask: tcp://127\.0\.0\.1:\d+, 2 worker thread\(s\), dashboard http://127\.0\.0\.1:\d+/status", r.output), r.output
+        address = json.load(open(scheduler_file))["address"]
+        r = CliRunner().invoke(cli, args + ["--dask", address, "-o", str(tmp_path / "b")])
+        assert r.exit_code == 0, r.output
+        ref = shards_and_manifest(reference / "cumsum-1")
+        assert shards_and_manifest(tmp_path / "a") == ref and shards_and_manifest(tmp_path / "b") == ref
+
+    def test_worker_killed_mid_shard_reruns_it_to_the_same_bytes(self, tmp_path, scheduler_file, reference):
+        d = tmp_path / "d"
+        with distributed.Client(scheduler_file=scheduler_file, timeout=30) as client:
+            client.wait_for_workers(2, timeout=60)
+            pids = client.run(os.getpid)
+            failure = []
+
+            def run():
+                try:
+                    store.generate(str(d), "pathfinder-seg", PF, seed=5, splits={"train": 1200}, shard_size=150,
+                                   client=client)
+                except BaseException as e:  # noqa: BLE001 (reported by the main thread)
+                    failure.append(e)
+
+            t = threading.Thread(target=run)
+            t.start()
+            killed = None
+            deadline = time.time() + 60
+            while killed is None and time.time() < deadline and t.is_alive():
+                for addr, keys in client.processing().items():
+                    for key in keys:
+                        name = re.match(r"longsynth-(.*\.h5)-", str(key))
+                        if name is None or (d / name.group(1)).exists():
+                            continue
+                        tmp = [f for f in os.listdir(d) if f.startswith(f".{name.group(1)}.") and f.endswith(".tmp")]
+                        if tmp and addr in pids:
+                            os.kill(pids[addr], signal.SIGKILL)
+                            killed = (name.group(1), tmp[0], os.path.exists(d / tmp[0]))
+                            break
+                    if killed:
+                        break
+                time.sleep(0.002)
+            t.join(120)
+            assert not t.is_alive() and not failure, failure
+        assert killed is not None and killed[2], "no worker was killed mid-shard; the test proves nothing"
+        assert not [f for f in os.listdir(d) if f.endswith(".tmp")], os.listdir(d)
+        assert tree_bytes(d) == tree_bytes(reference / "pf")
+        assert store.verify(str(d)) == []
+
+
+# ---------------------------------------------------------------- failures in one line
+
+
+def test_unreachable_scheduler_is_one_line_within_30_s(tmp_path, monkeypatch):
+    import socket
+
+    assert cluster.CONNECT_TIMEOUT < 30
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 2)  # the default (20 s) is too slow for a test
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    t0 = time.perf_counter()
+    r = CliRunner().invoke(cli, ["gen", "cumsum", "-n", "10", "--dask", f"tcp://127.0.0.1:{port}",
+                                 "-o", str(tmp_path / "d")])
+    assert time.perf_counter() - t0 < 30
+    assert re.fullmatch(rf"Error: Dask scheduler tcp://127\.0\.0\.1:{port} is unreachable \(.+\)", one_error_line(r))
+    assert not (tmp_path / "d").exists()
+    r = CliRunner().invoke(cli, ["gen", "cumsum", "-n", "10", "--dask", str(tmp_path / "none.json"),
+                                 "-o", str(tmp_path / "d")])
+    assert one_error_line(r) == f"Error: {tmp_path / 'none.json'}: no such scheduler file"
+
+
+def test_without_distributed_dask_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # what `import distributed` sees when it is missing
+    r = CliRunner().invoke(cli, ["gen", "cumsum", "-n", "10", "--dask", "tcp://127.0.0.1:8786",
+                                 "-o", str(tmp_path / "d")])
+    assert one_error_line(r) == ('Error: the Dask executor needs the distributed package: '
+                                 'pip install "longsynth[dask]"')
+    r = CliRunner().invoke(cli, ["gen", "cumsum", "-n", "10", "-j", "2", "--dask", "x.json", "-o", str(tmp_path / "d")])
+    assert one_error_line(r) == "Error: give --workers or --dask, not both (the Dask workers write the shards)"
+
+
+def test_importing_longsynth_does_not_import_distributed():
+    code = "import sys, longsynth, longsynth.store, longsynth.cli.main, longsynth.torch; " \
+           "print(sorted(m for m in sys.modules if m.split('.')[0] in ('distributed', 'dask')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
