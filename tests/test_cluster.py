@@ -250,3 +250,50 @@ def test_importing_longsynth_does_not_import_distributed():
            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('distributed', 'dask')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# ---------------------------------------------------------------- training across processes (torchrun)
+
+RANK_SCRIPT = '''
+import json, sys
+import torch.distributed as dist
+from torch.utils.data import DataLoader
+from longsynth.torch import OnTheFlyDataset, ShardDataset, seeded_sampler
+
+stream = OnTheFlyDataset("cumsum", L=16, batch_size=3, length=4, extras=True)  # built before the group
+dist.init_process_group("gloo")
+ds = ShardDataset(sys.argv[1], extras=True)
+sampler = seeded_sampler(ds, seed=7)
+sampler.set_epoch(1)
+stored = [int(e["index"]) for _, _, e in (ds[i] for i in sampler)]
+streamed = [b[2]["index"].tolist() for b in DataLoader(stream, batch_size=None, num_workers=2)]
+out = {"rank": dist.get_rank(), "world": dist.get_world_size(), "stored": stored, "streamed": streamed}
+with open(sys.argv[2] + f"/rank{dist.get_rank()}.json", "w") as fh:
+    json.dump(out, fh)
+dist.destroy_process_group()
+'''
+
+
+def test_torchrun_ranks_read_disjoint_samples_stored_and_on_the_fly(tmp_path):
+    """Two processes under torchrun (gloo, loopback): ShardDataset with the seeded
+    DistributedSampler splits the stored samples between the ranks, every sample once; an
+    OnTheFlyDataset built before init_process_group still gives each rank its own steps."""
+    from longsynth import store
+
+    root = tmp_path / "d"
+    store.generate(str(root), "cumsum", {"L": 16}, splits={"train": 21, "val": 0, "test": 0}, workers=1)
+    script = tmp_path / "ranks.py"
+    script.write_text(RANK_SCRIPT)
+    env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           str(script), str(root), str(tmp_path)]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    r0, r1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
+    assert (r0["world"], r1["world"]) == (2, 2)
+    assert len(r0["stored"]) == len(r1["stored"]) == 11  # 21 samples padded to 22 by the sampler
+    assert set(r0["stored"]) | set(r1["stored"]) == set(range(21))
+    assert len(set(r0["stored"]) & set(r1["stored"])) <= 1  # only the padding repeats
+    # step s of rank r holds (2 s + r) * 3 + [0, 3)
+    assert r0["streamed"] == [[6 * s, 6 * s + 1, 6 * s + 2] for s in range(4)]
+    assert r1["streamed"] == [[6 * s + 3, 6 * s + 4, 6 * s + 5] for s in range(4)]
