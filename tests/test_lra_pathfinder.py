@@ -212,3 +212,32 @@ def torch_equal(a, b):
     import torch
 
     return torch.equal(a, torch.from_numpy(np.asarray(b, dtype=np.float32)))
+
+
+# ---------------------------------------------------------------- loader and validate
+
+
+def test_encoding_and_validate_batches(tmp_path):
+    """The pathfinder encoding keeps one label per image a scalar; validate's batches put it
+    at the last position (the DSS paper's head for Pathfinder), -100 elsewhere."""
+    torch = pytest.importorskip("torch")
+    from longsynth.torch import ShardDataset, encode_batch
+    from longsynth.models_ref import validate
+
+    root = str(tmp_path / "ds")
+    store.generate(root, TASK, {"size": 32}, seed=1, splits={"train": 8, "val": 4, "test": 4})
+    ds = ShardDataset(root, "train", encode=True)
+    x, y = ds[0]
+    assert x.shape == (1024, 1) and y.dim() == 0 and y.dtype == torch.int64
+    raw = ShardDataset(root, "train", encode=False)
+    xr, yr = raw[0]
+    xb, yb = encode_batch("pathfinder", xr[None], yr[None])
+    assert torch.equal(xb[0], x) and yb.shape == (1,) and int(yb[0]) == int(y)
+    train, val, test = validate.stored_sources(root, "pathfinder", 4, 1)
+    xs, ys = train(0)[:2]
+    assert xs.shape == (4, 1024, 1) and ys.shape == (4, 1024)
+    assert torch.all(ys[:, :-1] == -100) and set(ys[:, -1].tolist()) <= {0, 1}
+    labels = {int(ShardDataset(root, "val", encode=True)[i][1]) for i in range(4)}
+    assert set(val()[0][1][:, -1].tolist()) <= labels
+    p = validate.preset("pathfinder-classic", "dlr", "paper", L=1024)
+    assert (p.batch_size, p.model["n_layers"], p.model["H"], p.train["lr"]) == (64, 6, 256, 4e-3)
