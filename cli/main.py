@@ -173,7 +173,7 @@ def _make_gen(task):
     params = task_options(task) + [
         click.Option(["--out", "-o"], required=True, type=click.Path(file_okay=False), help="dataset directory to write"),
         click.Option(["--num-samples", "-n"], type=int, default=None,
-                     help=f"total samples, split 96/2/2 [default: {task.default_num_samples}]"),
+                     help=f"total samples, split {'/'.join(map(str, task.split_percent))} [default: {task.default_num_samples}]"),
         click.Option(["--splits"], default=None, help="explicit counts, e.g. train=960,val=20,test=20"),
         click.Option(["--seed"], type=int, default=0, show_default=True, help="root seed (0 <= seed < 2**63)"),
         click.Option(["--workers", "-j"], type=int, default=None, help="worker processes [default: all cores]"),

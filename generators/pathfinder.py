@@ -148,7 +148,7 @@ def params(cfg):
                       mark_distractors=bool(cfg.mark_distractors), marker_radius=float(cfg.marker_radius),
                       exact=bool(cfg.exact_restarts),
                       drop_after=cfg.distractor_tries, grow_fails=render.GROW_FAILS, backoff=render.BACKOFF,
-                      regrows=render.REGROWS)
+                      regrows=render.REGROWS, dcontrast=float(cfg.contrast), eight_bit=False, labels=True, dead_seeds=False, seed_scan=0)
     margins = tuple(range(cfg.margin_min, cfg.margin_max + 1))
     T = render.build_tables(cfg.paddle_length, float(cfg.paddle_thickness), margins, cfg.antialias_scale,
                             float(cfg.marker_radius), float(cfg.continuity))

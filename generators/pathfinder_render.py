@@ -98,6 +98,15 @@ Params = namedtuple("Params", [
     "grow_fails",   # local retries per main path before both restart (GROW_FAILS)
     "backoff",      # the k-th retry of a path removes backoff ** (k - 1) of its last dashes (BACKOFF)
     "regrows",      # times a path that used up its retries grows again from its first dash (REGROWS)
+    "dcontrast",    # distractor dash intensity (the original generator's snake contrast; = contrast in the DLR fork)
+    "eight_bit",    # the original generator's 8-bit image formation (scipy.misc.imresize / imsave):
+                    #   stamps and markers reduced as 8-bit images, dash layers float32, and the
+                    #   image rescaled by scipy's bytescale (v * (255 / peak) + 0.5, floored)
+    "labels",       # draw the main paths' layers and the per-pixel labels (Pathfinder-Segmentation)
+    "dead_seeds",   # a seed trial whose orientation has T.seed_dead fails, as theirs (see _seed)
+    "seed_scan",    # rejection draws for a seed tail before the free pixels are counted by a scan and
+                    #   one is drawn among them (the same uniform law, no 20,000 draws over a full
+                    #   frame); 0: SEED_DRAWS draws, then the frame counts as full (pathfinder-seg)
 ])
 
 # every stamp of a preset, stacked over its margins g (arrays padded to the largest)
@@ -105,7 +114,7 @@ Tables = namedtuple("Tables", [
     "margins",      # int64 [G]
     "R",            # int64 [G]: stamp half side; a stamp is (2R+1)^2 centred on its start pixel
     "key",          # int64 [G, K, 2]: blown-canvas end offset of the line (dy, dx)
-    "line",         # float32 [G, K, S, S]: PIL 'F' output (0..255 plus ringing)
+    "line",         # float32 [G, K, S, S]: PIL 'F' output (0..255 plus ringing); eight_bit: 'L' output (0..255)
     "mask",         # uint8 [G, K, S, S]: the dilated line, 8-bit, reduced
     "span",         # int64 [G, K, S, 2]: per stamp row, the columns [j0, j1) where the mask stamp is nonzero
     "lspan",        # int64 [G, K, S, 2]: per stamp row, the columns [j0, j1) where the line stamp is > 0
@@ -118,6 +127,7 @@ Tables = namedtuple("Tables", [
     "seed_pivot",   # int64 [G, 360, 2]: pivot - tail
     "struct",       # int64 [G, 360, Q, 2]: offsets from the tail checked when seeding
     "n_struct",     # int64 [G, 360]
+    "seed_dead",    # int64 [G, 360]: 1 where every struct pixel lies beyond a corner of the frame (see _seed)
     "cand",         # int64 [G, C, 2]: circle points relative to the pivot (their order)
     "cand_stamp",   # int64 [G, C]
     "n_cand",       # int64 [G]
@@ -127,7 +137,7 @@ Tables = namedtuple("Tables", [
     "ahead",        # int64 [G, 360 + C, C]: circle points with turn weight > 1e-12, then -1
     "disk",         # int64 [G, 2m+1, 2]: disk of radius margin as row spans: half-width per row offset
 
-    "circle",       # float32 [Sc, Sc]: marker disk (PIL 'F' output, 0..1 plus ringing)
+    "circle",       # float64 [Sc, Sc]: marker disk (PIL 'F' output, 0..1 plus ringing; eight_bit: 'L' output / 255)
 ])
 
 # one thread's scratch (all arrays; counters in ``n``)
@@ -155,18 +165,22 @@ Workspace = namedtuple("Workspace", [
 # ---------------------------------------------------------------- stamps (Python, PIL)
 
 
-def _ceil_off(v):
-    """Their translate_coord rounding: ceil(p + v) - p for a pixel p far from 0."""
-    return int(math.ceil(100.0 + v)) - 100
+def _ceil_off(v, base=100):
+    """Their translate_coord rounding: ceil(p + v) - p for a pixel p far from 0 (base 100),
+    or for p = base exactly (a blown canvas's centre: where v is an integer up to rounding,
+    e.g. 4 cos(120 deg) = -1.9999999999999991, the float sum depends on p)."""
+    return int(math.ceil(base + v)) - base
 
 
 def _flip(a):
     return a + math.pi if a < 0 else a - math.pi
 
 
-def _draw_dash(L, th, m, aa, dyb, dxb):
+def _draw_dash(L, th, m, aa, dyb, dxb, eight_bit=False):
     """(line float32 [S,S], mask uint8 [S,S]) of the line from the stamp's centre to the
-    blown-canvas offset (dyb, dxb), as their draw_line_n_mask makes it."""
+    blown-canvas offset (dyb, dxb), as their draw_line_n_mask makes it. eight_bit: the line
+    reduced as the original generator's scipy.misc.imresize does (the 0/255 canvas as an
+    8-bit image; PIL's 8-bit LANCZOS clips and rounds each pass)."""
     from PIL import Image, ImageDraw
     from scipy.ndimage import distance_transform_edt
 
@@ -174,7 +188,10 @@ def _draw_dash(L, th, m, aa, dyb, dxb):
     Sb, cb, S = 2 * R * aa + 1, R * aa, 2 * R + 1
     im = Image.new("F", (Sb, Sb), "black")
     ImageDraw.Draw(im).line([(cb, cb), (cb + dxb, cb + dyb)], fill="white", width=int(round(th * aa)))
-    line = np.asarray(im.resize((S, S), Image.LANCZOS), dtype=np.float32)
+    if eight_bit:
+        line = np.asarray(im.convert("L").resize((S, S), Image.LANCZOS), dtype=np.float32)
+    else:
+        line = np.asarray(im.resize((S, S), Image.LANCZOS), dtype=np.float32)
     lit = np.asarray(im) > 0
     dist = distance_transform_edt(~lit) if lit.any() else np.full(lit.shape, np.inf)
     dil = np.where(dist <= m * aa + 1e-9, 255, 0).astype(np.uint8)
@@ -182,15 +199,21 @@ def _draw_dash(L, th, m, aa, dyb, dxb):
     return line, mask
 
 
-def _circle(radius, aa):
-    """Marker disk as their draw_circle makes it, on a canvas just large enough."""
+def _circle(radius, aa, eight_bit=False):
+    """Marker disk as their draw_circle makes it, on a canvas just large enough (float64).
+    eight_bit: as the original's (scipy.misc.imresize of the 0/1 disk: bytescaled to 0/255,
+    reduced as an 8-bit image, then / 255)."""
     from PIL import Image
 
     K = int(math.ceil(radius)) + 4
     n = (2 * K + 1) * aa
     y, x = np.ogrid[-K * aa:n - K * aa, -K * aa:n - K * aa]
     blown = np.where(x**2 + y**2 <= (radius * aa) ** 2, 1.0, 0.0)
-    return np.asarray(Image.fromarray(blown).resize((2 * K + 1, 2 * K + 1), Image.LANCZOS), dtype=np.float32)
+    if eight_bit:
+        small = Image.fromarray((blown * 255).astype(np.uint8), mode="L").resize((2 * K + 1, 2 * K + 1), Image.LANCZOS)
+        return np.asarray(small, dtype=np.float64) / 255
+    small = Image.fromarray(blown).resize((2 * K + 1, 2 * K + 1), Image.LANCZOS)
+    return np.asarray(small, dtype=np.float32).astype(np.float64)
 
 
 def circle_points(step):
@@ -202,11 +225,15 @@ def circle_points(step):
 
 
 @lru_cache(maxsize=8)
-def build_tables(L, thickness, margins, aa, marker_radius, continuity):
-    """Every stamp of a preset (see the module docstring); margins is a tuple."""
+def build_tables(L, thickness, margins, aa, marker_radius, continuity, eight_bit=False, canvas_base=False):
+    """Every stamp of a preset (see the module docstring); margins is a tuple. eight_bit:
+    line stamps and the marker disk as the original generator makes them (8-bit).
+    canvas_base: a dash's end on its blown canvas rounded from the canvas's centre R aa, as
+    theirs (else from 100: pathfinder-seg's revision 2, which differs at a few angles)."""
     per = []
     for m in margins:
         R = L + int(math.ceil(thickness)) + m
+        cb = R * aa if canvas_base else 100
         keys, index = [], {}
 
         def stamp(dyb, dxb):
@@ -219,7 +246,7 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
         seed_stamp, seed_head, seed_pivot, angles, advance = [], [], [], [], []
         for deg in range(-180, 180):
             phi = deg * np.pi / 180
-            seed_stamp.append(stamp(_ceil_off(L * aa * np.sin(phi)), _ceil_off(L * aa * np.cos(phi))))
+            seed_stamp.append(stamp(_ceil_off(L * aa * np.sin(phi), cb), _ceil_off(L * aa * np.cos(phi), cb)))
             head = (_ceil_off(L * np.sin(phi)), _ceil_off(L * np.cos(phi)))
             back = phi + np.pi if phi + np.pi < np.pi else phi - np.pi
             seed_head.append(head)
@@ -230,11 +257,11 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
         for dy, dx in cand:
             a = math.atan2(dy, dx)
             f = _flip(a)
-            cand_stamp.append(stamp(_ceil_off(L * aa * np.sin(f)), _ceil_off(L * aa * np.cos(f))))
+            cand_stamp.append(stamp(_ceil_off(L * aa * np.sin(f), cb), _ceil_off(L * aa * np.cos(f), cb)))
             angles.append(a)
         for a in angles:
             advance.append((_ceil_off((L + 2 * m) * np.sin(a)), _ceil_off((L + 2 * m) * np.cos(a))))
-        drawn = [_draw_dash(L, thickness, m, aa, dy, dx) for dy, dx in keys]
+        drawn = [_draw_dash(L, thickness, m, aa, dy, dx, eight_bit) for dy, dx in keys]
         structs = []
         for deg in range(360):
             mk = drawn[seed_stamp[deg]][1]
@@ -242,10 +269,16 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
             off = np.stack([a - R + 1, b - R + 1], axis=1)
             keep = np.all((off >= -(L + m)) & (off <= L + m), axis=1)  # the struct window
             structs.append(off[keep])
+        # their cv2.dilate by the struct gives -inf (no tap inside the frame) at a corner of
+        # the frame when every tap lies beyond it: their coordinate search then finds nothing
+        dead = []
+        for st in structs:
+            oy, ox = st[:, 0], st[:, 1]
+            dead.append(any(bool(np.all((sy * oy >= 1) | (sx * ox >= 1))) for sy in (1, -1) for sx in (1, -1)))
         rows = [(dy, int(np.floor(np.sqrt(m * m - dy * dy)))) for dy in range(-m, m + 1)]  # x^2 + y^2 <= m^2
         per.append(dict(R=R, keys=keys, drawn=drawn, seed_stamp=seed_stamp, seed_head=seed_head,
                         seed_pivot=seed_pivot, structs=structs, cand=cand, cand_stamp=cand_stamp,
-                        angles=angles, advance=advance, disk=rows))
+                        angles=angles, advance=advance, disk=rows, dead=dead))
     G = len(per)
     S = max(2 * p["R"] + 1 for p in per)
     K = max(len(p["keys"]) for p in per)
@@ -262,9 +295,10 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
         n_hot=np.zeros((G, K), np.int64), seed_stamp=np.zeros((G, 360), np.int64),
         seed_head=np.zeros((G, 360, 2), np.int64), seed_pivot=np.zeros((G, 360, 2), np.int64),
         struct=np.zeros((G, 360, Q, 2), np.int64), n_struct=np.zeros((G, 360), np.int64),
+        seed_dead=np.zeros((G, 360), np.int64),
         cand=np.zeros((G, C, 2), np.int64), cand_stamp=np.zeros((G, C), np.int64),
         n_cand=np.zeros(G, np.int64), angle=np.zeros((G, 360 + C)), advance=np.zeros((G, 360 + C, 2), np.int64),
-        disk=np.full((G, 2 * max(margins) + 1, 2), -1, np.int64), circle=_circle(marker_radius, aa))
+        disk=np.full((G, 2 * max(margins) + 1, 2), -1, np.int64), circle=_circle(marker_radius, aa, eight_bit))
     for g, p in enumerate(per):
         s = 2 * p["R"] + 1
         for k, ((dy, dx), (ln, mk)) in enumerate(zip(p["keys"], p["drawn"])):
@@ -294,6 +328,7 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity):
         for d, st in enumerate(p["structs"]):
             t["struct"][g, d, :len(st)] = st
             t["n_struct"][g, d] = len(st)
+            t["seed_dead"][g, d] = p["dead"][d]
         c = len(p["cand"])
         t["cand"][g, :c] = p["cand"]
         t["cand_stamp"][g, :c] = p["cand_stamp"]
@@ -454,10 +489,11 @@ def _uncommit(P, T, W, g, slot):
 
 
 @njit(cache=True)
-def draw_dash(T, g, k, r, c, contrast, out):
+def draw_dash(T, g, k, r, c, contrast, out, f32=False):
     """out = max(out, line stamp k * contrast) with the stamp's centre at (r, c). Returns
     the largest value it offered (0 if none): the peak of out, when out started at 0, is
-    the largest such return (compose needs no pass over the frame for it)."""
+    the largest such return (compose needs no pass over the frame for it). f32: each value
+    rounded to float32 first (the original generator's dash layers are float32)."""
     R = T.R[g]
     M0, M1 = out.shape[0], out.shape[1]
     top = 0.0
@@ -472,6 +508,8 @@ def draw_dash(T, g, k, r, c, contrast, out):
             if x <= 0.0:  # out starts at 0 and only grows: ringing below 0 never shows
                 continue
             v = (np.float64(x) / 255.0) * contrast
+            if f32:
+                v = np.float64(np.float32(v))
             top = max(top, v)
             if v > out[uy, ux + t]:
                 out[uy, ux + t] = v
@@ -552,6 +590,60 @@ def _marker_at_edge(P, T, W, r, c, out):
     return top
 
 
+PRECISION_BITS = 22  # PIL's 8-bit resampling: weights in fixed point (Resample.c, 32 - 8 - 2)
+
+
+@njit(cache=True)
+def _fixed(w):
+    """PIL's fixed-point weight: (int)(w * 2^22 +- 0.5), truncated towards zero."""
+    v = w * (1 << PRECISION_BITS)
+    return int(v + 0.5) if v >= 0.0 else -int(-v + 0.5)
+
+
+@njit(cache=True)
+def _clip8(ss):
+    """PIL's clip8: the accumulator (with its 2^21 rounding term) >> 22, clipped to 0..255."""
+    v = ss >> PRECISION_BITS
+    return 0 if v < 0 else (255 if v > 255 else v)
+
+
+@njit(cache=True)
+def _marker_at_edge8(P, T, W, r, c, out):
+    """A marker near the frame's edge as the original generator makes it (draw_circle through
+    scipy.misc.imresize): the 0/255 disk on the whole finer frame reduced by PIL's 8-bit
+    passes (rows, then columns; fixed-point weights, each pass rounded and clipped to
+    uint8), divided by 255. Returns the largest value it offered (see draw_dash)."""
+    K, aa, M = T.circle.shape[0] // 2, P.aa, P.M
+    big = M * aa
+    rad2 = (P.marker_radius * aa) ** 2
+    r0, r1, c0, c1 = max(r - K, 0), min(r + K + 1, M), max(c - K, 0), min(c + K + 1, M)
+    top = 0.0
+    Y0, Y1 = max((r - K) * aa, 0), min((r + K + 1) * aa, big)
+    H = np.zeros((Y1 - Y0, c1 - c0), np.int64)
+    for xx in range(c0, c1):
+        xmin, n = W.lzx[xx, 0], W.lzx[xx, 1]
+        for Y in range(Y0, Y1):
+            ss = 1 << (PRECISION_BITS - 1)
+            for x in range(n):
+                dy, dx = Y - r * aa, xmin + x - c * aa
+                if dy * dy + dx * dx <= rad2:
+                    ss += 255 * _fixed(W.lzk[xx, x])
+            H[Y - Y0, xx - c0] = _clip8(ss)
+    for yy in range(r0, r1):
+        ymin, n = W.lzx[yy, 0], W.lzx[yy, 1]
+        for xx in range(c0, c1):
+            ss = 1 << (PRECISION_BITS - 1)
+            for y in range(n):
+                Y = ymin + y
+                if Y0 <= Y < Y1:
+                    ss += H[Y - Y0, xx - c0] * _fixed(W.lzk[yy, y])
+            v = _clip8(ss) / 255.0
+            top = max(top, v)
+            if v > out[yy, xx]:
+                out[yy, xx] = v
+    return top
+
+
 @njit(cache=True)
 def draw_marker(P, T, W, r, c, out):
     """out = max(out, marker disk at (r, c)): the stamp inside the frame, where the filter
@@ -560,6 +652,8 @@ def draw_marker(P, T, W, r, c, out):
     K = T.circle.shape[0] // 2
     M = out.shape[0]
     if min(r, c) - K < 4 or max(r, c) + K > M - 5:
+        if P.eight_bit:
+            return _marker_at_edge8(P, T, W, r, c, out)
         return _marker_at_edge(P, T, W, r, c, out)
     top = 0.0
     for i in range(2 * K + 1):
@@ -612,13 +706,31 @@ def _seed(st, P, T, W, g, band, slot):
     M = P.M
     for _ in range(SEED_TRIALS):
         d = randint(st, 360)
+        if P.dead_seeds and T.seed_dead[g, d]:
+            # theirs: cv2.dilate leaves -inf at a frame corner that no struct pixel reaches
+            # (small structs, e.g. 329 of 360 orientations at 32 px), their coordinate search
+            # then returns no coordinate at all, and the seeding fails
+            return False
         found = False
         r, c = 0, 0
-        for _ in range(SEED_DRAWS):
+        for _ in range(SEED_DRAWS if P.seed_scan == 0 else P.seed_scan):
             r, c = randint(st, M), randint(st, M)
             if _seed_free(T, W, g, d, r, c, band, M):
                 found = True
                 break
+        if not found and P.seed_scan > 0:  # uniform over the free pixels, by counting them
+            free = 0
+            for y in range(M):  # the tail itself may sit in the band: only struct pixels may not
+                for x in range(M):
+                    free += _seed_free(T, W, g, d, y, x, band, M)
+            if free > 0:
+                pick = randint(st, free)
+                for y in range(M):
+                    for x in range(M):
+                        if _seed_free(T, W, g, d, y, x, band, M):
+                            if pick == 0 and not found:
+                                r, c, found = y, x, True
+                            pick -= 1
         if not found:
             return False  # theirs: no available coordinate ends the seeding
         hr, hc = r + T.seed_head[g, d, 0], c + T.seed_head[g, d, 1]
@@ -854,14 +966,23 @@ def compose(P, T, W, g, origin, connected, img, lab):
         r0, r1 = min(r0, max(W.dash[i, 1] - R, 0)), max(r1, min(W.dash[i, 1] + R + 1, M))
         c0, c1 = min(c0, max(W.dash[i, 2] - R, 0)), max(c1, min(W.dash[i, 2] + R + 1, M))
     peak = 0.0  # W.image.max(), from what the draws offered
+    f32 = P.eight_bit
     for i in range(W.n[0]):
         k, r, c = W.dash[i, 0], W.dash[i, 1], W.dash[i, 2]
-        peak = max(peak, draw_dash(T, g, k, r, c, P.contrast, W.image))
-        if i < 2 * n:
-            draw_dash(T, g, k, r, c, P.contrast, W.layer[i // n])
+        contrast = P.contrast if i < 2 * n else P.dcontrast
+        peak = max(peak, draw_dash(T, g, k, r, c, contrast, W.image, f32))
+        if i < 2 * n and P.labels:
+            draw_dash(T, g, k, r, c, contrast, W.layer[i // n], f32)
     for i in range(W.n[1]):
         peak = max(peak, draw_marker(P, T, W, W.marker[i, 0], W.marker[i, 1], W.image))
-    if peak > 0.0:  # 0 / peak rounds to 0: no branch, so the loop vectorises
+    if peak > 0.0 and P.eight_bit:  # scipy's bytescale (min 0): floor(v * (255 / peak) + 0.5)
+        scale = 255.0 / peak
+        for i in range(M):
+            src, dst = W.image[i], img[i]
+            for j in range(M):
+                dst[j] = np.uint8(min(src[j] * scale, 255.0) + 0.5)
+                src[j] = 0.0
+    elif peak > 0.0:  # 0 / peak rounds to 0: no branch, so the loop vectorises
         for i in range(M):
             src, dst = W.image[i], img[i]
             for j in range(M):
@@ -869,6 +990,8 @@ def compose(P, T, W, g, origin, connected, img, lab):
                 src[j] = 0.0
     else:
         img[:, :] = 0
+    if not P.labels:
+        return peak
     lab[:, :] = 0
     for p in range(2):
         cls = 2 if (connected and p == origin) else 1

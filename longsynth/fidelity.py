@@ -114,3 +114,39 @@ def ours(samples, contour_length):
         tips = [(d[0, :2], d[n - 1, :2]), (d[n, :2], d[2 * n - 1, :2])]
         out.append((np.asarray(s["inputs"]), np.asarray(s["targets"]), tips))
     return out
+
+
+# statistics that need no labels or path tips: classic Pathfinder, whose original generator
+# stores images and a label only
+PLAIN_STATS = ("nonzero", "bright", "distinct", "lit_mean", "components", "markers", "max")
+
+
+def plain(images):
+    """(image, targets, tips) records for images alone (empty targets, dummy tips): only
+    PLAIN_STATS and the histogram are meaningful in their summary."""
+    out = []
+    for img in images:
+        img = np.asarray(img)
+        out.append((img, np.zeros(img.shape, np.uint8), [((0, 0), (0, 0))]))
+    return out
+
+
+def read_original(root, limit=None):
+    """(images, labels) from a directory in the original generator's layout (imgs/<b>/
+    sample_<k>.png, metadata/<b>.npy as np.save or as the LRA release's text rows)."""
+    from PIL import Image
+
+    images, labels = [], []
+    metas = sorted(glob.glob(os.path.join(root, "metadata", "*.npy")), key=lambda p: int(os.path.basename(p)[:-4]))
+    for meta in metas:
+        try:
+            rows = np.load(meta).tolist()
+        except ValueError:  # the release's text rows
+            with open(meta) as f:
+                rows = [line.split() for line in f.read().splitlines() if line.strip()]
+        for row in rows:
+            images.append(np.asarray(Image.open(os.path.join(root, row[0], row[1])).convert("L")))
+            labels.append(int(row[3]))
+            if limit is not None and len(images) >= limit:
+                return images, labels
+    return images, labels

@@ -11,6 +11,7 @@ MODULES = [
     "longsynth.generators.solve",
     "longsynth.generators.listops",
     "longsynth.generators.pathfinder",
+    "longsynth.generators.lra_pathfinder",
 ]
 
 _TASKS = None

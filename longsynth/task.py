@@ -115,6 +115,7 @@ class Task:
     family: str = "atomic"  # "atomic" | "listops" | "pathfinder": picks the loader's encoding
     card: str = ""  # markdown definition for the dataset card
     default_num_samples: int = 10_000
+    split_percent: tuple = (96, 2, 2)  # train / val / test shares of --num-samples (val, test round down)
     vocab: Callable[[Any], list] | None = None
     show: Callable | None = None  # (samples, cfg, path) -> None: PNG preview of samples
     show_dataset: Callable | None = None  # (dataset, split, path) -> None: dataset-level figure

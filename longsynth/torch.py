@@ -18,7 +18,8 @@ This is the only longsynth module that imports torch (``import longsynth`` never
   ========== ============================================== ================================
   atomic     float32 [T, c+2]: task channels, then           float32 as stored
              cos(2 pi i/T), sin(2 pi i/T) (``positional``)
-  pathfinder float32 [M*M, 1]: (p/255 - 0.5)/0.5 row-major   int64 [M*M] (labels 0, 1, 2)
+  pathfinder float32 [M*M, 1]: (p/255 - 0.5)/0.5 row-major   int64 [M*M] (labels 0, 1, 2;
+                                                             classic pathfinder: int64 scalar)
              (+ the two positional channels with
              ``positional=True``, T = M*M)
   listops    int64 [n] token ids                             int64 [n], -1 -> -100
@@ -119,7 +120,10 @@ class PathfinderEncoding:
         np.divide(x, _HALF, out=x)
         if self.positional is not None:
             x = self.positional.append(x)
-        y = targets.reshape(lead + (-1,)).astype(np.int64)
+        t = np.asarray(targets)
+        if t.ndim == len(lead):  # classic Pathfinder: one label per image, kept a scalar
+            return torch.from_numpy(x), _tensor(t.astype(np.int64))
+        y = t.reshape(lead + (-1,)).astype(np.int64)
         return torch.from_numpy(x), torch.from_numpy(y)
 
 
@@ -181,6 +185,8 @@ def _pathfinder_batch(x, y, positional):
     x = x.reshape(lead + (-1, 1)).float().sub_(127.5).div_(127.5)
     if positional:
         x = torch.cat([x, _positional_on(x.shape[-2], x.device).expand(lead + (-1, 2))], dim=-1)
+    if y.dim() == len(lead):  # classic Pathfinder: one label per image
+        return x, y.long()
     return x, y.reshape(lead + (-1,)).long()
 
 

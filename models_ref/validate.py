@@ -45,6 +45,7 @@ PAPER_TABLE1 = {
             "reverse": 0.0, "solve": 0.0, "select": 0.0, "sort": 0.0, "context-shift": 0.0, "mips": 0.0},
 }
 PAPER_LISTOPS = {"dlr": 85.7, "dss": 83.8}
+PAPER_LRA_PATHFINDER = {"dss": {32: 84.7, 128: 85.6}}  # DSS paper Table 1, DSS_exp: Pathfinder, Path-X
 PAPER_LRA_LISTOPS = {"dss": 59.7}  # DSS paper Table 1, DSS_exp; the DLR paper reports no classic ListOps
 PAPER_PATHFINDER = {"dlr": {128: (96.8, 97.7), 256: (94.0, 96.3), 512: (76.3, 92.8)},
                     "dss": {128: (94.4, 97.2), 256: (89.4, 96.2), 512: (60.4, 79.3)}}
@@ -85,6 +86,15 @@ def preset(family, model, scale, L=None):
         return Preset(dict(H=64, N=64, n_layers=2, glu=True, dt_min=1e-4, dt_max=1e-1),
                       dict(steps=300, lr=2e-3, weight_decay=0.01, schedule="cosine", warmup_steps=30,
                            objective="tokens", eval_every=100, eval_batches=4), 4, {})
+    if family == "pathfinder-classic":  # LRA Pathfinder / Path-X: one label per image, at the last position
+        side = int(round(math.sqrt(L))) if L else 32
+        if scale == "paper":  # S4's 32-px setting (state-spaces/s4 configs/experiment/lra/s4-pathfinder.yaml)
+            return Preset(dict(H=256, N=64, n_layers=6, bidirectional=True, dt_min=1e-3, dt_max=1e-1, ssm_lr=1e-3),
+                          dict(steps=500_000, lr=4e-3, weight_decay=0.05, schedule="cosine", warmup_steps=50_000,
+                               objective="tokens", eval_every=5000, eval_batches=64), 64, {})
+        return Preset(dict(H=32, N=64, n_layers=2, glu=True, bidirectional=True, dt_min=1e-3, dt_max=1e-1),
+                      dict(steps=600, lr=4e-3, schedule="cosine", warmup_steps=60, objective="tokens",
+                           eval_every=100, eval_batches=8), 32, {})
     if family == "pathfinder":  # Table 6 (PS), by image side
         side = int(round(math.sqrt(L))) if L else 128
         if scale == "paper":
@@ -163,6 +173,17 @@ def _listops_collate(items):
     return x, y, {"height": height, "operator": operator}
 
 
+def _classic_pathfinder_collate(items):
+    """Classic Pathfinder samples -> (x [B, M*M, c], y [B, M*M]): the image's label at the
+    last position (the DSS paper's head for Pathfinder: the rightmost token), -100 elsewhere."""
+    from longsynth.torch import IGNORE_INDEX
+
+    x = torch.stack([it[0] for it in items])
+    y = torch.full(x.shape[:2], IGNORE_INDEX, dtype=torch.long)
+    y[:, -1] = torch.stack([it[1] for it in items]).long()
+    return x, y
+
+
 def _classic_listops_collate(items):
     """Classic ListOps samples with extras -> (x [B, n], y [B, n], {"height", "operator": [B, n]}).
 
@@ -208,6 +229,8 @@ def stored_sources(root, family, batch_size, eval_batches, seed=0, rank=0, world
     listops = family == "listops"
     sets = {s: ShardDataset(root, s, encode=True, extras=listops) for s in ("train", "val", "test")}
     collate = _stack
+    if family == "pathfinder" and sets["train"][0][1].dim() == 0:  # classic Pathfinder: one label
+        collate = _classic_pathfinder_collate
     if listops:
         per_token = sets["train"][0][1].dim() == 1  # ListOps-Subtrees; classic ListOps: a root value
         collate = _listops_collate if per_token else _classic_listops_collate
@@ -225,6 +248,9 @@ def _paper_figure(family, task, model, side):
         return None if v is None else {"accuracy": v / 100, "source": "DSS paper Table 1 (LRA ListOps)"}
     if family == "listops":
         return {"accuracy": PAPER_LISTOPS[model] / 100, "source": "Table 3 (ListOps-Subtrees)"}
+    if task == "pathfinder":
+        v = PAPER_LRA_PATHFINDER.get(model, {}).get(side)
+        return None if v is None else {"accuracy": v / 100, "source": "DSS paper Table 1 (LRA Pathfinder / Path-X)"}
     f1, acc = PAPER_PATHFINDER[model].get(side, (None, None))
     return None if f1 is None else {"macro_f1": f1 / 100, "macro_accuracy": acc / 100,
                                     "source": f"Table 3 (Pathfinder-Segmentation-{side})"}
@@ -367,7 +393,8 @@ def _validate(target, model, scale, steps, device, report_dir, progress, batch_s
     side = None
     if family == "pathfinder" and ds.manifest["counts"].get("train", 0):  # the preset depends on the image side
         side = int(np.asarray(ds["train"].read(0, keys=["inputs"])["inputs"]).shape[-1])
-    pre = preset(family, model, scale, L=None if side is None else side * side)
+    classic = family == "pathfinder" and task == "pathfinder"
+    pre = preset("pathfinder-classic" if classic else family, model, scale, L=None if side is None else side * side)
     B = batch_size or pre.batch_size
     n_eval = pre.train["eval_batches"]
     if B % world:
@@ -400,6 +427,8 @@ def _validate(target, model, scale, steps, device, report_dir, progress, batch_s
         vocab = longsynth.vocab(task, **ds.manifest["params"])
         # one embedding row more than the vocabulary: pad_collate pads with PAD_ID = len(vocab)
         io = dict(d_input=1, d_output=10, vocab_size=max(len(vocab), PAD_ID) + 1)
+    elif classic:
+        io = dict(d_input=x0.shape[-1], d_output=2)
     else:
         io = dict(d_input=x0.shape[-1], d_output=tcfg.num_classes)
     mcfg = ModelConfig(layer=model, **io, **pre.model)
@@ -446,7 +475,7 @@ def _validate(target, model, scale, steps, device, report_dir, progress, batch_s
     with open(os.path.join(report_dir, "history.json"), "w", encoding="utf-8") as f:
         json.dump(res["history"], f)
     curves(res["history"], primary, os.path.join(report_dir, "curves.png"), f"{task} / {model} / {scale}")
-    if family == "pathfinder":
+    if family == "pathfinder" and not classic:
         xv, yv = val()[0][:2]
         with torch.no_grad():
             res["model"].eval()

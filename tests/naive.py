@@ -328,6 +328,51 @@ def pathfinder_compose(dashes, markers, margin, connected, L, thickness, aa, con
     return img, tgt, peak
 
 
+def scipy_bytescale(data):
+    """scipy.misc.bytescale (SciPy <= 1.2), which the original Pathfinder generator's
+    imresize / imsave apply to float images: (data - min) * (255 / (max - min)), clipped,
+    + 0.5, truncated to uint8."""
+    data = np.asarray(data)
+    lo, hi = data.min(), data.max()
+    scale = 255.0 / ((hi - lo) or 1)
+    return (((data - lo) * scale).clip(0, 255) + 0.5).astype(np.uint8)
+
+
+def lra_pathfinder_compose(dashes, markers, margin, L, thickness, aa, contrast, dcontrast, radius,
+                           contour_length, size):
+    """Image by the original generator's formation (drewlinsley/pathfinder, snakes.py
+    draw_line_n_mask and snakes2.py draw_circle / from_wrapper, with SciPy <= 1.2's
+    imresize / imsave): every dash a PIL line on a float canvas aa times finer, bytescaled
+    to 8 bits and reduced with LANCZOS as an 8-bit image, / 255 times contrast (main paths)
+    or dcontrast (distractors), kept as float32 and placed centred on its start pixel; every
+    marker a 0/1 disk on the whole frame aa times finer, bytescaled, reduced the same way, / 255;
+    all composed by maximum and bytescaled. Rows of -1 are absent."""
+    from PIL import Image, ImageDraw
+
+    M, n = size, contour_length
+    R = L + math.ceil(thickness) + margin
+    image = np.zeros((M, M))
+    for q, (r, c, dy, dx) in enumerate(np.asarray(dashes, dtype=np.int64).tolist()):
+        if r < 0:
+            continue
+        big = Image.new("F", (2 * R * aa + 1, 2 * R * aa + 1), 0.0)
+        ImageDraw.Draw(big).line([(R * aa, R * aa), (R * aa + dx, R * aa + dy)], fill=255.0, width=int(round(thickness * aa)))
+        small8 = Image.fromarray(scipy_bytescale(np.asarray(big)), mode="L").resize((2 * R + 1, 2 * R + 1), Image.LANCZOS)
+        small = (np.asarray(small8).astype(np.float64) / 255 * (contrast if q < 2 * n else dcontrast)).astype(np.float32)
+        for i in range(2 * R + 1):
+            for j in range(2 * R + 1):
+                y, x = r - R + i, c - R + j
+                if 0 <= y < M and 0 <= x < M:
+                    image[y, x] = max(image[y, x], float(small[i, j]))
+    for r, c in np.asarray(markers, dtype=np.int64).tolist():
+        if r >= 0:
+            yy, xx = np.ogrid[-r * aa:(M - r) * aa, -c * aa:(M - c) * aa]
+            disk = (xx**2 + yy**2 <= (radius * aa) ** 2).astype(np.float64)
+            small8 = Image.fromarray(scipy_bytescale(disk), mode="L").resize((M, M), Image.LANCZOS)
+            image = np.maximum(image, np.asarray(small8).astype(np.float64) / 255)
+    return scipy_bytescale(image), image.max()
+
+
 def components8(mask):
     """Number of 8-connected components of a boolean image."""
     from scipy import ndimage

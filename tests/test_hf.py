@@ -287,8 +287,9 @@ def test_formats_registry_and_unknown_format(tmp_path):
     assert exports.formats_for("listops") == ["lra-tsv", "hf"]
     assert exports.formats_for("pathfinder-seg") == ["dlr-pathfinder", "hf"]
     assert exports.formats_for("cumsum") == ["hf"]
+    assert exports.formats_for("pathfinder") == ["lra-pathfinder", "hf"]
     root = gen(tmp_path / "d", "cumsum")
     r = CliRunner().invoke(cli, ["export", str(root), "--format", "lra-tsv", "--out", str(tmp_path / "t")])
     assert one_error_line(r) == "Error: cumsum cannot be exported as 'lra-tsv'; formats: hf"
     r = CliRunner().invoke(cli, ["export", str(root), "--format", "csv", "--out", str(tmp_path / "t")])
-    assert one_error_line(r) == "Error: format: unknown format 'csv'; choose from lra-tsv, dlr-pathfinder, hf"
+    assert one_error_line(r) == "Error: format: unknown format 'csv'; choose from lra-tsv, dlr-pathfinder, lra-pathfinder, hf"

@@ -34,6 +34,8 @@ FORMATS = {f.name: f for f in [
     Format("lra-tsv", "lra_tsv", "ListOps as the LRA / DLR authors' TSV files", tasks=("listops-subtrees", "listops")),
     Format("dlr-pathfinder", "dlr_pathfinder", "Pathfinder in the DLR authors' images/paths/metadata layout",
            tasks=("pathfinder-seg",)),
+    Format("lra-pathfinder", "lra_pathfinder", "Pathfinder / Path-X in LRA's release layout (imgs/, text metadata/)",
+           tasks=("pathfinder",)),
     Format("hf", "hf", "Hugging Face datasets: Parquet files per split and a dataset card (README.md)",
            needs=("datasets", "pyarrow", "huggingface_hub"), install='pip install "longsynth[hf]"'),
 ]}

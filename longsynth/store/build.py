@@ -63,7 +63,7 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
         n = t.default_num_samples if num_samples is None else num_samples
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise LongsynthError(f"num_samples: must be an integer >= 1, got {n!r}")
-        splits = default_splits(n)
+        splits = default_splits(n, t.split_percent)
     if any(v < 0 for v in splits.values()) or sum(splits.values()) < 1:
         raise LongsynthError("splits: counts must be >= 0 and sum to at least 1")
     if any(v > MAX_COUNT for v in splits.values()):

@@ -52,9 +52,10 @@ def parse_splits(text, num_samples=None):
     return {s: counts[s] for s in SPLITS if s in counts}
 
 
-def default_splits(num_samples):
-    """96/2/2 of num_samples; val and test round down, train takes the rest."""
-    val = test = num_samples * 2 // 100
+def default_splits(num_samples, percent=(96, 2, 2)):
+    """train / val / test = percent (96/2/2 unless the task says otherwise, e.g. 80/10/10)
+    of num_samples; val and test round down, train takes the rest."""
+    val, test = num_samples * percent[1] // 100, num_samples * percent[2] // 100
     return {"train": num_samples - val - test, "val": val, "test": test}
 
 

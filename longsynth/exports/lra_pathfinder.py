@@ -1,0 +1,89 @@
+"""``lra-pathfinder``: classic Pathfinder / Path-X in the layout of LRA's release.
+
+``longsynth export DIR --format lra-pathfinder --out OUT/pathfinder32`` writes, under the
+difficulty's folder (``curv_baseline``, ``curv_contour_length_9`` or
+``curv_contour_length_14``):
+
+* ``imgs/<b>/sample_<k>.png``: the 8-bit grayscale image;
+* ``metadata/<b>.npy``: despite the suffix a text file, as in the release: one line per
+  image, 11 fields separated by single spaces, ``imgs/<b> sample_<k>.png <k> <label>
+  <continuity> <contour_length> <distractor_length> <paddle_length> <paddle_thickness>
+  <margin> 1`` (the original generator's metadata row; e.g. the release's
+  ``imgs/0 sample_0.png 0 0 1.0 6 2 2 0.5 1 1``).
+
+The PathFinder loaders of state-spaces/s4 and ag1988/dlr (``PathFinderDataset``) read
+``<difficulty>/metadata/*.npy`` sorted by number, take fields 0 and 1 as the image path and
+field 3 as the label, and split everything 80/10/10 with their own seed: our train / val /
+test membership is not carried over (train, then val, then test are written in order).
+"""
+import os
+
+import numpy as np
+
+from longsynth.errors import LongsynthError
+from longsynth.generators.lra_pathfinder import DIRS
+
+EXPORT_BATCH = 1000  # images per imgs/<b> folder
+
+
+def _num(v):
+    """A number as the original generator's Python wrote it: whole floats as ints, except
+    continuity, which the settings blocks give as floats (1.0, 1.8)."""
+    return str(int(v)) if float(v).is_integer() else repr(float(v))
+
+
+def metadata_line(b, k, label, cfg, margin):
+    return " ".join([f"imgs/{b}", f"sample_{k}.png", str(k), str(int(label)), repr(float(cfg.continuity)),
+                     str(cfg.contour_length), str(cfg.distractor_length), str(cfg.paddle_length),
+                     _num(cfg.paddle_thickness), str(int(margin)), "1"])
+
+
+def write(dataset, out_dir, progress):
+    """All splits (train, val, test order) under out_dir/<difficulty folder>/, in batches of
+    EXPORT_BATCH images numbered after the largest batch already there (so two datasets of
+    one difficulty can be put together). Written under a temporary folder and moved into
+    place at the end, each batch's metadata last (the loaders find images through metadata
+    only), so a failed export leaves nothing behind."""
+    import shutil
+
+    from PIL import Image
+
+    cfg = dataset.config
+    if dataset.task.name != "pathfinder":
+        raise LongsynthError(f"{dataset.task.name} cannot be exported as 'lra-pathfinder'")
+    root = os.path.join(out_dir, DIRS[cfg.difficulty])
+    meta_dir = os.path.join(root, "metadata")
+    taken = [int(f[:-4]) for f in os.listdir(meta_dir) if f.endswith(".npy") and f[:-4].isdigit()] \
+        if os.path.isdir(meta_dir) else []
+    first = max(taken) + 1 if taken else 0
+    os.makedirs(root, exist_ok=True)
+    stage = os.path.join(root, f".longsynth-export-{os.getpid()}")
+    lines = {}
+    try:
+        i = 0
+        for split, sp in dataset.splits.items():
+            for _, block in sp.iter_blocks(keys=["inputs", "targets", "margin"]):
+                for j in range(len(block["targets"])):
+                    b, k = divmod(i, EXPORT_BATCH)
+                    b += first
+                    folder = os.path.join(stage, "imgs", str(b))
+                    if k == 0:
+                        os.makedirs(folder, exist_ok=True)
+                    Image.fromarray(np.asarray(block["inputs"][j], dtype=np.uint8), mode="L").save(
+                        os.path.join(folder, f"sample_{k}.png"))
+                    lines.setdefault(b, []).append(metadata_line(b, k, block["targets"][j], cfg, block["margin"][j]))
+                    i += 1
+                if progress is not None:
+                    progress(len(block["targets"]))
+        os.makedirs(os.path.join(stage, "metadata"), exist_ok=True)
+        for b, rows in lines.items():
+            with open(os.path.join(stage, "metadata", f"{b}.npy"), "w", encoding="utf-8") as f:
+                f.write("\n".join(rows) + "\n")
+        os.makedirs(os.path.join(root, "imgs"), exist_ok=True)
+        os.makedirs(meta_dir, exist_ok=True)
+        for b in lines:
+            os.replace(os.path.join(stage, "imgs", str(b)), os.path.join(root, "imgs", str(b)))
+        for b in lines:
+            os.replace(os.path.join(stage, "metadata", f"{b}.npy"), os.path.join(meta_dir, f"{b}.npy"))
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
