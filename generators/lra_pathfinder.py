@@ -45,11 +45,9 @@ Worked example: ``longsynth.sample("pathfinder", 0, seed=0)`` (32 px, hard) give
 import dataclasses
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
-from longsynth.errors import LongsynthError
-from longsynth.generators import pathfinder_render as render
+from longsynth.generators.pathfinder import check_geometry, n_dashes, n_markers, render_into, render_params
 from longsynth.task import KeySpec, Task, param
 
 SIZES = (32, 64, 128, 256)
@@ -125,26 +123,7 @@ def _resolve(cfg):
     """Fill None fields from the (size, difficulty) preset, then check the combined values."""
     p = preset(cfg.size, cfg.difficulty)
     filled = {k: (p[k] if getattr(cfg, k) is None else getattr(cfg, k)) for k in p}
-    out = dataclasses.replace(cfg, **filled)
-    if out.margin_min > out.margin_max:
-        raise LongsynthError(f"margin_min: must be <= margin_max ({out.margin_max}), got {out.margin_min}")
-    width = out.paddle_thickness * out.antialias_scale
-    if width != round(width):
-        raise LongsynthError(f"paddle_thickness: times antialias_scale must be a whole number of pixels "
-                             f"(the generator's rule); got {out.paddle_thickness} x {out.antialias_scale}")
-    reach = out.paddle_length + 2 * out.margin_max + out.paddle_thickness + 2 * out.border
-    if 2 * reach >= out.size:
-        raise LongsynthError(f"paddle_length: a dash of {out.paddle_length} px with margin {out.margin_max} "
-                             f"and border {out.border} does not fit a {out.size} px image")
-    return out
-
-
-def n_dashes(cfg):
-    return 2 * cfg.contour_length + cfg.distractors * cfg.distractor_length
-
-
-def n_markers(cfg):
-    return 2 + (cfg.distractors if cfg.mark_distractors else 0)
+    return check_geometry(dataclasses.replace(cfg, **filled), "the generator's rule")
 
 
 def _keys(cfg):
@@ -167,50 +146,14 @@ def _keys(cfg):
 
 def params(cfg):
     """The renderer's preset record and (8-bit) stamp tables for a resolved config."""
-    P = render.Params(M=cfg.size, border=cfg.border, L=cfg.paddle_length, aa=cfg.antialias_scale,
-                      contrast=float(cfg.contrast), continuity=float(cfg.continuity),
-                      seed_distance=cfg.seed_distance, contour_length=cfg.contour_length,
-                      distractor_length=cfg.distractor_length, distractors=cfg.distractors,
-                      mark_distractors=bool(cfg.mark_distractors), marker_radius=float(cfg.marker_radius),
-                      exact=bool(cfg.exact_restarts), drop_after=cfg.distractor_tries,
-                      grow_fails=render.GROW_FAILS, backoff=render.BACKOFF, regrows=render.REGROWS,
-                      dcontrast=float(cfg.distractor_contrast), eight_bit=True, labels=False, dead_seeds=True, seed_scan=SEED_SCAN)
-    margins = tuple(range(cfg.margin_min, cfg.margin_max + 1))
-    T = render.build_tables(cfg.paddle_length, float(cfg.paddle_thickness), margins, cfg.antialias_scale,
-                            float(cfg.marker_radius), float(cfg.continuity), True, True)
-    return P, T
+    return render_params(cfg, dcontrast=cfg.distractor_contrast, eight_bit=True, labels=False, dead_seeds=True,
+                         seed_scan=SEED_SCAN)
 
 
 def _fill(cfg, seed, split, start, out, fixed):
-    count = out["inputs"].shape[0]
-    P, T = params(cfg)
-    works = render.workspace(P, T, threads=max(1, min(numba.get_num_threads(), count)))
-    counts = np.zeros((count, 6), dtype=np.int32)
-    markers = np.zeros((count, 2 + cfg.distractors, 2), dtype=np.int32)
-    labels = np.zeros((count, 1, 1), dtype=np.uint8)  # unused: no per-pixel labels here
-    render.render_batch(seed, split, start, P, T, works, out["inputs"], labels, out["dashes"],
-                        markers, counts, out["peak"])
-    bad = np.nonzero(counts[:, 5] != 1)[0]
-    if bad.size:
-        i = int(bad[0])
-        if counts[i, 5] == -1:
-            raise LongsynthError(
-                f"contour_length: the two main paths of sample {start + i} do not fit in {cfg.size} x {cfg.size} px; "
-                f"reduce contour_length, paddle_length, margin or seed_distance")
-        raise LongsynthError(
-            f"distractors: could not place every distractor of sample {start + i} in {cfg.size} x {cfg.size} px; "
-            f"reduce distractors or distractor_length, or let them drop with distractor_tries=5")
-    out["connected"][:] = counts[:, 0] == 1
+    labels = np.zeros((out["inputs"].shape[0], 1, 1), dtype=np.uint8)  # unused: no per-pixel labels here
+    counts = render_into(cfg, params(cfg), seed, split, start, out, labels)
     out["targets"][:] = counts[:, 0]
-    out["main_dashes"][:] = counts[:, 1:3]
-    out["distractors"][:] = counts[:, 3]
-    out["margin"][:] = counts[:, 4]
-    out["marker_centers"][:] = markers[:, :n_markers(cfg)]
-    if cfg.distractor_tries:  # dropped distractors leave rows of -1
-        for i in np.nonzero(counts[:, 3] < cfg.distractors)[0]:
-            out["dashes"][i, 2 * cfg.contour_length + counts[i, 3] * cfg.distractor_length:] = -1
-            if cfg.mark_distractors:
-                out["marker_centers"][i, 2 + counts[i, 3]:] = -1
 
 
 def _show(samples, cfg, path):

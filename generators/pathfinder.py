@@ -100,18 +100,23 @@ def _resolve(cfg):
     """Fill None fields from the preset of cfg.size, then check the combined values."""
     preset = PRESETS[cfg.size]
     filled = {k: (preset[k] if getattr(cfg, k) is None else getattr(cfg, k)) for k in preset}
-    out = dataclasses.replace(cfg, **filled)
-    if out.margin_min > out.margin_max:
-        raise LongsynthError(f"margin_min: must be <= margin_max ({out.margin_max}), got {out.margin_min}")
-    width = out.paddle_thickness * out.antialias_scale
+    return check_geometry(dataclasses.replace(cfg, **filled), "the authors' rule")
+
+
+def check_geometry(cfg, rule):
+    """LongsynthError unless a resolved config's margins, stroke and dash fit its image
+    (shared by pathfinder-seg and the classic pathfinder task); returns cfg."""
+    if cfg.margin_min > cfg.margin_max:
+        raise LongsynthError(f"margin_min: must be <= margin_max ({cfg.margin_max}), got {cfg.margin_min}")
+    width = cfg.paddle_thickness * cfg.antialias_scale
     if width != round(width):
         raise LongsynthError(f"paddle_thickness: times antialias_scale must be a whole number of pixels "
-                         f"(the authors' rule); got {out.paddle_thickness} x {out.antialias_scale}")
-    reach = out.paddle_length + 2 * out.margin_max + out.paddle_thickness + 2 * out.border
-    if 2 * reach >= out.size:
-        raise LongsynthError(f"paddle_length: a dash of {out.paddle_length} px with margin {out.margin_max} "
-                         f"does not fit a {out.size} px image")
-    return out
+                             f"({rule}); got {cfg.paddle_thickness} x {cfg.antialias_scale}")
+    reach = cfg.paddle_length + 2 * cfg.margin_max + cfg.paddle_thickness + 2 * cfg.border
+    if 2 * reach >= cfg.size:
+        raise LongsynthError(f"paddle_length: a dash of {cfg.paddle_length} px with margin {cfg.margin_max} "
+                             f"and border {cfg.border} does not fit a {cfg.size} px image")
+    return cfg
 
 
 def n_dashes(cfg):
@@ -141,27 +146,42 @@ def _keys(cfg):
 
 def params(cfg):
     """The renderer's preset record and stamp tables for a resolved config."""
+    return render_params(cfg, dcontrast=cfg.contrast, eight_bit=False, labels=True, dead_seeds=False, seed_scan=0)
+
+
+def render_params(cfg, *, dcontrast, eight_bit, labels, dead_seeds, seed_scan):
+    """Params and stamp tables of a resolved pathfinder config; the keywords are what the
+    two tasks set differently (distractor contrast, 8-bit formation as the original
+    generator, per-pixel labels, its dead seed orientations and seed scan)."""
     P = render.Params(M=cfg.size, border=cfg.border, L=cfg.paddle_length, aa=cfg.antialias_scale,
                       contrast=float(cfg.contrast), continuity=float(cfg.continuity),
                       seed_distance=cfg.seed_distance, contour_length=cfg.contour_length,
                       distractor_length=cfg.distractor_length, distractors=cfg.distractors,
                       mark_distractors=bool(cfg.mark_distractors), marker_radius=float(cfg.marker_radius),
-                      exact=bool(cfg.exact_restarts),
-                      drop_after=cfg.distractor_tries, grow_fails=render.GROW_FAILS, backoff=render.BACKOFF,
-                      regrows=render.REGROWS, dcontrast=float(cfg.contrast), eight_bit=False, labels=True, dead_seeds=False, seed_scan=0)
+                      exact=bool(cfg.exact_restarts), drop_after=cfg.distractor_tries,
+                      grow_fails=render.GROW_FAILS, backoff=render.BACKOFF, regrows=render.REGROWS,
+                      dcontrast=float(dcontrast), eight_bit=eight_bit, labels=labels, dead_seeds=dead_seeds,
+                      seed_scan=seed_scan)
     margins = tuple(range(cfg.margin_min, cfg.margin_max + 1))
     T = render.build_tables(cfg.paddle_length, float(cfg.paddle_thickness), margins, cfg.antialias_scale,
-                            float(cfg.marker_radius), float(cfg.continuity))
+                            float(cfg.marker_radius), float(cfg.continuity), eight_bit, eight_bit)
     return P, T
 
 
 def _fill(cfg, seed, split, start, out, fixed):
+    render_into(cfg, params(cfg), seed, split, start, out, out["targets"])
+
+
+def render_into(cfg, PT, seed, split, start, out, labels):
+    """Render samples start.. into ``out`` (labels: the per-pixel label array, or a dummy
+    [n, 1, 1] where the task has none) and write the counted extras; one line naming the
+    part that does not fit when a sample cannot be drawn."""
+    P, T = PT
     count = out["inputs"].shape[0]
-    P, T = params(cfg)
     works = render.workspace(P, T, threads=max(1, min(numba.get_num_threads(), count)))
     counts = np.zeros((count, 6), dtype=np.int32)
     markers = np.zeros((count, 2 + cfg.distractors, 2), dtype=np.int32)
-    render.render_batch(seed, split, start, P, T, works, out["inputs"], out["targets"], out["dashes"],
+    render.render_batch(seed, split, start, P, T, works, out["inputs"], labels, out["dashes"],
                         markers, counts, out["peak"])
     bad = np.nonzero(counts[:, 5] != 1)[0]
     if bad.size:
@@ -170,7 +190,7 @@ def _fill(cfg, seed, split, start, out, fixed):
             raise LongsynthError(
                 f"contour_length: the two main paths of sample {start + i} do not fit in {cfg.size} x {cfg.size} px "
                 f"({render.MAIN_TRIES_EXACT if cfg.exact_restarts else render.MAIN_TRIES} restarts); "
-                f"reduce contour_length, paddle_length or margin")
+                f"reduce contour_length, paddle_length, margin or seed_distance")
         raise LongsynthError(
             f"distractors: could not place every distractor of sample {start + i} in {cfg.size} x {cfg.size} px; "
             f"reduce distractors or distractor_length, or let them drop with distractor_tries=5")
@@ -184,6 +204,7 @@ def _fill(cfg, seed, split, start, out, fixed):
             out["dashes"][i, 2 * cfg.contour_length + counts[i, 3] * cfg.distractor_length:] = -1
             if cfg.mark_distractors:
                 out["marker_centers"][i, 2 + counts[i, 3]:] = -1
+    return counts
 
 
 # ---------------------------------------------------------------- preview

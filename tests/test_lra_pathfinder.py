@@ -146,7 +146,6 @@ def test_samples_are_pure_functions_of_the_index():
 REF = os.path.join(HERE, "data", "lra_pathfinder_original.json")
 
 
-@pytest.mark.skipif(not os.path.exists(REF), reason="no reference statistics")
 def test_statistics_within_ten_percent_of_the_original():
     """Means per image of our 32-px hard images within 10% of the original generator's
     (bench/lra_pathfinder_fidelity.py wrote its means to tests/data)."""
