@@ -11,7 +11,7 @@ from longsynth import registry, store
 from longsynth.errors import LongsynthError
 from longsynth.generators import lra_pathfinder as lp
 from longsynth.generators import pathfinder_render as render
-from tests import naive
+import naive
 
 TASK = "pathfinder"
 HERE = os.path.dirname(__file__)
