@@ -124,43 +124,44 @@ class TestLocalCluster:
 # ---------------------------------------------------------------- the dask CLI; a worker killed
 
 
-class TestDaskCommandLine:
-    @pytest.fixture(scope="class")
-    def scheduler_file(self, tmp_path_factory):
-        """`dask scheduler` and two `dask worker` processes (behind one nanny each), the way a
-        user starts them on a cluster, bound to 127.0.0.1."""
-        base = tmp_path_factory.mktemp("dask")
-        sfile = str(base / "scheduler.json")
-        env = dict(os.environ)
-        procs = [subprocess.Popen([_dask_exe(), "scheduler", "--scheduler-file", sfile, "--host", "127.0.0.1",
-                                   "--port", "0", "--dashboard-address", "127.0.0.1:0"], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL, env=env, start_new_session=True)]
-        try:
-            deadline = time.time() + 30
-            while not os.path.exists(sfile) and time.time() < deadline:
-                time.sleep(0.05)
-            assert os.path.exists(sfile), "dask scheduler did not start"
-            procs.append(subprocess.Popen([_dask_exe(), "worker", "--scheduler-file", sfile, "--host", "127.0.0.1",
-                                           "--nworkers", "2", "--nthreads", "1", "--dashboard-address", "127.0.0.1:0",
-                                           "--death-timeout", "30"],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                                          start_new_session=True))
-            with distributed.Client(scheduler_file=sfile, timeout=30) as c:
-                c.wait_for_workers(2, timeout=60)
-            yield sfile
-        finally:
-            for p in reversed(procs):  # the whole session: workers' nannies and their children
-                try:
-                    os.killpg(p.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-            for p in reversed(procs):
-                try:
-                    p.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait()
+@pytest.fixture(scope="module")
+def scheduler_file(tmp_path_factory):
+    """`dask scheduler` and two `dask worker` processes (behind one nanny each), the way a
+    user starts them on a cluster, bound to 127.0.0.1."""
+    base = tmp_path_factory.mktemp("dask")
+    sfile = str(base / "scheduler.json")
+    env = dict(os.environ)
+    procs = [subprocess.Popen([_dask_exe(), "scheduler", "--scheduler-file", sfile, "--host", "127.0.0.1",
+                               "--port", "0", "--dashboard-address", "127.0.0.1:0"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env=env, start_new_session=True)]
+    try:
+        deadline = time.time() + 30
+        while not os.path.exists(sfile) and time.time() < deadline:
+            time.sleep(0.05)
+        assert os.path.exists(sfile), "dask scheduler did not start"
+        procs.append(subprocess.Popen([_dask_exe(), "worker", "--scheduler-file", sfile, "--host", "127.0.0.1",
+                                       "--nworkers", "2", "--nthreads", "1", "--dashboard-address", "127.0.0.1:0",
+                                       "--death-timeout", "30"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                                      start_new_session=True))
+        with distributed.Client(scheduler_file=sfile, timeout=30) as c:
+            c.wait_for_workers(2, timeout=60)
+        yield sfile
+    finally:
+        for p in reversed(procs):  # the whole session: workers' nannies and their children
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
 
+
+class TestDaskCommandLine:
     def test_gen_with_a_scheduler_file_and_an_address(self, tmp_path, scheduler_file, reference):
         args = ["gen", "cumsum", "--L", "32", "-n", "300", "--shard-size", "40", "--seed", "11"]
         r = CliRunner().invoke(cli, args + ["--dask", scheduler_file, "-o", str(tmp_path / "a")])
