@@ -151,10 +151,21 @@ class Task:
             for k, spec in self.keys(cfg).items()
         }
 
-    def generate(self, cfg, seed, split, start, count, fixed):
-        """Block of samples as ``{key: array[count, ...] | Ragged}``."""
+    def generate(self, cfg, seed, split, start, count, fixed, buffers=None):
+        """Block of samples as ``{key: array[count, ...] | Ragged}``.
+
+        ``buffers``: an ``allocate(cfg, m)`` result with m >= count, reused by a caller that
+        generates block after block (fill tasks only; others ignore it). The block is then
+        views of it, overwritten, valid until the next call with the same buffers.
+        Reuse matters where fresh arrays are expensive: under Dask's nanny, which sets
+        MALLOC_TRIM_THRESHOLD_ and so turns off glibc's adaptive mmap threshold, every
+        fresh multi-MB array is a new mapping whose pages fault in one by one.
+        """
         if self.fill is not None:
-            out = self.allocate(cfg, count)
+            if buffers is None:
+                out = self.allocate(cfg, count)
+            else:
+                out = {k: v[:count] for k, v in buffers.items()}  # fill kernels write every element
             self.fill(cfg, seed, split, start, out, fixed)
             return out
         return self.block(cfg, seed, split, start, count, fixed)

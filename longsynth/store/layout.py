@@ -90,9 +90,11 @@ def default_shard_size(task, cfg):
 
 def file_sha256(path):
     h = hashlib.sha256()
-    with builtins.open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 22), b""):
-            h.update(chunk)
+    buf = bytearray(1 << 20)  # one buffer, read into: no fresh 4 MB object (and page faults) per read
+    view = memoryview(buf)
+    with builtins.open(path, "rb", buffering=0) as f:
+        while n := f.readinto(buf):
+            h.update(view[:n])
     return h.hexdigest()
 
 

@@ -62,6 +62,7 @@ def write_shard(job, progress=None, attempt=None):
     digests = np.empty((job.count, 32), dtype=np.uint8)
     order = sorted(specs)
     checks = np.zeros((job.count, len(order), 2), dtype=np.uint64)
+    buffers = task.allocate(cfg, block) if task.fill is not None else None  # one allocation per shard
     try:
         with h5py.File(tmp, "w", libver="earliest", track_order=False) as f:
             f.attrs["format"] = FORMAT
@@ -90,7 +91,7 @@ def write_shard(job, progress=None, attempt=None):
             for lo in range(0, job.count, block):
                 n = min(block, job.count - lo)
                 t0 = time.perf_counter()
-                data = task.generate(cfg, job.seed, code, job.start + lo, n, fixed)
+                data = task.generate(cfg, job.seed, code, job.start + lo, n, fixed, buffers)
                 t1 = time.perf_counter()
                 digests[lo : lo + n] = block_digests(data, n)
                 for c, k in enumerate(order):
