@@ -1,12 +1,14 @@
 """Dask executor against the local pool (issue 15): the overhead of one Dask worker over
 one local worker at the default shard size, and the speed-up of two Dask workers over one.
 
-    python bench/cluster.py [--task cumsum] [--L 4096] [--shards 8] [--repeats 2] [--json bench/results/cluster.json]
+    python bench/cluster.py [--task cumsum] [--L 4096] [--shards 8] [--repeats 3] [--json bench/results/cluster.json]
 
 Every configuration writes the same dataset (``--shards`` shards of the default size) into
 a fresh directory; each cluster runs one unmeasured warm-up dataset first (worker start,
 imports, Numba's cached kernels), as the local pool's in-process worker is warm after the
-first configuration. Everything binds to 127.0.0.1.
+first configuration. Local and Dask runs alternate, so both see the same machine (page
+cache, writeback, other jobs). The local pool with 2 workers starts its processes in every
+run (about 1 s here), the Dask workers once. Everything binds to 127.0.0.1.
 
 Wall-clock rates depend on what else the machine runs, so CPU time is measured too: this
 process's and every Dask worker's user + system seconds (getrusage), giving samples per
@@ -52,7 +54,7 @@ def main():
     ap.add_argument("--task", default="cumsum")
     ap.add_argument("--L", type=int, default=4096)
     ap.add_argument("--shards", type=int, default=8, help="shards of the default size to write")
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", default=None)
     ap.add_argument("--no-profile", action="store_true",
                     help="turn off the Dask workers' statistical profiler (samples thread stacks every 10 ms)")
@@ -78,14 +80,16 @@ def main():
     out = {"task": args.task, "params": params, "shard_size": shard, "samples": n, "cores": os.cpu_count()}
     try:
         timed(root, args.task, params, {"train": shard}, workers=1)  # warm this process
-        out["local_1"] = best([timed(root, args.task, params, splits, workers=1) for _ in range(args.repeats)])
-        out["local_2"] = best([timed(root, args.task, params, splits, workers=2) for _ in range(args.repeats)])
         for k in (1, 2):
             with distributed.LocalCluster(processes=True, n_workers=k, threads_per_worker=1, host="127.0.0.1",
                                           dashboard_address="127.0.0.1:0") as lc, distributed.Client(lc) as c:
                 timed(root, args.task, params, {"train": shard * k}, client=c)  # warm every worker
-                out[f"dask_{k}"] = best([timed(root, args.task, params, splits, client=c)
-                                         for _ in range(args.repeats)])
+                local, dask_ = [], []
+                for _ in range(args.repeats):  # alternated, so both see the same machine
+                    local.append(timed(root, args.task, params, splits, workers=k))
+                    dask_.append(timed(root, args.task, params, splits, client=c))
+                out[f"local_{k}"], out[f"dask_{k}"] = best(local), best(dask_)
+                out[f"runs_local_{k}"], out[f"runs_dask_{k}"] = local, dask_
     finally:
         shutil.rmtree(base, ignore_errors=True)
     rows = []
