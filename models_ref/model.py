@@ -1,7 +1,9 @@
 """The reference model stack (MODELS.md "Model and training").
 
 encoder (Linear(d_input, H), or Embedding(vocab_size, H) for token inputs)
--> n_layers blocks -> decoder Linear(H, d_output) per position -> rightmost target_len.
+-> n_layers blocks -> decoder Linear(H, d_output) per position -> rightmost target_len;
+or, with pool, the decoder applied to the mean over positions (one output per sequence,
+S4's `decoder.mode: pool` for LRA classification).
 
 A block (S4-style): z = layer(norm(x) if prenorm else x); z = dropout(z);
 z = GLU(Linear(H, 2H)(z)) when glu; x = x + z; x = norm(x) if post-norm.
@@ -43,6 +45,7 @@ class ModelConfig:
     vocab_size: int | None = None  # token inputs: Embedding(vocab_size, H) instead of Linear
     dropout: float = 0.0
     chunk: int | None = None  # kernel chunk length (None: automatic)
+    pool: bool = False  # one output per sequence: decoder(mean over positions), [B, 1, d_output]
 
     def __post_init__(self):
         if self.layer not in LAYERS:
@@ -102,7 +105,8 @@ class Model(nn.Module):
 
 
     def forward(self, x, target_len=None):
-        """x [B, L, d_input] float (or [B, L] long tokens) -> [B, target_len or L, d_output]."""
+        """x [B, L, d_input] float (or [B, L] long tokens) -> [B, target_len or L, d_output]
+        ([B, 1, d_output] with pool)."""
         h = self.encoder(x)  # [B, L, H]
         for block in self.blocks:
             if self.checkpoint_activations and torch.is_grad_enabled():  # keep only block inputs
@@ -110,6 +114,8 @@ class Model(nn.Module):
             else:
                 h = block(h)  # [B, L, H]
         h = self.final_norm(h)  # [B, L, H]
+        if self.cfg.pool:
+            return self.decoder(h.mean(dim=1, keepdim=True))  # [B, 1, d_output]
         if target_len is not None:
             h = h[:, h.shape[1] - target_len:]  # [B, target_len, H]  rightmost positions
         return self.decoder(h)  # [B, T, d_output]

@@ -217,8 +217,8 @@ def torch_equal(a, b):
 
 
 def test_encoding_and_validate_batches(tmp_path):
-    """The pathfinder encoding keeps one label per image a scalar; validate's batches put it
-    at the last position (the DSS paper's head for Pathfinder), -100 elsewhere."""
+    """The pathfinder encoding keeps one label per image a scalar; validate's batches carry
+    it as y [B, 1], which the model reads at its last position or from its pooled output."""
     torch = pytest.importorskip("torch")
     from longsynth.torch import ShardDataset, encode_batch
     from longsynth.models_ref import validate
@@ -234,9 +234,8 @@ def test_encoding_and_validate_batches(tmp_path):
     assert torch.equal(xb[0], x) and yb.shape == (1,) and int(yb[0]) == int(y)
     train, val, test = validate.stored_sources(root, "pathfinder", 4, 1)
     xs, ys = train(0)[:2]
-    assert xs.shape == (4, 1024, 1) and ys.shape == (4, 1024)
-    assert torch.all(ys[:, :-1] == -100) and set(ys[:, -1].tolist()) <= {0, 1}
-    labels = {int(ShardDataset(root, "val", encode=True)[i][1]) for i in range(4)}
-    assert set(val()[0][1][:, -1].tolist()) <= labels
+    assert xs.shape == (4, 1024, 1) and ys.shape == (4, 1) and set(ys[:, 0].tolist()) <= {0, 1}
+    labels = [int(ShardDataset(root, "val", encode=True)[i][1]) for i in range(4)]
+    assert val()[0][1][:, 0].tolist() == labels  # evaluation batches in index order
     p = validate.preset("pathfinder-classic", "dlr", "paper", L=1024)
     assert (p.batch_size, p.model["n_layers"], p.model["H"], p.train["lr"]) == (64, 6, 256, 4e-3)

@@ -195,6 +195,20 @@ def test_model_shapes(layer, bidirectional):
         ModelConfig(d_input=1, d_output=1, kernel="imag")
 
 
+def test_pooled_head_is_the_decoder_of_the_mean_over_positions():
+    torch.manual_seed(9)
+    m = Model(ModelConfig(d_input=3, d_output=2, H=8, N=4, n_layers=2, pool=True))
+    x = torch.randn(4, 25, 3)
+    out = m(x)
+    assert out.shape == (4, 1, 2)
+    h = m.encoder(x)
+    for block in m.blocks:
+        h = block(h)
+    assert torch.allclose(out[:, 0], m.decoder(h).mean(dim=1), atol=1e-6)  # the decoder is affine
+    m.cfg.pool = False
+    assert m(x).shape == (4, 25, 2)
+
+
 def test_causality_unidirectional():
     torch.manual_seed(9)
     m = Model(ModelConfig(d_input=2, d_output=2, H=8, N=8, n_layers=2))
