@@ -65,13 +65,15 @@ def _dask_exe():
 # ---------------------------------------------------------------- LocalCluster, process workers
 
 
-class TestLocalCluster:
-    @pytest.fixture(scope="class")
-    def client(self):
-        with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1",
-                                      dashboard_address="127.0.0.1:0") as lc, distributed.Client(lc) as c:
-            yield c
+@pytest.fixture(scope="module")
+def client():
+    """A LocalCluster of two single-threaded process workers on 127.0.0.1."""
+    with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0") as lc, distributed.Client(lc) as c:
+        yield c
 
+
+class TestLocalCluster:
     def test_same_bytes_as_the_local_pool_and_progress_across_the_cluster(self, tmp_path, client, reference):
         calls, notes = [], []
 
