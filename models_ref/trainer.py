@@ -158,11 +158,10 @@ def _unpack(batch, device):
 
 def _forward(model, x, y, cfg):
     """(out, loss sum, count of targets): the loss is the mean = sum / count."""
+    target_len = y.shape[1] if y.shape[1] != x.shape[1] else None  # fewer targets: the rightmost outputs
+    out = model(x, target_len=target_len).float()  # [B, target_len or L, d_output]; pooled: [B, 1, d_output]
     if cfg.objective == "regression":
-        target_len = y.shape[1] if y.shape[1] != x.shape[1] else None
-        out = model(x, target_len=target_len).float()
         return out, F.mse_loss(out, y.float().reshape(out.shape), reduction="sum"), out.numel()
-    out = model(x, target_len=y.shape[1] if y.shape[1] != x.shape[1] else None).float()  # a pooled model: [B, 1, C]
     y = y.reshape(-1).long()
     loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y, ignore_index=M.IGNORE_INDEX, reduction="sum")
     return out, loss, int((y != M.IGNORE_INDEX).sum())

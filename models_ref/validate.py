@@ -94,7 +94,7 @@ def preset(family, model, scale, L=None):
                           dict(steps=500_000, lr=4e-3, weight_decay=0.05, schedule="cosine", warmup_steps=50_000,
                                objective="tokens", eval_every=5000, eval_batches=64), 64, {})
         # tiny: the paper preset's head and norms at 2 layers of H 32; a pipeline check (on the CPU it
-        # stays at chance for at least 6,000 steps: docs/validation.md)
+        # stayed at chance for 18,000 steps: docs/validation.md)
         return Preset(dict(H=32, N=64, n_layers=2, glu=True, bidirectional=True, prenorm=True, pool=True,
                            dt_min=1e-3, dt_max=1e-1, ssm_lr=1e-3),
                       dict(steps=600, lr=4e-3, schedule="cosine", warmup_steps=60, objective="tokens",
