@@ -56,19 +56,8 @@ def main():
     ap.add_argument("--shards", type=int, default=8, help="shards of the default size to write")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", default=None)
-    ap.add_argument("--no-profile", action="store_true",
-                    help="turn off the Dask workers' statistical profiler (samples thread stacks every 10 ms)")
-    ap.add_argument("--malloc-trim", type=int, default=None,
-                    help="MALLOC_TRIM_THRESHOLD_ of Dask workers (Dask's nanny sets 65536: freed 8 MB blocks go "
-                         "back to the kernel and every new block faults its pages in again)")
     args = ap.parse_args()
-    import dask
     import distributed
-
-    if args.no_profile:
-        dask.config.set({"distributed.worker.profile.enabled": False})
-    if args.malloc_trim is not None:  # the nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536
-        dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": args.malloc_trim})
 
     params = {"L": args.L}
     t = registry.get(args.task)
