@@ -6,7 +6,9 @@ or, with pool, the decoder applied to the mean over positions (one output per se
 S4's `decoder.mode: pool` for LRA classification).
 
 A block (S4-style): z = layer(norm(x) if prenorm else x); z = dropout(z);
-z = GLU(Linear(H, 2H)(z)) when glu; x = x + z; x = norm(x) if post-norm.
+z = GLU(Linear(H, 2H)(z)) when glu; x = x + z; x = norm(x) if post-norm. The norm is
+LayerNorm over H per position, or BatchNorm per channel over batch and positions (S4's
+`norm: batch`, which its LRA Pathfinder setting uses).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 
 import torch
+import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
@@ -24,6 +27,7 @@ from longsynth.models_ref.dss import DSSExp
 
 LAYERS = ("dlr", "dss")
 KERNELS = ("real", "prod")
+NORMS = ("layer", "batch")
 
 
 @dataclass
@@ -46,12 +50,15 @@ class ModelConfig:
     dropout: float = 0.0
     chunk: int | None = None  # kernel chunk length (None: automatic)
     pool: bool = False  # one output per sequence: decoder(mean over positions), [B, 1, d_output]
+    norm: str = "layer"  # "layer": LayerNorm over H per position | "batch": BatchNorm over (B, L) per channel
 
     def __post_init__(self):
         if self.layer not in LAYERS:
             raise LongsynthError(f"layer: must be one of {LAYERS}, got {self.layer!r}")
         if self.kernel not in KERNELS:
             raise LongsynthError(f"kernel: must be one of {KERNELS}, got {self.kernel!r}")
+        if self.norm not in NORMS:
+            raise LongsynthError(f"norm: must be one of {NORMS}, got {self.norm!r}")
         if self.layer == "dss" and (self.bidirectional or self.kernel != "real"):
             raise LongsynthError("layer: dss supports only kernel='real', bidirectional=False")
         for name in ("d_input", "d_output", "H", "N", "n_layers"):
@@ -66,6 +73,50 @@ class ModelConfig:
         return cls(**d)
 
 
+class ChannelBatchNorm(nn.Module):
+    """BatchNorm over batch and positions, per channel, on x [B, L, H] (S4's `norm: batch`).
+
+    Training normalises with the statistics of the global batch: under torchrun the per-channel
+    sums are all-reduced (differentiably) over the ranks, so N processes compute what one
+    process at the same global batch computes, on the CPU (gloo) as on GPUs. Evaluation uses
+    the running mean and (unbiased) variance, updated with ``momentum`` as nn.BatchNorm1d.
+    """
+
+    def __init__(self, H, eps=1e-5, momentum=0.1):
+        super().__init__()
+        self.eps, self.momentum = eps, momentum
+        self.weight = nn.Parameter(torch.ones(H))  # [H]
+        self.bias = nn.Parameter(torch.zeros(H))  # [H]
+        self.register_buffer("running_mean", torch.zeros(H))  # [H]
+        self.register_buffer("running_var", torch.ones(H))  # [H]
+
+    def forward(self, x):  # x [B, L, H]
+        if not self.training:
+            mean, var = self.running_mean, self.running_var  # [H], [H]
+        else:
+            xf = x.float()  # [B, L, H]
+            n = torch.full((1,), xf.shape[0] * xf.shape[1], dtype=xf.dtype, device=xf.device)  # [1]
+            stats = torch.cat([xf.sum((0, 1)), (xf * xf).sum((0, 1)), n])  # [2H + 1]
+            if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+                from torch.distributed.nn import all_reduce
+
+                stats = all_reduce(stats)  # [2H + 1]  summed over ranks, with its gradient
+            H = xf.shape[-1]
+            count = stats[-1]  # [] global B * L
+            mean = stats[:H] / count  # [H]
+            var = (stats[H:2 * H] / count - mean * mean).clamp_min(0)  # [H]  biased, as BatchNorm normalises
+            with torch.no_grad():
+                m = self.momentum
+                self.running_mean.mul_(1 - m).add_(m * mean)
+                self.running_var.mul_(1 - m).add_(m * var * count / (count - 1).clamp_min(1))
+        y = (x.float() - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias  # [B, L, H]
+        return y.to(x.dtype)  # [B, L, H]
+
+
+def make_norm(cfg: ModelConfig):
+    return nn.LayerNorm(cfg.H) if cfg.norm == "layer" else ChannelBatchNorm(cfg.H)
+
+
 class Block(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -77,7 +128,7 @@ class Block(nn.Module):
             self.layer = DSSExp(cfg.H, cfg.N, max_kernel_length=cfg.max_kernel_length,
                                 dt_min=cfg.dt_min, dt_max=cfg.dt_max, lr=cfg.ssm_lr, chunk=cfg.chunk)
         self.prenorm = cfg.prenorm
-        self.norm = nn.LayerNorm(cfg.H)
+        self.norm = make_norm(cfg)
         self.dropout = nn.Dropout(cfg.dropout)
         self.glu = nn.Linear(cfg.H, 2 * cfg.H) if cfg.glu else None
 
@@ -99,7 +150,7 @@ class Model(nn.Module):
         else:
             self.encoder = nn.Linear(cfg.d_input, cfg.H)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
-        self.final_norm = nn.LayerNorm(cfg.H) if cfg.prenorm else nn.Identity()
+        self.final_norm = make_norm(cfg) if cfg.prenorm else nn.Identity()
         self.decoder = nn.Linear(cfg.H, cfg.d_output)
         self.checkpoint_activations = False  # a training choice (TrainConfig), not part of the model
 

@@ -90,7 +90,7 @@ def preset(family, model, scale, L=None):
         side = int(round(math.sqrt(L))) if L else 32
         if scale == "paper":  # S4's 32-px setting (state-spaces/s4 configs/experiment/lra/s4-pathfinder.yaml)
             return Preset(dict(H=256, N=64, n_layers=6, bidirectional=True, glu=True, prenorm=True, pool=True,
-                               dt_min=1e-3, dt_max=1e-1, ssm_lr=1e-3),
+                               norm="batch", dt_min=1e-3, dt_max=1e-1, ssm_lr=1e-3),
                           dict(steps=500_000, lr=4e-3, weight_decay=0.05, schedule="cosine", warmup_steps=50_000,
                                objective="tokens", eval_every=5000, eval_batches=64), 64, {})
         # tiny: the paper preset's head and norms at 2 layers of H 32; a pipeline check (on the CPU it

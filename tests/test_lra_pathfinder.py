@@ -239,3 +239,4 @@ def test_encoding_and_validate_batches(tmp_path):
     assert val()[0][1][:, 0].tolist() == labels  # evaluation batches in index order
     p = validate.preset("pathfinder-classic", "dlr", "paper", L=1024)
     assert (p.batch_size, p.model["n_layers"], p.model["H"], p.train["lr"]) == (64, 6, 256, 4e-3)
+    assert p.model["norm"] == "batch" and p.model["pool"]  # S4's norm: batch, decoder.mode: pool

@@ -6,6 +6,7 @@ import pytest
 
 import torch  # noqa: E402  (a test dependency: its absence must fail, not skip)
 
+from longsynth.errors import LongsynthError  # noqa: E402
 from longsynth.models_ref.dlr import DLR  # noqa: E402
 from longsynth.models_ref.dss import DSSExp  # noqa: E402
 from longsynth.models_ref.model import Model, ModelConfig  # noqa: E402
@@ -207,6 +208,89 @@ def test_pooled_head_is_the_decoder_of_the_mean_over_positions():
     assert torch.allclose(out[:, 0], m.decoder(h).mean(dim=1), atol=1e-6)  # the decoder is affine
     m.cfg.pool = False
     assert m(x).shape == (4, 25, 2)
+
+
+def test_batch_norm_is_torchs_batch_norm_over_batch_and_positions():
+    """ChannelBatchNorm on [B, L, H] = nn.BatchNorm1d on [B, H, L]: outputs, input and affine
+    gradients, running statistics after three training steps, and the evaluation output."""
+    from longsynth.models_ref.model import ChannelBatchNorm
+
+    torch.manual_seed(4)
+    ours, ref = ChannelBatchNorm(6), torch.nn.BatchNorm1d(6)
+    with torch.no_grad():
+        ours.weight.copy_(torch.randn(6))
+        ours.bias.copy_(torch.randn(6))
+        ref.weight.copy_(ours.weight)
+        ref.bias.copy_(ours.bias)
+    for _ in range(3):
+        x = torch.randn(3, 40, 6) * torch.linspace(0.5, 4, 6) + torch.linspace(-2, 2, 6)  # [B, L, H]
+        xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+        ya, yb = ours(xa), ref(xb.transpose(1, 2)).transpose(1, 2)
+        assert torch.allclose(ya, yb, atol=1e-5)
+        g = torch.randn_like(ya)
+        ya.backward(g)
+        yb.backward(g)
+        assert torch.allclose(xa.grad, xb.grad, atol=1e-5)
+        assert torch.allclose(ours.weight.grad, ref.weight.grad, atol=1e-4)
+        assert torch.allclose(ours.bias.grad, ref.bias.grad, atol=1e-4)
+    assert torch.allclose(ours.running_mean, ref.running_mean, atol=1e-6)
+    assert torch.allclose(ours.running_var, ref.running_var, rtol=1e-5)
+    ours.eval()
+    ref.eval()
+    x = torch.randn(2, 7, 6)
+    assert torch.allclose(ours(x), ref(x.transpose(1, 2)).transpose(1, 2), atol=1e-6)
+    m = Model(ModelConfig(d_input=1, d_output=2, H=8, N=4, n_layers=2, prenorm=True, norm="batch"))
+    assert isinstance(m.blocks[0].norm, ChannelBatchNorm) and isinstance(m.final_norm, ChannelBatchNorm)
+    with pytest.raises(LongsynthError, match="norm"):
+        ModelConfig(d_input=1, d_output=1, norm="group")
+
+
+def _bn_rank(rank, world, port, x, g, out):
+    import torch.distributed as dist
+
+    from longsynth.models_ref.model import ChannelBatchNorm
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.manual_seed(0)
+    bn = ChannelBatchNorm(x.shape[-1])
+    part = x.chunk(world)[rank].clone().requires_grad_()  # this rank's share of the global batch
+    y = bn(part)
+    y.backward(g.chunk(world)[rank])
+    grads = [torch.zeros_like(bn.weight.grad) for _ in range(world)]
+    dist.all_gather(grads, bn.weight.grad)
+    out[rank] = (y.detach(), part.grad, sum(grads), bn.running_var.clone())
+    dist.destroy_process_group()
+
+
+def test_batch_norm_under_two_processes_is_one_process_on_the_global_batch():
+    """Two gloo processes, each with half the batch: the normalised outputs, the input
+    gradients, the summed (DDP) weight gradients and the running variance are those of one
+    process on the whole batch, so a torchrun run follows a one-process run."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    from longsynth.models_ref.model import ChannelBatchNorm
+
+    torch.manual_seed(5)
+    x = torch.randn(4, 30, 5) * 3 + 1  # [B, L, H]
+    g = torch.randn(4, 30, 5)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = mp.Manager().dict()
+    mp.spawn(_bn_rank, args=(2, port, x, g, out), nprocs=2)
+    one = ChannelBatchNorm(5)
+    xa = x.clone().requires_grad_()
+    y = one(xa)
+    y.backward(g)
+    assert torch.allclose(torch.cat([out[0][0], out[1][0]]), y.detach(), atol=1e-5)
+    assert torch.allclose(torch.cat([out[0][1], out[1][1]]), xa.grad, atol=1e-5)
+    assert torch.allclose(out[0][2], one.weight.grad, atol=1e-4)
+    assert torch.allclose(out[0][3], one.running_var) and torch.allclose(out[1][3], one.running_var)
+    alone = ChannelBatchNorm(5)(x[:2])  # a rank normalising by its own half differs
+    assert not torch.allclose(alone, y[:2], atol=1e-3)
 
 
 def test_causality_unidirectional():
