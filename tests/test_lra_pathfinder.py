@@ -240,3 +240,26 @@ def test_encoding_and_validate_batches(tmp_path):
     p = validate.preset("pathfinder-classic", "dlr", "paper", L=1024)
     assert (p.batch_size, p.model["n_layers"], p.model["H"], p.train["lr"]) == (64, 6, 256, 4e-3)
     assert p.model["norm"] == "batch" and p.model["pool"]  # S4's norm: batch, decoder.mode: pool
+
+
+def test_validate_classic_pathfinder_writes_an_accuracy_certificate(tmp_path):
+    """`validate` on a pathfinder dataset: the tiny preset's batch-normed, pooled binary
+    classifier trains, its certificate holds accuracy over the evaluated test images and the
+    DSS paper's LRA figure for comparison, and the checkpoint restores the batch-norm statistics."""
+    pytest.importorskip("torch")
+    from longsynth.models_ref.trainer import load_model
+    from longsynth.models_ref.validate import validate
+
+    root = str(tmp_path / "ds")
+    store.generate(root, TASK, {"size": 32}, seed=2, splits={"train": 64, "val": 32, "test": 32})
+    r = validate(root, model="dlr", scale="tiny", steps=6, batch_size=8, report_dir=str(tmp_path / "rep"),
+                 progress=False)
+    m = json.loads((tmp_path / "rep" / "metrics.json").read_text())
+    assert m["model_config"]["norm"] == "batch" and m["model_config"]["pool"]
+    assert (m["model_config"]["d_output"], m["primary_metric"], m["steps"]) == (2, "accuracy", 6)
+    assert 0 <= m["test"]["accuracy"] <= 1 and m["test"]["exact"]["count"] == 32  # 4 batches of 8 images
+    assert m["paper"] is None or m["paper"]["source"].startswith("DSS paper")
+    model, _ = load_model(str(tmp_path / "rep" / "checkpoints" / "last.pt"))
+    bn = model.blocks[0].norm
+    assert type(bn).__name__ == "ChannelBatchNorm" and not bool((bn.running_var == 1).all())
+    assert r["report_dir"] == str(tmp_path / "rep")
