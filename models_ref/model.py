@@ -91,10 +91,10 @@ class ChannelBatchNorm(nn.Module):
         self.register_buffer("running_var", torch.ones(H))  # [H]
 
     def forward(self, x):  # x [B, L, H]
+        xf = x.float()  # [B, L, H]  (a no-op for float32 input)
         if not self.training:
             mean, var = self.running_mean, self.running_var  # [H], [H]
         else:
-            xf = x.float()  # [B, L, H]
             n = torch.full((1,), xf.shape[0] * xf.shape[1], dtype=xf.dtype, device=xf.device)  # [1]
             stats = torch.cat([xf.sum((0, 1)), (xf * xf).sum((0, 1)), n])  # [2H + 1]
             if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
@@ -109,7 +109,7 @@ class ChannelBatchNorm(nn.Module):
                 m = self.momentum
                 self.running_mean.mul_(1 - m).add_(m * mean)
                 self.running_var.mul_(1 - m).add_(m * var * count / (count - 1).clamp_min(1))
-        y = (x.float() - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias  # [B, L, H]
+        y = (xf - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias  # [B, L, H]
         return y.to(x.dtype)  # [B, L, H]
 
 
