@@ -404,6 +404,7 @@ class OnTheFlyDataset(IterableDataset):
         self._given = None if rank is None and world_size is None else _rank_world(rank, world_size)
         self.extras = bool(extras)
         self.encode = _pick_encoding(self.family, encode, positional)
+        self._resolved = None  # batch(): (task, config, seed, split code, fixed draws)
 
     @property
     def rank(self):
@@ -453,7 +454,6 @@ class OnTheFlyDataset(IterableDataset):
         self.start = int(state["step"])
 
     def __iter__(self):
-        global _KERNEL_PID
         info = get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
         if info is not None:
@@ -461,19 +461,30 @@ class OnTheFlyDataset(IterableDataset):
             from numba import set_num_threads
 
             set_num_threads(1)
-        t, cfg, seed, code, fixed = resolve(self.task, self.seed, self.split, self.params)
+        resolved = resolve(self.task, self.seed, self.split, self.params)
         rank, world = self._resolve()  # once, when iteration starts
         step = self.start + worker
         while self.length is None or step < self.length:
-            first = (step * world + rank) * self.batch_size
-            out = t.allocate(cfg, self.batch_size)  # fresh: yielded tensors share its memory
-            t.fill(cfg, seed, code, first, out, fixed)
-            _KERNEL_PID = os.getpid()
-            x, y = self.encode(out["inputs"], out["targets"])
-            if self.extras:
-                extras = {k: _tensor(v) for k, v in out.items() if k not in PRIMARY}
-                extras["index"] = torch.from_numpy(np.arange(first, first + self.batch_size, dtype=np.int64))
-                yield x, y, extras
-            else:
-                yield x, y
+            yield self._make(resolved, step, rank, world)
             step += workers
+
+    def batch(self, step):
+        """The batch of ``step`` on this rank, as iteration yields it (random access by step)."""
+        rank, world = self._resolve()
+        if self._resolved is None:  # the config and fixed draws, once
+            self._resolved = resolve(self.task, self.seed, self.split, self.params)
+        return self._make(self._resolved, step, rank, world)
+
+    def _make(self, resolved, step, rank, world):
+        global _KERNEL_PID
+        t, cfg, seed, code, fixed = resolved
+        first = (step * world + rank) * self.batch_size
+        out = t.allocate(cfg, self.batch_size)  # fresh: yielded tensors share its memory
+        t.fill(cfg, seed, code, first, out, fixed)
+        _KERNEL_PID = os.getpid()
+        x, y = self.encode(out["inputs"], out["targets"])
+        if not self.extras:
+            return x, y
+        extras = {k: _tensor(v) for k, v in out.items() if k not in PRIMARY}
+        extras["index"] = torch.from_numpy(np.arange(first, first + self.batch_size, dtype=np.int64))
+        return x, y, extras

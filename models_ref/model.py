@@ -1,9 +1,10 @@
 """The reference model stack (MODELS.md "Model and training").
 
 encoder (Linear(d_input, H), or Embedding(vocab_size, H) for token inputs)
--> n_layers blocks -> decoder Linear(H, d_output) per position -> rightmost target_len;
-or, with pool, the decoder applied to the mean over positions (one output per sequence,
-S4's `decoder.mode: pool` for LRA classification).
+-> n_layers blocks -> decoder Linear(H, d_output) per position: [B, T, d_output], the
+model contract of ``longsynth evaluate`` (longsynth.spec). The protocol's readout (the
+rightmost positions, every labelled one, or the mean over positions, which equals S4's
+pooled decoder since the decoder is linear) is the trainer's.
 
 A block (S4-style): z = layer(norm(x) if prenorm else x); z = dropout(z);
 z = GLU(Linear(H, 2H)(z)) when glu; x = x + z; x = norm(x) if post-norm. The norm is
@@ -49,7 +50,6 @@ class ModelConfig:
     vocab_size: int | None = None  # token inputs: Embedding(vocab_size, H) instead of Linear
     dropout: float = 0.0
     chunk: int | None = None  # kernel chunk length (None: automatic)
-    pool: bool = False  # one output per sequence: decoder(mean over positions), [B, 1, d_output]
     norm: str = "layer"  # "layer": LayerNorm over H per position | "batch": BatchNorm over (B, L) per channel
 
     def __post_init__(self):
@@ -154,10 +154,8 @@ class Model(nn.Module):
         self.decoder = nn.Linear(cfg.H, cfg.d_output)
         self.checkpoint_activations = False  # a training choice (TrainConfig), not part of the model
 
-
-    def forward(self, x, target_len=None):
-        """x [B, L, d_input] float (or [B, L] long tokens) -> [B, target_len or L, d_output]
-        ([B, 1, d_output] with pool)."""
+    def forward(self, x):
+        """x [B, L, d_input] float (or [B, L] long tokens) -> [B, L, d_output]."""
         h = self.encoder(x)  # [B, L, H]
         for block in self.blocks:
             if self.checkpoint_activations and torch.is_grad_enabled():  # keep only block inputs
@@ -165,8 +163,4 @@ class Model(nn.Module):
             else:
                 h = block(h)  # [B, L, H]
         h = self.final_norm(h)  # [B, L, H]
-        if self.cfg.pool:
-            return self.decoder(h.mean(dim=1, keepdim=True))  # [B, 1, d_output]
-        if target_len is not None:
-            h = h[:, h.shape[1] - target_len:]  # [B, target_len, H]  rightmost positions
-        return self.decoder(h)  # [B, T, d_output]
+        return self.decoder(h)  # [B, L, d_output]

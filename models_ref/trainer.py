@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 import os
 import sys
@@ -41,6 +42,7 @@ from longsynth.models_ref import metrics as M
 from longsynth.models_ref.model import Model, ModelConfig
 
 OBJECTIVES = ("regression", "tokens", "segmentation")
+READOUTS = ("rightmost", "positions", "mean")  # longsynth.spec: which outputs meet the targets
 PRIMARY = {"regression": "r2", "tokens": "accuracy", "segmentation": "macro_f1"}
 SCHEDULES = ("constant", "cosine")
 
@@ -50,6 +52,7 @@ class TrainConfig:
     steps: int
     lr: float
     objective: str = "regression"  # "regression" | "tokens" | "segmentation"
+    readout: str = "rightmost"  # "rightmost" (last y.shape[1] outputs) | "positions" (all) | "mean" (over positions)
     num_classes: int = 3  # segmentation only
     weight_decay: float = 0.0  # matrices only (not norms, biases, embeddings); SSM parameters carry their own (0)
     schedule: str = "constant"  # "constant" | "cosine" (linear warmup, cosine decay to min_lr_ratio)
@@ -67,6 +70,8 @@ class TrainConfig:
     def __post_init__(self):
         if self.objective not in OBJECTIVES:
             raise LongsynthError(f"objective: must be one of {OBJECTIVES}, got {self.objective!r}")
+        if self.readout not in READOUTS:
+            raise LongsynthError(f"readout: must be one of {READOUTS}, got {self.readout!r}")
         if self.schedule not in SCHEDULES:
             raise LongsynthError(f"schedule: must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.steps < 1 or self.eval_every < 1:
@@ -156,10 +161,18 @@ def _unpack(batch, device):
     return x.to(device), y.to(device), {k: v.to(device) for k, v in extras.items()}
 
 
+def readout(out, y, kind):
+    """The outputs that meet the targets (longsynth.spec): out [B, T, d] -> [B, T', d]."""
+    if kind == "rightmost":
+        return out[:, out.shape[1] - y.shape[1]:]  # [B, y.shape[1], d]  the paper's rightmost positions
+    if kind == "mean":
+        return out.mean(dim=1, keepdim=True)  # [B, 1, d]  S4's pooled decoder
+    return out  # [B, T, d]  every position; unlabelled ones carry IGNORE_INDEX
+
+
 def _forward(model, x, y, cfg):
     """(out, loss sum, count of targets): the loss is the mean = sum / count."""
-    target_len = y.shape[1] if y.shape[1] != x.shape[1] else None  # fewer targets: the rightmost outputs
-    out = model(x, target_len=target_len).float()  # [B, target_len or L, d_output]; pooled: [B, 1, d_output]
+    out = readout(model(x), y, cfg.readout).float()  # [B, T', d_output]
     if cfg.objective == "regression":
         return out, F.mse_loss(out, y.float().reshape(out.shape), reduction="sum"), out.numel()
     y = y.reshape(-1).long()
@@ -252,7 +265,11 @@ def _autocast(device, cfg):
 
 
 def _rng_state():
-    state = {"torch": torch.get_rng_state(), "numpy": np.random.get_state()}
+    """Generator states as tensors and numbers: what ``torch.load(weights_only=True)`` reads."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    state = {"torch": torch.get_rng_state(),
+             "numpy": {"keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                       "has_gauss": int(has_gauss), "gauss": float(gauss)}}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -260,15 +277,25 @@ def _rng_state():
 
 def _set_rng_state(state):
     torch.set_rng_state(state["torch"])
-    np.random.set_state(state["numpy"])
+    n = state["numpy"]
+    np.random.set_state(("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["gauss"]))
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_checkpoint(path, model, opt, step, model_cfg, train_cfg, manifest_digest, history, best):
+def read_checkpoint(path, map_location="cpu"):
+    """A checkpoint's dict, read without running code (``weights_only=True``): tensors, numbers,
+    strings and containers only; the model's config is stored as plain data."""
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except (OSError, RuntimeError, ValueError, EOFError, KeyError) as e:
+        raise LongsynthError(f"{path}: not a readable longsynth checkpoint ({str(e).splitlines()[0][:200]})") from None
+
+
+def save_checkpoint(path, model, opt, step, identity, train_cfg, manifest_digest, history, best):
     tmp = path + ".tmp"
     torch.save({
-        "model_config": model_cfg.to_dict(), "train_config": dataclasses.asdict(train_cfg),
+        "model_config": identity, "train_config": dataclasses.asdict(train_cfg),
         "manifest_digest": manifest_digest, "step": step, "data_position": step,
         "model": model.state_dict(), "optimizer": opt.state_dict(), "rng": _rng_state(),
         "history": history, "best": best,
@@ -277,8 +304,8 @@ def save_checkpoint(path, model, opt, step, model_cfg, train_cfg, manifest_diges
 
 
 def load_model(path, map_location="cpu"):
-    """(Model, checkpoint dict) rebuilt from the config stored in a checkpoint."""
-    ck = torch.load(path, map_location=map_location, weights_only=False)
+    """(Model, checkpoint dict) of a reference model, rebuilt from the config stored in its checkpoint."""
+    ck = read_checkpoint(path, map_location)
     model = Model(ModelConfig.from_dict(ck["model_config"]))
     model.load_state_dict(ck["model"])
     return model, ck
@@ -303,25 +330,34 @@ class Progress:
             sys.stderr.write("\n")
 
 
-def train(model_cfg: ModelConfig, train_cfg: TrainConfig, train_batch, val_batches=None,
+def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
           test_batches=None, *, device="cpu", checkpoint_dir=None, resume=None,
-          manifest_digest=None, stop_at_step=None, progress=False):
-    """Train; returns {"history", "val" (best), "best_step", "test", "final_val", "steps"}.
+          manifest_digest=None, stop_at_step=None, progress=False, identity=None):
+    """Train; returns {"history", "val" (best), "best_step", "test", "final_val", "steps", "model"}.
 
-    Under a process group (torchrun) the model is wrapped in DistributedDataParallel and only
-    rank 0 writes checkpoints and shows progress; ``train_batch`` gives this rank's share.
-    ``checkpoint_dir``: writes last.pt (every checkpoint_every steps and at the end) and
-    best.pt (best validation metric). ``resume``: a checkpoint path to continue from; its
-    model config and manifest digest must match. ``stop_at_step``: stop (with a checkpoint)
-    after this many steps, as an interrupted run would; the schedule still spans ``steps``.
+    ``model``: a reference ``ModelConfig``, or a function of no arguments that builds the
+    ``nn.Module`` (called after seeding torch with ``train_cfg.seed``); ``identity``: the plain
+    data a checkpoint records for it (a ModelConfig's dict by default), which a resumed run
+    must match. Under a process group (torchrun) the model is wrapped in
+    DistributedDataParallel and only rank 0 writes checkpoints and shows progress;
+    ``train_batch`` gives this rank's share. ``checkpoint_dir``: writes last.pt (every
+    checkpoint_every steps and at the end) and best.pt (best validation metric). ``resume``: a
+    checkpoint path to continue from; its identity and manifest digest must match.
+    ``stop_at_step``: stop (with a checkpoint) after this many steps, as an interrupted run
+    would; the schedule still spans ``steps``.
     """
+    if isinstance(model, ModelConfig):
+        identity = model.to_dict() if identity is None else identity
+        build = functools.partial(Model, model)
+    else:
+        build = model
     torch.manual_seed(train_cfg.seed)
-    model = Model(model_cfg).to(device)
+    model = build().to(device)
     opt = build_optimizer(model, train_cfg)
     history, best, start = {"train": [], "val": []}, None, 0
     if resume is not None:
-        ck = torch.load(resume, map_location=device, weights_only=False)
-        if ck["model_config"] != model_cfg.to_dict():
+        ck = read_checkpoint(resume, device)
+        if ck["model_config"] != identity:
             raise LongsynthError(f"resume: {resume} holds a different model config")
         if ck["manifest_digest"] != manifest_digest:
             raise LongsynthError(f"resume: {resume} was trained on data with manifest digest {ck['manifest_digest']}")
@@ -330,7 +366,8 @@ def train(model_cfg: ModelConfig, train_cfg: TrainConfig, train_batch, val_batch
         _set_rng_state(ck["rng"])
         history, best, start = ck["history"], ck["best"], ck["step"]
     rank, world = dist_info()
-    model.checkpoint_activations = train_cfg.checkpoint_activations
+    if hasattr(model, "checkpoint_activations"):  # the reference Model's option (a user module may lack it)
+        model.checkpoint_activations = train_cfg.checkpoint_activations
     fwd_model = model
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel
@@ -347,7 +384,7 @@ def train(model_cfg: ModelConfig, train_cfg: TrainConfig, train_batch, val_batch
         best_file = os.path.join(os.path.dirname(os.path.abspath(resume)), "best.pt")
         if not os.path.exists(best_file):
             raise LongsynthError(f"resume: {best_file} (the best-validation weights) is missing")
-        best_state = torch.load(best_file, map_location=device, weights_only=False)["model"]
+        best_state = read_checkpoint(best_file, device)["model"]
     if checkpoint_dir is not None:
         os.makedirs(checkpoint_dir, exist_ok=True)
         best_path = os.path.join(checkpoint_dir, "best.pt")
@@ -358,7 +395,7 @@ def train(model_cfg: ModelConfig, train_cfg: TrainConfig, train_batch, val_batch
 
     def checkpoint(name, step):
         if checkpoint_dir is not None:
-            save_checkpoint(os.path.join(checkpoint_dir, name), model, opt, step, model_cfg,
+            save_checkpoint(os.path.join(checkpoint_dir, name), model, opt, step, identity,
                             train_cfg, manifest_digest, history, best)
 
     for step in range(start, end):
@@ -388,7 +425,7 @@ def train(model_cfg: ModelConfig, train_cfg: TrainConfig, train_batch, val_batch
                 best = res
                 best_state = copy.deepcopy(model.state_dict())
                 if checkpoint_dir is not None:
-                    torch.save({"model_config": model_cfg.to_dict(), "manifest_digest": manifest_digest,
+                    torch.save({"model_config": identity, "manifest_digest": manifest_digest,
                                 "step": done, "model": best_state}, best_path)
         if train_cfg.checkpoint_every and done % train_cfg.checkpoint_every == 0:
             checkpoint("last.pt", done)

@@ -221,7 +221,8 @@ def test_encoding_and_validate_batches(tmp_path):
     it as y [B, 1], which the model reads at its last position or from its pooled output."""
     torch = pytest.importorskip("torch")
     from longsynth.torch import ShardDataset, encode_batch
-    from longsynth.models_ref import validate
+    from longsynth.models_ref import protocol
+    from longsynth.models_ref.presets import ARCHITECTURES
 
     root = str(tmp_path / "ds")
     store.generate(root, TASK, {"size": 32}, seed=1, splits={"train": 8, "val": 4, "test": 4})
@@ -232,14 +233,14 @@ def test_encoding_and_validate_batches(tmp_path):
     xr, yr = raw[0]
     xb, yb = encode_batch("pathfinder", xr[None], yr[None])
     assert torch.equal(xb[0], x) and yb.shape == (1,) and int(yb[0]) == int(y)
-    train, val, test = validate.stored_sources(root, "pathfinder", 4, 1)
+    train, val, test = protocol.stored_sources(root, 4, 1)
     xs, ys = train(0)[:2]
     assert xs.shape == (4, 1024, 1) and ys.shape == (4, 1) and set(ys[:, 0].tolist()) <= {0, 1}
     labels = [int(ShardDataset(root, "val", encode=True)[i][1]) for i in range(4)]
     assert val()[0][1][:, 0].tolist() == labels  # evaluation batches in index order
-    p = validate.preset("pathfinder-classic", "dlr", "paper", L=1024)
-    assert (p.batch_size, p.model["n_layers"], p.model["H"], p.train["lr"]) == (64, 6, 256, 4e-3)
-    assert p.model["norm"] == "batch" and p.model["pool"]  # S4's norm: batch, decoder.mode: pool
+    p, arch = protocol.resolve("lra-pathfinder", "paper"), ARCHITECTURES[("lra-pathfinder", "paper", "dlr")]
+    assert (p.batch_size, arch["arch"]["n_layers"], arch["arch"]["H"], arch["lr"]) == (64, 6, 256, 4e-3)
+    assert arch["arch"]["norm"] == "batch" and p.readout == "mean"  # S4's norm: batch, decoder.mode: pool
 
 
 def test_validate_classic_pathfinder_writes_an_accuracy_certificate(tmp_path):
@@ -255,7 +256,7 @@ def test_validate_classic_pathfinder_writes_an_accuracy_certificate(tmp_path):
     r = validate(root, model="dlr", scale="tiny", steps=6, batch_size=8, report_dir=str(tmp_path / "rep"),
                  progress=False)
     m = json.loads((tmp_path / "rep" / "metrics.json").read_text())
-    assert m["model_config"]["norm"] == "batch" and m["model_config"]["pool"]
+    assert m["model_config"]["norm"] == "batch" and m["train_config"]["readout"] == "mean"
     assert (m["model_config"]["d_output"], m["primary_metric"], m["steps"]) == (2, "accuracy", 6)
     assert 0 <= m["test"]["accuracy"] <= 1 and m["test"]["exact"]["count"] == 32  # 4 batches of 8 images
     assert m["paper"] is None or m["paper"]["source"].startswith("DSS paper")

@@ -1,0 +1,38 @@
+"""The model contract of ``longsynth evaluate`` (docs/evaluate.md): what a factory is told.
+
+A model is a factory ``factory(spec: ModelSpec) -> torch.nn.Module``. The module maps
+``x`` float [B, T, d_input] (or int64 token ids [B, T] when ``vocab_size`` is set) to
+[B, T, d_output]; the harness applies the protocol's readout to that output:
+
+- ``"rightmost"``: the last ``target_len`` positions (atomic tasks, the DLR paper's rule);
+- ``"positions"``: every labelled position (tagging: ListOps, Pathfinder-Segmentation);
+- ``"mean"``: the mean over positions (LRA classification, S4's pooled decoder).
+
+Plain data, no torch: the spec is saved in reports and checkpoints as a dict.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    task: str  # registry task name, e.g. "select" or "pathfinder-seg"
+    protocol: str  # the protocol it runs under: "atomic", "listops-subtrees", "pathfinder-seg-128", ...
+    scale: str  # "tiny" | "paper"
+    objective: str  # "regression" (MSE) | "tokens" (cross-entropy per label) | "segmentation"
+    readout: str  # "rightmost" | "positions" | "mean"
+    d_output: int  # output channels per position (classes for classification)
+    seq_len: int  # T, the input length (the longest, for variable-length ListOps)
+    target_len: int  # labelled outputs per sample: T' <= T for atomic tasks, T for tagging, 1 for "mean"
+    causal: bool  # True where the paper's protocol is unidirectional: output t may not see inputs after t
+    d_input: int | None = None  # float input channels, the two positional channels included
+    vocab_size: int | None = None  # token inputs: ids in [0, vocab_size) (padding included)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(**d)

@@ -1,0 +1,108 @@
+"""Model factories for ``longsynth evaluate``: the built-in reference models and the user's.
+
+A factory is ``factory(spec: longsynth.ModelSpec) -> torch.nn.Module`` (docs/evaluate.md).
+``load(text)`` resolves what the command line names:
+
+- a built-in name (``dlr``, ``dss``): the reference model stack with the architecture of
+  ``presets.ARCHITECTURES`` for the spec's protocol and scale;
+- ``path/to/file.py:function``: a function in a Python file (the user's code, run as the
+  user asked);
+- ``package.module:function``: a function of an importable module.
+
+With the factory comes its identity (plain data): the name and a SHA-256 of the file that
+defines it, so that a run resumed after the model's code changed starts fresh.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+
+from longsynth.errors import LongsynthError
+from longsynth.models_ref.model import Model, ModelConfig
+from longsynth.models_ref.presets import ARCHITECTURES
+
+
+class Reference:
+    """A built-in reference model: ``Reference("dlr")(spec)`` -> Model."""
+
+    def __init__(self, layer):
+        self.name = layer
+
+    def preset(self, spec):
+        key = (spec.protocol, spec.scale, self.name)
+        if key not in ARCHITECTURES:
+            raise LongsynthError(f"model: {self.name} has no preset for {spec.protocol} at scale {spec.scale}")
+        return ARCHITECTURES[key]
+
+    def config(self, spec):
+        """The ModelConfig for a spec: the preset's architecture, the data's channels, and
+        the protocol's direction (DSS_exp is causal only, which a bidirectional protocol allows)."""
+        io = dict(d_input=spec.d_input or 1, d_output=spec.d_output, vocab_size=spec.vocab_size)
+        bidirectional = not spec.causal and self.name == "dlr"
+        return ModelConfig(layer=self.name, bidirectional=bidirectional, **io, **self.preset(spec)["arch"])
+
+    def lr(self, spec):
+        return self.preset(spec)["lr"]
+
+    def __call__(self, spec):
+        return Model(self.config(spec))
+
+
+BUILTIN = {name: Reference(name) for name in ("dlr", "dss")}
+
+
+def _sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _from_file(path, attr):
+    if not os.path.isfile(path):
+        raise LongsynthError(f"model: {path} is not a file")
+    name = "longsynth_user_model_" + hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:12]
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise LongsynthError(f"model: {path} is not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses and pickling look the module up by name
+        try:
+            spec.loader.exec_module(module)
+        except Exception as e:  # the user's file: its error, in one line
+            del sys.modules[name]
+            raise LongsynthError(f"model: importing {path} failed: {type(e).__name__}: {e}") from None
+    return module, _sha256(path)
+
+
+def _from_module(modname, attr):
+    try:
+        module = importlib.import_module(modname)
+    except Exception as e:  # ImportError and whatever the module raises while importing
+        raise LongsynthError(f"model: cannot import {modname}: {type(e).__name__}: {e}") from None
+    source = getattr(module, "__file__", None)
+    return module, _sha256(source) if source and os.path.isfile(source) else None
+
+
+def load(text):
+    """(factory, identity) for a built-in name, ``file.py:function`` or ``module:function``."""
+    if text in BUILTIN:
+        return BUILTIN[text], {"model": text, "sha256": None}
+    where, sep, attr = text.rpartition(":")
+    if not sep or not where or not attr:
+        raise LongsynthError(f"model: {text!r} is neither a built-in ({', '.join(BUILTIN)}) nor "
+                             "path/to/file.py:function nor package.module:function")
+    if where.endswith(".py") or os.sep in where:
+        module, digest = _from_file(where, attr)
+        text = f"{os.path.abspath(where)}:{attr}"
+    else:
+        module, digest = _from_module(where, attr)
+    factory = getattr(module, attr, None)
+    if factory is None:
+        raise LongsynthError(f"model: {where} defines no {attr!r}")
+    if not callable(factory):
+        raise LongsynthError(f"model: {where}:{attr} is not callable")
+    return factory, {"model": text, "sha256": digest}

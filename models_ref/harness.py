@@ -1,0 +1,307 @@
+"""One run of the harness: a model factory trained and tested under one protocol.
+
+``run(job, out_dir)`` is what ``longsynth evaluate`` executes for every (task, lr, seed) and
+what ``longsynth validate`` executes once with the task's reference model. Its steps:
+
+1. ``prepare``: the protocol, its data (on the fly, or a stored dataset), the ModelSpec;
+2. ``check_model``: the factory's module before training - output shape, finite values,
+   causality where the protocol is causal - each refusal one line;
+3. ``trainer.train`` (resuming from ``out_dir/checkpoints/last.pt`` when it exists);
+4. ``certificate``: metrics.json (the run's record), history.json, curves.png and, for
+   Pathfinder-Segmentation, predictions.png in ``out_dir``.
+
+A job is plain data (``Job``), so it crosses process and Dask boundaries unchanged.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from longsynth import plot, registry
+from longsynth.errors import LongsynthError
+from longsynth.models_ref import factories
+from longsynth.models_ref.presets import PAPER_SOURCE, paper_figures
+from longsynth.models_ref.protocol import (manifest_digest, on_the_fly_sources, protocol_for_dataset, resolve,
+                                           stored_sources)
+from longsynth.models_ref.trainer import PRIMARY, train
+from longsynth.spec import ModelSpec
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    model: str  # a built-in name, path/to/file.py:function or package.module:function
+    protocol: str  # "atomic", "listops-subtrees", ...
+    task: str
+    scale: str = "tiny"
+    lr: float | None = None  # None: the model's preset lr, else the protocol's
+    seed: int = 0  # model initialisation and data order
+    steps: int | None = None  # None: the protocol's
+    data: str | None = None  # stored dataset directory (stored protocols)
+    device: str = "cpu"
+    batch_size: int | None = None  # the global batch (None: the protocol's)
+    amp: bool | None = None  # bf16 autocast (None: on for CUDA)
+    compile: bool = False
+    checkpoint_activations: bool = False
+    checkpoint_every: int | None = None
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class Prepared:
+    """What a run trains on: the protocol, the batch sources, the spec and the data's record."""
+
+    protocol: object
+    batch_size: int
+    sources: tuple  # (train_batch, val_batches, test_batches)
+    spec: ModelSpec
+    data_info: dict
+    digest: str | None
+    side: int | None  # Pathfinder image side
+
+
+def _spec(protocol, x, y, vocab_size=None):
+    """The ModelSpec of a protocol from its first batch."""
+    T = int(x.shape[1])
+    d_output = {"regression": int(y.shape[-1]), "segmentation": 3, "tokens": 10 if protocol.task.startswith("listops")
+                else 2}[protocol.objective]
+    target_len = int(y.shape[1]) if protocol.readout == "rightmost" else (1 if protocol.readout == "mean" else T)
+    tokens = vocab_size is not None
+    return ModelSpec(task=protocol.task, protocol=protocol.name, scale=protocol.scale, objective=protocol.objective,
+                     readout=protocol.readout, d_output=d_output, seq_len=T, target_len=target_len,
+                     causal=protocol.causal, d_input=None if tokens else int(x.shape[-1]), vocab_size=vocab_size)
+
+
+def _check_counts(root, counts, B, world, scale):
+    """One line when the splits cannot hold the batches: train, val and test need one global batch each."""
+    have = {s: int(counts.get(s, 0)) for s in ("train", "val", "test")}
+    short = [s for s, n in have.items() if n < B]
+    if short:
+        listing = ", ".join(f"{s} {n}" for s, n in have.items())
+        raise LongsynthError(
+            f"{root}: too few samples in {', '.join(short)} ({listing}); --scale {scale} uses batches of "
+            f"{B} and needs at least {B} samples in each of train, val and test: regenerate with e.g. "
+            f"--splits train={max(10 * B, 100)},val={B},test={B} (or pass a smaller --batch-size)")
+
+
+def prepare(job, rank=0, world=1):
+    """The protocol, data and spec of a job (one line for data that cannot serve it)."""
+    from longsynth.store import open as open_dataset
+
+    side = None
+    if job.data is not None:
+        ds = open_dataset(job.data)
+        proto = resolve(protocol_for_dataset(ds), job.scale, task=ds.task.name)
+        if ds.task.name != proto.task:
+            raise LongsynthError(f"{job.data}: a {ds.task.name} dataset, but {job.protocol} needs {proto.task}")
+        if ds.task.family == "pathfinder" and ds.manifest["counts"].get("train", 0):
+            side = int(np.asarray(ds["train"].read(0, keys=["inputs"])["inputs"]).shape[-1])
+    else:
+        proto = resolve(job.protocol, job.scale, task=job.task)
+        if proto.stored:
+            raise LongsynthError(f"suite: {job.protocol} trains on a stored dataset; give its directory")
+    B = job.batch_size or proto.batch_size
+    if B % world:
+        raise LongsynthError(f"--batch-size: the global batch {B} does not divide over {world} processes")
+    vocab_size, digest = None, None
+    if job.data is not None:
+        _check_counts(ds.root, ds.manifest["counts"], B, world, job.scale)
+        sources = stored_sources(ds.root, B, proto.eval_batches, seed=job.seed, rank=rank, world=world)
+        digest = manifest_digest(ds.root)
+        data_info = {"dataset": ds.root, "params": ds.manifest["params"], "seed": ds.seed, "manifest_sha256": digest}
+        if ds.task.family == "listops":
+            import longsynth
+            from longsynth.torch import PAD_ID
+
+            # one embedding row more than the vocabulary: pad_collate pads with PAD_ID = len(vocab)
+            vocab_size = max(len(longsynth.vocab(ds.task.name, **ds.manifest["params"])), PAD_ID) + 1
+    else:
+        *sources, params = on_the_fly_sources(proto, B, rank=rank, world=world)
+        data_info = {"task": proto.task, "params": params, "seed": 0, "on_the_fly": True}
+    data_info.update(batch_size=B, world_size=world, batch_size_per_rank=B // world)
+    x0, y0 = sources[0](0)[:2]
+    return Prepared(proto, B, tuple(sources), _spec(proto, x0, y0, vocab_size), data_info, digest, side)
+
+
+# ----------------------------------------------------------------- checks before training
+
+
+def check_model(module, spec, x, tol=1e-4):
+    """Refuse, in one line, a module that breaks the contract on a real batch ``x``:
+    a wrong output shape, non-finite outputs, or (causal protocols) outputs that change
+    when only later inputs change. Runs in eval mode without gradients; the module's
+    parameters and buffers are left as they were."""
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            out = module(x)
+            want = (x.shape[0], x.shape[1], spec.d_output)
+            if not isinstance(out, torch.Tensor) or tuple(out.shape) != want:
+                got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+                raise LongsynthError(f"model: output shape {got}, the contract is [B, T, d_output] = {want}")
+            if not torch.isfinite(out).all():
+                raise LongsynthError(f"model: the output holds NaN or inf on the first batch of {spec.task}")
+            if spec.causal:
+                _check_causal(module, x, out, tol)
+    finally:
+        module.train(was_training)
+
+
+def _check_causal(module, x, out, tol):
+    T = x.shape[1]
+    k = max(1, T // 8)  # the last k positions change
+    g = torch.Generator().manual_seed(0)
+    x2 = x.clone()
+    if x.dtype in (torch.int64, torch.int32):
+        lo, hi = int(x.min()), int(x.max())
+        x2[:, T - k:] = torch.randint(lo, hi + 1, x2[:, T - k:].shape, generator=g, dtype=x.dtype)
+    else:
+        x2[:, T - k:] += torch.randn(x2[:, T - k:].shape, generator=g, dtype=x.dtype)
+    out2 = module(x2)
+    scale = 1.0 + float(out.abs().max())
+    leak = float((out2[:, :T - k] - out[:, :T - k]).abs().max()) / scale
+    if leak > tol:
+        raise LongsynthError(f"model: not causal - changing inputs at positions >= {T - k} changed outputs before "
+                             f"them (by {leak:.2g} relative); this protocol is unidirectional")
+
+
+# ----------------------------------------------------------------- one run
+
+
+def _peak_memory(dev):
+    if dev.type == "cuda":
+        return {"peak_gpu_bytes": int(torch.cuda.max_memory_allocated(dev))}
+    import resource
+
+    return {"peak_rss_bytes": int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024}
+
+
+def resolve_lr(job, factory, spec, protocol):
+    """The job's lr, else the built-in model's preset lr, else the protocol's default."""
+    if job.lr is not None:
+        return job.lr
+    return factory.lr(spec) if isinstance(factory, factories.Reference) else protocol.lr
+
+
+def verdict(test, paper, primary):
+    """'consistent with the paper' when the test metric is within 0.1 of the paper's figure."""
+    if test is None or paper is None or primary not in paper:
+        return None
+    gap = test[primary] - paper[primary]
+    return {"metric": primary, "test": test[primary], "paper": paper[primary], "gap": gap,
+            "consistent": abs(gap) <= 0.1}
+
+
+def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, world=1):
+    """Train and test ``job``; returns the certificate dict (written as out_dir/metrics.json by rank 0).
+
+    ``factory``: the model factory when the caller holds it (the Python API); by default
+    ``factories.load(job.model)``. ``resume``: continue from out_dir/checkpoints/last.pt
+    when it exists.
+    """
+    if factory is None:
+        factory, identity = factories.load(job.model)
+    else:
+        identity = {"model": job.model, "sha256": None}
+    p = prepare(job, rank, world)
+    proto, spec = p.protocol, p.spec
+    lr = resolve_lr(job, factory, spec, proto)
+    dev = torch.device(job.device)
+    tcfg = proto.train_config(lr=lr, seed=job.seed, steps=job.steps, amp=dev.type == "cuda" if job.amp is None
+                              else bool(job.amp), compile=job.compile,
+                              checkpoint_activations=job.checkpoint_activations, checkpoint_every=job.checkpoint_every)
+    torch.manual_seed(tcfg.seed)
+    probe = factory(spec)
+    x0 = p.sources[0](0)[0][:2]
+    check_model(probe, spec, x0)
+    if isinstance(factory, factories.Reference):
+        model_config = factory.config(spec).to_dict()  # the reference model's config, as validate always recorded
+    else:
+        model_config = {**identity, "spec": spec.to_dict()}
+    ckdir = os.path.join(out_dir, "checkpoints")
+    last = os.path.join(ckdir, "last.pt")
+    resume = last if resume and os.path.exists(last) else None
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
+    t0 = time.time()
+    res = train(lambda: factory(spec), tcfg, *p.sources, device=job.device, manifest_digest=p.digest,
+                checkpoint_dir=ckdir, resume=resume, progress=progress, identity=model_config)
+    wall = time.time() - t0
+    primary = PRIMARY[tcfg.objective]
+    figures = paper_figures(proto.name, proto.task)
+    paper = figures.get(job.model)
+    if paper is not None:
+        paper = {**paper, "source": PAPER_SOURCE[proto.name]}
+    out = {
+        "task": proto.task, "family": registry.get(proto.task).family, "protocol": proto.name,
+        "target": job.data or proto.task, "model": job.model, "model_identity": identity, "scale": job.scale,
+        "lr": lr, "seed": job.seed, "spec": spec.to_dict(),
+        "model_config": model_config, "train_config": dataclasses.asdict(tcfg),
+        "data": p.data_info, "steps": res["steps"], "wall_time_s": round(wall, 2),
+        "world_size": world, "global_batch_size": p.batch_size,
+        "backend": dist.get_backend() if world > 1 else None, "device": str(dev),
+        "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or platform.machine(),
+        "torch_threads": torch.get_num_threads(), "torch_version": torch.__version__,
+        "train_tokens_per_s": round(res["steps"] * p.batch_size * spec.seq_len / wall, 1),  # wall includes evaluations
+        **_peak_memory(dev),  # rank 0's
+        "metrics_note": "top-level metrics are the paper's (per batch of batch_size, averaged over batches); "
+                        "'exact' holds the same metrics from counts over the whole evaluation set",
+        "primary_metric": primary, "final": res["final_val"], "best": res["val"], "best_step": res["best_step"],
+        "test": res["test"], "paper": paper, "paper_columns": figures, "verdict": verdict(res["test"], paper, primary),
+        "created": time.strftime("%Y%m%d-%H%M%S"), "rank": rank,
+    }
+    if rank == 0:
+        _write_certificate(out, res, p, out_dir)
+    return out
+
+
+def _write_certificate(out, res, p, out_dir):
+    with open(os.path.join(out_dir, "metrics.json"), "w", encoding="utf-8") as f:
+        json.dump(out, f, indent=2)
+    with open(os.path.join(out_dir, "history.json"), "w", encoding="utf-8") as f:
+        json.dump(res["history"], f)
+    curves(res["history"], out["primary_metric"], os.path.join(out_dir, "curves.png"),
+           f"{out['task']} / {out['model']} / {out['scale']}")
+    if out["task"] == "pathfinder-seg":
+        xv, yv = p.sources[1]()[0][:2]
+        model = res["model"]
+        with torch.no_grad():
+            model.eval()
+            pred = model(xv[:4].to(next(model.parameters()).device)).argmax(-1).cpu()
+        prediction_figure(list(yv[:4].numpy()), list(pred.numpy()), p.side,
+                          os.path.join(out_dir, "predictions.png"))
+
+
+MASK_PALETTE = [(0, 0, 0), (70, 130, 220), (250, 200, 40)]  # Pathfinder classes 0, 1, 2
+
+
+def curves(history, primary, path, title):
+    """Training loss per step, validation loss and metric per evaluation (x: evaluation steps)."""
+    val = history["val"]
+    every = f"at steps {val[0]['step']}..{val[-1]['step']}" if val else "none"
+    train_rows = history["train"]
+    panels = [("train loss per step (y: 0.5-99.5th percentile; x: step)",
+               [r["loss"] for r in train_rows], np.arange(1, len(train_rows) + 1))]
+    if val:
+        steps = [r["step"] for r in val]
+        panels += [(f"val loss ({len(val)} evaluations {every}; x: step)", [r["loss"] for r in val], steps),
+                   (f"val {primary} ({len(val)} evaluations {every}; x: step)", [r[primary] for r in val], steps)]
+    return plot.lines(panels, path, title=title, robust=True)
+
+
+def prediction_figure(labels, predictions, side, path, scale=2):
+    """Pathfinder masks: gold labels in the top row, model predictions below, one column per sample."""
+    gold = [plot.colorize(np.asarray(m).reshape(side, side), MASK_PALETTE) for m in labels]
+    pred = [plot.colorize(np.asarray(m).reshape(side, side), MASK_PALETTE) for m in predictions]
+    return plot.grid(gold + pred, path, cols=len(gold), scale=scale)
+
+
