@@ -390,5 +390,64 @@ def validate(target, model, scale, steps, device, report_dir, batch_size, amp, c
                               indent=1))
 
 
+
+def _lrs(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        lrs = tuple(float(v) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise click.BadParameter(f"comma-separated numbers, e.g. 1e-3,3e-3; got {value!r}") from None
+    if not lrs or any(not lr > 0 for lr in lrs):
+        raise click.BadParameter(f"learning rates must be > 0, got {value!r}")
+    return lrs
+
+
+@cli.command()
+@click.argument("model")
+@click.option("--suite", required=True,
+              help="a task (select, cumsum, ...), a group (atomic: Table 1's 11 tasks), listops-subtrees, "
+                   "pathfinder-seg-128|256|512, lra-pathfinder, path-x, lra-listops; or a comma list")
+@click.option("--scale", type=click.Choice(["tiny", "paper"]), default="tiny", show_default=True,
+              help="tiny: the protocols shrunk to minutes on a CPU; paper: the papers' Tables 5/6")
+@click.option("--steps", type=click.IntRange(min=1), default=None, help="training steps [default: the protocol's]")
+@click.option("--lr", "lrs", callback=_lrs, default=None,
+              help="learning rates to sweep, comma-separated; the best by validation is reported "
+                   "[default: the built-in model's, else the protocol's]")
+@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
+              help="seeds per learning rate (model init and data order); the report gives mean and spread")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True, help="where to train")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="runs at once, one process each (one torch thread each on the CPU; several share a GPU)")
+@click.option("--dask", default=None, metavar="ADDRESS",
+              help="submit each run to this Dask scheduler (tcp://host:port or a scheduler file)")
+@click.option("--data", type=click.Path(file_okay=False), default=None,
+              help="stored datasets: one directory per task named by its suite (DIR/listops-subtrees, ...) or one "
+                   "dataset [default: generated on first use into $LONGSYNTH_CACHE/data, else ~/.cache/longsynth/data]")
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False),
+              help="report directory (report.json, report.md, report.png, runs/); rerunning resumes it")
+@friendly
+def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, out):
+    """Run MODEL through the papers' protocols and report it beside the papers' figures.
+
+    MODEL is a built-in name (dlr, dss), path/to/file.py:function or package.module:function;
+    a function takes a longsynth.ModelSpec and returns a torch.nn.Module mapping
+    [B, T, d_input] (or tokens [B, T]) to [B, T, d_output] (docs/evaluate.md).
+    """
+    try:
+        from longsynth.models_ref.evaluate import Settings
+        from longsynth.models_ref.evaluate import evaluate as run
+        from longsynth.models_ref.validate import check_device
+    except ImportError as e:
+        raise click.ClickException(f"evaluate needs PyTorch and matplotlib ({e}); "
+                                   "pip install torch matplotlib") from None
+    check_device(device)
+    settings = Settings(scale=scale, steps=steps, lrs=lrs, seeds=seeds, device=device, jobs=jobs, dask=dask,
+                        data=data)
+    report = run(model, suite, out=out, settings=settings, notify=lambda line: click.echo(line, err=True))
+    click.echo(report.table())
+    click.echo(f"report: {os.path.join(out, 'report.md')} (and report.json, report.png)")
+
+
 def main():
     cli(prog_name="longsynth")

@@ -32,6 +32,23 @@ if "NUMBA_THREADING_LAYER" not in _os.environ:
         _numba.config.THREADING_LAYER = "forksafe"
 
 from longsynth.api import batch, sample, tasks, vocab  # noqa: E402
+from longsynth.spec import ModelSpec  # noqa: E402
 from longsynth.store import generate, open  # noqa: E402,A001
 
-__all__ = ["batch", "generate", "open", "sample", "tasks", "vocab", "__version__"]
+__all__ = ["ModelSpec", "batch", "evaluate", "generate", "open", "sample", "tasks", "vocab", "__version__"]
+
+
+def evaluate(model, suite, *, out, scale="tiny", steps=None, lrs=None, seeds=1, device="cpu", jobs=1, dask=None,
+             data=None, progress=True, notify=None):
+    """Run ``model`` through ``suite``'s protocols; returns a Report (``table()``, ``to_markdown()``).
+
+    ``model``: a factory ``f(ModelSpec) -> torch.nn.Module``, a built-in name (``"dlr"``,
+    ``"dss"``), ``"path/to/file.py:function"`` or ``"package.module:function"``. The other
+    arguments are ``longsynth evaluate``'s options (docs/evaluate.md). Needs torch.
+    """
+    from longsynth.models_ref.evaluate import Settings
+    from longsynth.models_ref.evaluate import evaluate as run
+
+    settings = Settings(scale=scale, steps=steps, lrs=None if lrs is None else tuple(lrs), seeds=seeds,
+                        device=device, jobs=jobs, dask=dask, data=data)
+    return run(model, suite, out=out, settings=settings, progress=progress, notify=notify)

@@ -1,0 +1,247 @@
+"""``longsynth evaluate``: any model factory through the papers' protocols, in sweeps.
+
+``evaluate(model, suite, ...)`` plans one run per (task, learning rate, seed), checks the
+model on every task before anything trains, runs the jobs (in this process, in ``jobs``
+processes, or as Dask tasks), and writes a report (``report.Report``) to ``out``:
+report.json, report.md and report.png, with every run's certificate under
+``out/runs/TASK/lr..-seed..-HASH/``. docs/evaluate.md is the user's guide.
+
+``out`` is also the cache of runs: a run whose certificate exists under the same config
+hash is not run again, an unfinished one resumes from its last checkpoint, and a run
+whose config changed gets a new directory (said in one line).
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import hashlib
+import json
+import multiprocessing
+import os
+import pickle
+
+import torch
+
+from longsynth.errors import LongsynthError
+from longsynth.models_ref import factories
+from longsynth.models_ref.harness import Job, check_model, prepare, run
+from longsynth.models_ref.presets import ARCHITECTURES, ATOMIC_TASKS, PROTOCOLS, SUITES, suite_members
+from longsynth.models_ref.protocol import SCALES, resolve
+from longsynth.models_ref.report import Report
+
+CACHE_ENV = "LONGSYNTH_CACHE"
+
+
+def cache_dir():
+    """Where generated datasets are kept: $LONGSYNTH_CACHE, else ~/.cache/longsynth."""
+    return os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "longsynth")
+
+
+def suite_tasks(suite):
+    """[(protocol, task)] of a suite: a group, an atomic task, a stored protocol, or a comma list of them."""
+    members = []
+    for name in (s.strip() for s in suite.split(",")):
+        if name in SUITES:
+            members += [("atomic", t) for t in SUITES[name]]
+        elif name in ATOMIC_TASKS:
+            members.append(("atomic", name))
+        elif (name, "tiny") in PROTOCOLS:
+            members.append((name, PROTOCOLS[(name, "tiny")]["task"]))
+        else:
+            import difflib
+
+            near = difflib.get_close_matches(name, suite_members(), n=1)
+            hint = f"; did you mean {near[0]}?" if near else f"; choose from {', '.join(suite_members())}"
+            raise LongsynthError(f"suite: unknown suite {name!r}{hint}")
+    return list(dict.fromkeys(members))
+
+
+def dataset_for(protocol, data, notify):
+    """The stored dataset of a protocol: ``data`` (a dataset, or a folder of one per protocol),
+    else the cache's copy, generated on first use with the protocol's parameters and splits."""
+    from longsynth.store import generate
+    from longsynth.store import open as open_dataset
+
+    if data is not None:
+        root = data if os.path.isfile(os.path.join(data, "manifest.json")) else os.path.join(data, protocol.name)
+        if not os.path.isdir(root):
+            raise LongsynthError(f"--data: {root} does not exist (one dataset directory per task, named "
+                                 f"{protocol.name})")
+        ds = open_dataset(root)
+        if ds.task.name != protocol.task:
+            raise LongsynthError(f"--data: {root} holds {ds.task.name}, but {protocol.name} needs {protocol.task}")
+        return ds.root
+    root = os.path.join(cache_dir(), "data", f"{protocol.name}-{protocol.scale}")
+    try:
+        return open_dataset(root).root
+    except LongsynthError:
+        pass
+    notify(f"{protocol.name}: generating its {protocol.scale} dataset into {root} (once; reused after)")
+    generate(root, protocol.task, protocol.data, seed=0, splits=protocol.splits, notify=notify,
+             command=f"longsynth evaluate (cache of {protocol.name}, scale {protocol.scale})")
+    return root
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """A sweep's options beside the model and the suite."""
+
+    scale: str = "tiny"
+    steps: int | None = None  # None: the protocol's
+    lrs: tuple | None = None  # None: the model's preset lr (built-ins), else the protocol's
+    seeds: int = 1
+    device: str = "cpu"
+    jobs: int = 1
+    dask: str | None = None  # a scheduler address or scheduler file
+    data: str | None = None
+
+
+def _default_lr(factory, protocol, scale):
+    if isinstance(factory, factories.Reference):
+        return ARCHITECTURES[(protocol, scale, factory.name)]["lr"]
+    return PROTOCOLS[(protocol, scale)]["lr"]
+
+
+def _config_hash(job, identity, protocol):
+    blob = json.dumps({"job": job.to_dict(), "identity": identity, "protocol": dataclasses.asdict(protocol)},
+                      sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+
+def _check_settings(s):
+    if s.scale not in SCALES:
+        raise LongsynthError(f"--scale: must be one of {', '.join(SCALES)}, got {s.scale!r}")
+    for name, value in (("--seeds", s.seeds), ("--jobs", s.jobs)):
+        if value < 1:
+            raise LongsynthError(f"{name}: must be >= 1, got {value}")
+    if s.steps is not None and s.steps < 1:
+        raise LongsynthError(f"--steps: must be >= 1, got {s.steps}")
+    if s.lrs is not None and (not s.lrs or any(not lr > 0 for lr in s.lrs)):
+        raise LongsynthError(f"--lr: learning rates must be > 0, got {', '.join(map(str, s.lrs))}")
+    if s.jobs > 1 and s.dask:
+        raise LongsynthError("--jobs and --dask: give one (Dask's workers are the jobs)")
+
+
+def _factory(model):
+    """(factory, identity, text) of a model name or a Python callable."""
+    if isinstance(model, str):
+        factory, identity = factories.load(model)
+        return factory, identity, identity["model"]
+    if not callable(model):
+        raise LongsynthError(f"model: must be a name or a callable factory, got {type(model).__name__}")
+    text = f"{getattr(model, '__module__', '?')}:{getattr(model, '__qualname__', type(model).__name__)}"
+    return model, {"model": text, "sha256": None}, text
+
+
+def plan(model, suite, settings, out, notify):
+    """(jobs with their run directories, factory, identity): every task checked before training."""
+    _check_settings(settings)
+    factory, identity, text = _factory(model)
+    planned, changed = [], 0
+    for proto_name, task in suite_tasks(suite):
+        protocol = resolve(proto_name, settings.scale, task=task)
+        data = dataset_for(protocol, settings.data, notify) if protocol.stored else None
+        probe = Job(model=text, protocol=proto_name, task=task, scale=settings.scale, data=data,
+                    device=settings.device)
+        prepared = prepare(probe)
+        torch.manual_seed(0)
+        check_model(factory(prepared.spec), prepared.spec, prepared.sources[0](0)[0][:2])
+        every = min(protocol.eval_every, settings.steps or protocol.steps)
+        for lr in settings.lrs or (_default_lr(factory, proto_name, settings.scale),):
+            for seed in range(settings.seeds):
+                job = dataclasses.replace(probe, lr=float(lr), seed=seed, steps=settings.steps, checkpoint_every=every)
+                prefix = f"lr{lr:g}-seed{seed}-"
+                run_dir = os.path.join(out, "runs", task, prefix + _config_hash(job, identity, protocol))
+                parent = os.path.dirname(run_dir)
+                if os.path.isdir(parent) and not os.path.isdir(run_dir):
+                    changed += any(d.startswith(prefix) for d in os.listdir(parent))
+                planned.append((job, run_dir))
+    if changed:
+        notify(f"{changed} run(s) changed config since the last evaluate in {out}: they start fresh "
+               "(the earlier runs stay in runs/)")
+    return planned, factory, identity
+
+
+def _finished(run_dir):
+    path = os.path.join(run_dir, "metrics.json")
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def execute(job, run_dir, factory=None, threads=1, progress=False):
+    """One run in this process with ``threads`` torch threads (CPU), resuming when it can."""
+    from numba import set_num_threads
+
+    os.makedirs(run_dir, exist_ok=True)
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    set_num_threads(1)
+    try:
+        return run(job, run_dir, factory=factory, resume=True, progress=progress)
+    finally:
+        torch.set_num_threads(old)
+
+
+def _sendable(factory):
+    """A user's factory object as other processes receive it (pickled by reference)."""
+    try:
+        pickle.dumps(factory)
+    except Exception as e:  # noqa: BLE001 - pickling a user's object may raise anything
+        raise LongsynthError(f"model: the factory cannot be sent to other processes ({e}); "
+                             "name it as path/to/file.py:function") from None
+    return factory
+
+
+def _run_all(todo, factory, settings, progress):
+    """Run (job, run_dir) pairs; yields certificates as they finish. ``factory``: None when
+    the model is named (each process loads it by name), else the user's object."""
+    if settings.dask:
+        from longsynth.store.cluster import connect
+
+        client = connect(settings.dask)
+        try:
+            from distributed import as_completed
+
+            futures = [client.submit(execute, job, d, factory, pure=False) for job, d in todo]
+            for fut in as_completed(futures):
+                yield fut.result()
+        finally:
+            client.close()
+        return
+    if settings.jobs == 1:
+        for job, d in todo:
+            yield execute(job, d, factory, progress=progress)
+        return
+    ctx = multiprocessing.get_context("spawn")  # Numba and torch threads are not fork-safe
+    with concurrent.futures.ProcessPoolExecutor(settings.jobs, mp_context=ctx) as pool:
+        futures = [pool.submit(execute, job, d, factory) for job, d in todo]
+        for fut in concurrent.futures.as_completed(futures):
+            yield fut.result()
+
+
+def evaluate(model, suite, *, out, settings=None, progress=True, notify=None):
+    """Run ``model`` (a built-in name, ``file.py:function``, ``module:function`` or a factory)
+    through ``suite``; returns the Report (also written to ``out``)."""
+    settings = settings or Settings()
+    notify = notify or (lambda line: None)
+    planned, factory, identity = plan(model, suite, settings, out, notify)
+    os.makedirs(out, exist_ok=True)
+    results, todo = [], []
+    for job, run_dir in planned:
+        done = _finished(run_dir)
+        (results.append(done) if done is not None else todo.append((job, run_dir)))
+    if results:
+        notify(f"{len(results)} of {len(planned)} runs already finished in {out}; running the other {len(todo)}")
+    sent = None if isinstance(model, str) else _sendable(factory) if settings.jobs > 1 or settings.dask else factory
+    for i, cert in enumerate(_run_all(todo, sent, settings, progress), 1):
+        results.append(cert)
+        metric = cert["primary_metric"]
+        value = (cert["test"] or {}).get(metric)
+        notify(f"[{i}/{len(todo)}] {cert['task']} lr {cert['lr']:g} seed {cert['seed']}: test {metric} "
+               f"{value:.4f} ({cert['wall_time_s']:.0f} s)")
+    report = Report(identity=identity, suite=suite, scale=settings.scale, settings=dataclasses.asdict(settings),
+                    runs=results)
+    report.write(out)
+    return report

@@ -1,0 +1,161 @@
+"""The report of an evaluate sweep: one row per task, the model beside the papers' figures.
+
+``Report(runs=[certificate, ...])`` groups the runs by task and learning rate, keeps the
+learning rate with the best mean validation metric (as zoology and MAD-lab do), and gives
+the test metric's mean and spread over seeds at that rate. ``write(out)`` saves
+report.json (every run), report.md (the table) and report.png (a bar per task: the model
+against the papers' DLR, DSS and attention).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import statistics
+
+from longsynth.models_ref.presets import COLUMNS, PAPER_SOURCE
+
+METRIC_NAMES = {"r2": "R^2", "accuracy": "accuracy", "macro_f1": "macro F1"}
+TOLERANCE = 0.1  # a reference model is consistent with the paper within this much
+
+
+def _column(figures, name):
+    """The paper's figure of a column; the attention column falls back to local attention."""
+    if name == "attention" and "attention" not in figures:
+        name = "local-attention"
+    return figures.get(name)
+
+
+@dataclasses.dataclass
+class Report:
+    identity: dict  # {"model": name, "sha256": of its source file or None}
+    suite: str
+    scale: str
+    settings: dict
+    runs: list  # the certificates (harness.run) of every run
+
+    @property
+    def model(self):
+        return self.identity["model"]
+
+    def rows(self):
+        """One dict per task, in the order the runs were planned."""
+        tasks = list(dict.fromkeys(r["task"] for r in self.runs))
+        return [self._row(task, [r for r in self.runs if r["task"] == task]) for task in tasks]
+
+    def _row(self, task, runs):
+        metric = runs[0]["primary_metric"]
+        by_lr = {}
+        for r in runs:
+            by_lr.setdefault(r["lr"], []).append(r)
+        val = {lr: statistics.fmean((r["best"] or {}).get(metric, float("-inf")) for r in rs) for lr, rs in by_lr.items()}
+        best_lr = max(val, key=val.get)
+        tests = [r["test"][metric] for r in by_lr[best_lr] if r.get("test")]
+        figures = runs[0].get("paper_columns") or {}
+        paper = {c: (_column(figures, c) or {}).get(metric) for c in COLUMNS}
+        row = {"task": task, "protocol": runs[0]["protocol"], "metric": metric, "best_lr": best_lr,
+               "lrs": sorted(by_lr), "val": val[best_lr], "test_mean": statistics.fmean(tests) if tests else None,
+               "test_std": statistics.stdev(tests) if len(tests) > 1 else 0.0, "seeds": len(tests),
+               "paper": paper, "paper_source": PAPER_SOURCE.get(runs[0]["protocol"]),
+               "wall_time_s": sum(r["wall_time_s"] for r in runs),
+               "tokens_per_s": statistics.fmean(r["train_tokens_per_s"] for r in runs)}
+        row["verdict"] = self._verdict(row, figures)
+        return row
+
+    def _verdict(self, row, figures):
+        test = row["test_mean"]
+        if test is None:
+            return "no test result"
+        own = (figures.get(self.model) or {}).get(row["metric"])
+        if own is not None:  # a reference model: does it reproduce its own column?
+            ok = abs(test - own) <= TOLERANCE
+            return f"{'consistent with' if ok else 'differs from'} the paper's {self.model} ({own:.2f})"
+        known = {c: f.get(row["metric"]) for c, f in figures.items() if f.get(row["metric"]) is not None}
+        if not known:
+            return "no paper figure"
+        col = max(known, key=known.get)
+        gap = test - known[col]
+        return f"{gap:+.2f} against the paper's best ({col} {known[col]:.2f})"
+
+    # ------------------------------------------------------------- renderings
+
+    def table(self):
+        """Plain-text table of the rows (what the CLI prints)."""
+        head = ["task", "metric", self.model[-28:], "lr", *COLUMNS, "verdict"]
+        lines = [head]
+        for r in self.rows():
+            mine = "-" if r["test_mean"] is None else f"{r['test_mean']:.3f} ± {r['test_std']:.3f} (n={r['seeds']})"
+            lines.append([r["task"], METRIC_NAMES.get(r["metric"], r["metric"]), mine, f"{r['best_lr']:g}",
+                          *("-" if r["paper"][c] is None else f"{r['paper'][c]:.2f}" for c in COLUMNS), r["verdict"]])
+        widths = [max(len(str(row[i])) for row in lines) for i in range(len(head))]
+        return "\n".join("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in lines)
+
+    def to_markdown(self):
+        s = self.settings
+        out = [f"# `{self.model}` on `{self.suite}` ({self.scale} scale)", "",
+               f"Test metric at the best learning rate by validation (tried: "
+               f"{', '.join(f'{lr:g}' for lr in sorted({r['lr'] for r in self.runs}))}), mean ± standard "
+               f"deviation over {s.get('seeds', 1)} seed(s); the papers' test figures beside it.", ""]
+        if self.scale == "tiny":
+            out += ["The tiny scale shrinks the papers' recipes (atomic tasks at L = 512 and 600 steps, not 4096 "
+                    "and 40K), so the papers' figures are a reference, not a target.", ""]
+        out += [f"| task | metric | {self.model} | best lr | " + " | ".join(f"paper {c}" for c in COLUMNS)
+                + " | verdict |", "|---" * (5 + len(COLUMNS)) + "|"]
+        for r in self.rows():
+            mine = "-" if r["test_mean"] is None else f"{r['test_mean']:.3f} ± {r['test_std']:.3f}"
+            paper = " | ".join("-" if r["paper"][c] is None else f"{r['paper'][c]:.2f}" for c in COLUMNS)
+            out.append(f"| {r['task']} | {METRIC_NAMES.get(r['metric'], r['metric'])} | {mine} | {r['best_lr']:g} | "
+                       f"{paper} | {r['verdict']} |")
+        sources = sorted({r["paper_source"] for r in self.rows() if r["paper_source"]})
+        out += ["", "Sources: " + "; ".join(sources) + "." if sources else "",
+                f"Runs: {len(self.runs)}, each with its certificate under runs/ (curves, history, metrics)."]
+        return "\n".join(out) + "\n"
+
+    def to_json(self):
+        return {"model": self.identity, "suite": self.suite, "scale": self.scale, "settings": self.settings,
+                "rows": self.rows(), "runs": self.runs}
+
+    def figure(self, path):
+        """Horizontal bars per task: the model's test metric (with its spread) and the papers'."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        rows = self.rows()
+        n = len(rows)
+        name = os.path.basename(self.model)
+        fig, ax = plt.subplots(figsize=(10, 1.4 + 0.62 * n), dpi=110)
+        series = [(f"{name} (this run)", "#1f4e8c")] + [
+            (f"paper {c}", col) for c, col in zip(COLUMNS, ("#9ecae1", "#c7c7c7", "#fdae6b"))]
+        h = 0.8 / len(series)
+        lo = 0.0
+        for k, (label, color) in enumerate(series):
+            ys = [i + (k - (len(series) - 1) / 2) * h for i in range(n)]
+            if k == 0:
+                vals = [r["test_mean"] if r["test_mean"] is not None else 0.0 for r in rows]
+                errs = [r["test_std"] for r in rows]
+                ax.barh(ys, vals, height=h, color=color, xerr=errs, capsize=2, label=label)
+            else:
+                vals = [r["paper"][COLUMNS[k - 1]] for r in rows]
+                ax.barh([y for y, v in zip(ys, vals) if v is not None], [v for v in vals if v is not None],
+                        height=h, color=color, label=label)
+            lo = min([lo] + [v for v in vals if v is not None])
+        ax.set_yticks(range(n), [f"{r['task']} ({METRIC_NAMES.get(r['metric'], r['metric'])})" for r in rows])
+        ax.invert_yaxis()
+        ax.set_xlim(max(lo, -1.0) - 0.05, 1.05)
+        ax.axvline(0, color="black", linewidth=0.6)
+        ax.set_xlabel("test metric (R^2, accuracy or macro F1; 1 is perfect)")
+        ax.set_title(f"{name} on {self.suite}, {self.scale} scale, against the papers", fontsize=10)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+        ax.grid(axis="x", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(path)
+        plt.close(fig)
+
+    def write(self, out):
+        with open(os.path.join(out, "report.json"), "w", encoding="utf-8") as f:
+            json.dump(self.to_json(), f, indent=1)
+        with open(os.path.join(out, "report.md"), "w", encoding="utf-8") as f:
+            f.write(self.to_markdown())
+        self.figure(os.path.join(out, "report.png"))
