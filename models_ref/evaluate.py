@@ -24,7 +24,7 @@ import torch
 
 from longsynth.errors import LongsynthError
 from longsynth.models_ref import factories
-from longsynth.models_ref.harness import Job, check_model, prepare, run
+from longsynth.models_ref.harness import Job, build, check_model, prepare, run
 from longsynth.models_ref.presets import ARCHITECTURES, ATOMIC_TASKS, PROTOCOLS, SUITES, suite_members
 from longsynth.models_ref.protocol import SCALES, resolve
 from longsynth.models_ref.report import Report
@@ -145,7 +145,7 @@ def plan(model, suite, settings, out, notify):
                     device=settings.device)
         prepared = prepare(probe)
         torch.manual_seed(0)
-        check_model(factory(prepared.spec), prepared.spec, prepared.sources[0](0)[0][:2])
+        check_model(build(factory, prepared.spec), prepared.spec, prepared.sources[0](0)[0][:2])
         every = min(protocol.eval_every, settings.steps or protocol.steps)
         for lr in settings.lrs or (_default_lr(factory, proto_name, settings.scale),):
             for seed in range(settings.seeds):
@@ -200,13 +200,18 @@ def _run_all(todo, factory, settings, progress):
     if settings.dask:
         from longsynth.store.cluster import connect
 
+        import distributed
+
         client = connect(settings.dask)
         try:
-            from distributed import as_completed
-
             futures = [client.submit(execute, job, d, factory, pure=False) for job, d in todo]
-            for fut in as_completed(futures):
-                yield fut.result()
+            with client.as_current():  # as_completed asks for the current client; ours is no default
+                for fut in distributed.as_completed(futures):
+                    try:
+                        yield fut.result()
+                    except distributed.KilledWorker as e:
+                        raise LongsynthError(f"Dask workers died running {e}; rerun the same command to resume "
+                                             "from the runs' checkpoints") from None
         finally:
             client.close()
         return

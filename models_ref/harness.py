@@ -139,11 +139,17 @@ def check_model(module, spec, x, tol=1e-4):
     a wrong output shape, non-finite outputs, or (causal protocols) outputs that change
     when only later inputs change. Runs in eval mode without gradients; the module's
     parameters and buffers are left as they were."""
+    if not isinstance(module, torch.nn.Module):
+        raise LongsynthError(f"model: the factory returned a {type(module).__name__}, not a torch.nn.Module")
     was_training = module.training
     module.eval()
     try:
         with torch.no_grad():
-            out = module(x)
+            try:
+                out = module(x)
+            except Exception as e:  # the user's forward: its error in one line (LONGSYNTH_DEBUG=1: traceback)
+                raise LongsynthError(f"model: forward on a batch of {spec.task} {tuple(x.shape)} failed: "
+                                     f"{type(e).__name__}: {e}") from e
             want = (x.shape[0], x.shape[1], spec.d_output)
             if not isinstance(out, torch.Tensor) or tuple(out.shape) != want:
                 got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
@@ -154,6 +160,16 @@ def check_model(module, spec, x, tol=1e-4):
                 _check_causal(module, x, out, tol)
     finally:
         module.train(was_training)
+
+
+def build(factory, spec):
+    """factory(spec), its failure one line (LONGSYNTH_DEBUG=1 shows the traceback)."""
+    try:
+        return factory(spec)
+    except LongsynthError:
+        raise
+    except Exception as e:  # the user's factory
+        raise LongsynthError(f"model: the factory failed on {spec.task}: {type(e).__name__}: {e}") from e
 
 
 def _check_causal(module, x, out, tol):
@@ -220,9 +236,7 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
                               else bool(job.amp), compile=job.compile,
                               checkpoint_activations=job.checkpoint_activations, checkpoint_every=job.checkpoint_every)
     torch.manual_seed(tcfg.seed)
-    probe = factory(spec)
-    x0 = p.sources[0](0)[0][:2]
-    check_model(probe, spec, x0)
+    check_model(build(factory, spec), spec, p.sources[0](0)[0][:2])
     if isinstance(factory, factories.Reference):
         model_config = factory.config(spec).to_dict()  # the reference model's config, as validate always recorded
     else:

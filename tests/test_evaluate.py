@@ -38,3 +38,222 @@ def test_validate_gives_the_certificates_it_gave_before_the_harness(tmp_path):
     m = json.loads((tmp_path / "st" / "metrics.json").read_text())
     assert m["protocol"] == "atomic" and m["model_config"]["layer"] == "dlr" and m["train_config"]["steps"] == 6
     assert (tmp_path / "st" / "curves.png").stat().st_size > 1000
+
+
+# ---------------------------------------------------------------- a user's model through the CLI
+
+USER_MODEL = '''"""A user's model: a causal GRU (the model contract of docs/evaluate.md)."""
+import torch
+from torch import nn
+
+
+class GRUModel(nn.Module):
+    def __init__(self, spec, hidden=16):
+        super().__init__()
+        self.embed = nn.Embedding(spec.vocab_size, hidden) if spec.vocab_size else nn.Linear(spec.d_input, hidden)
+        self.rnn = nn.GRU(hidden, hidden, batch_first=True)
+        self.head = nn.Linear(hidden, spec.d_output)
+
+    def forward(self, x):  # x [B, T, d_input] or tokens [B, T]
+        h, _ = self.rnn(self.embed(x))  # [B, T, hidden]
+        return self.head(h)  # [B, T, d_output]
+
+
+def build(spec):
+    return GRUModel(spec)
+'''
+
+BROKEN = {
+    "shape": "return nn.Linear(spec.d_input, spec.d_output + 1)",
+    "nan": "return Scale(float('nan'))",
+    "causal": "return Flip(spec)",
+    "not a module": "return 'a string'",
+}
+BROKEN_HEADER = '''import torch
+from torch import nn
+
+
+class Scale(nn.Module):
+    def __init__(self, v):
+        super().__init__()
+        self.v = v
+        self.lin = nn.Linear(3, 1)
+
+    def forward(self, x):
+        return self.lin(x) * self.v
+
+
+class Flip(nn.Module):  # reads the input backwards: output t sees inputs after t
+    def __init__(self, spec):
+        super().__init__()
+        self.lin = nn.Linear(spec.d_input, spec.d_output)
+
+    def forward(self, x):
+        return self.lin(x.flip(1)).cumsum(1)
+
+
+def build(spec):
+    '''
+
+
+def _user_model(tmp_path, text=USER_MODEL, name="mymodel.py"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def _evaluate(args):
+    from click.testing import CliRunner
+
+    from longsynth.cli.main import cli
+
+    r = CliRunner().invoke(cli, ["evaluate", *args])
+    torch.set_num_threads(1)
+    return r
+
+
+def _direct_run(task, build, steps, lr, seed=0):
+    """The same protocol trained by hand with the trainer: what evaluate must reproduce."""
+    from longsynth.models_ref.harness import _spec
+    from longsynth.models_ref.protocol import on_the_fly_sources, resolve
+    from longsynth.models_ref.trainer import train
+
+    proto = resolve("atomic", "tiny", task=task)
+    train_batch, val, test, _ = on_the_fly_sources(proto, proto.batch_size)
+    x, y = train_batch(0)
+    spec = _spec(proto, x, y)
+    torch.set_num_threads(1)
+    res = train(lambda: build(spec), proto.train_config(lr=lr, seed=seed, steps=steps), train_batch, val, test)
+    return res["test"]["r2"]
+
+
+def test_a_user_model_file_runs_through_evaluate_and_matches_a_direct_training_run(tmp_path):
+    import importlib.util
+
+    path = _user_model(tmp_path)
+    out = tmp_path / "rep"
+    r = _evaluate([f"{path}:build", "--suite", "cumsum,select", "--scale", "tiny", "--steps", "12",
+                   "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert {"report.json", "report.md", "report.png"} <= set(os.listdir(out))
+    rep = json.loads((out / "report.json").read_text())
+    assert [row["task"] for row in rep["rows"]] == ["cumsum", "select"]
+    spec_mod = importlib.util.spec_from_file_location("user_model_for_test", path)
+    mod = importlib.util.module_from_spec(spec_mod)
+    spec_mod.loader.exec_module(mod)
+    for row in rep["rows"]:
+        assert row["best_lr"] == 2e-3 and row["seeds"] == 1  # the tiny atomic protocol's lr
+        assert row["test_mean"] == pytest.approx(_direct_run(row["task"], mod.build, 12, 2e-3), rel=1e-6, abs=1e-9)
+    md = (out / "report.md").read_text()
+    assert "| select | R^2 |" in md and "0.90" not in md.split("| select |")[1].split("\n")[0]  # attention .17
+    assert "0.17" in md.split("| select |")[1].split("\n")[0]
+    run = rep["runs"][0]
+    assert run["spec"]["causal"] and run["spec"]["d_input"] == 3 and run["model_config"]["spec"]["task"] == "cumsum"
+    assert len(run["model_identity"]["sha256"]) == 64
+
+
+@pytest.mark.parametrize("kind", sorted(BROKEN))
+def test_a_model_that_breaks_the_contract_is_refused_in_one_line(tmp_path, kind):
+    path = _user_model(tmp_path, BROKEN_HEADER + BROKEN[kind] + "\n", name="broken.py")
+    out = tmp_path / "rep"
+    r = _evaluate([f"{path}:build", "--suite", "cumsum", "--steps", "2", "--out", str(out)])
+    assert r.exit_code == 1 and r.output.count("\n") == 1, r.output
+    want = {"shape": "output shape (2, 512, 2), the contract is [B, T, d_output] = (2, 512, 1)",
+            "nan": "NaN or inf", "causal": "not causal", "not a module": "returned a str, not a torch.nn.Module"}[kind]
+    assert want in r.output and not out.exists()
+
+
+def test_a_causal_model_passes_the_causality_check():
+    from longsynth.models_ref.factories import BUILTIN
+    from longsynth.models_ref.harness import Job, check_model, prepare
+
+    p = prepare(Job(model="dlr", protocol="atomic", task="shift"))
+    torch.manual_seed(0)
+    check_model(BUILTIN["dlr"](p.spec), p.spec, p.sources[0](0)[0][:2])  # a causal FFT convolution: no refusal
+
+
+def test_unknown_suite_and_model_are_one_line(tmp_path):
+    r = _evaluate(["dlr", "--suite", "selct", "--out", str(tmp_path / "o")])
+    assert r.exit_code != 0 and "did you mean select?" in r.output and r.output.count("\n") == 1
+    r = _evaluate(["nope.py:build", "--suite", "cumsum", "--out", str(tmp_path / "o")])
+    assert r.exit_code != 0 and "nope.py is not a file" in r.output
+    r = _evaluate(["dlr", "--suite", "cumsum", "--lr", "1e-3,x", "--out", str(tmp_path / "o")])
+    assert r.exit_code != 0 and "comma-separated numbers" in r.output
+
+
+# ---------------------------------------------------------------- jobs, Dask, resume
+
+
+def _metrics(out):
+    rep = json.loads((out / "report.json").read_text())
+    return sorted((r["task"], r["lr"], r["seed"], r["test"]["r2"], r["best"]["r2"]) for r in rep["runs"])
+
+
+def test_jobs_2_jobs_1_and_a_local_cluster_give_identical_metrics(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    path = _user_model(tmp_path)
+    common = [f"{path}:build", "--suite", "cumsum,shift", "--steps", "6", "--lr", "1e-3,3e-3", "--seeds", "1"]
+    one = tmp_path / "one"
+    assert _evaluate([*common, "--out", str(one)]).exit_code == 0
+    two = tmp_path / "two"
+    r = _evaluate([*common, "--jobs", "2", "--out", str(two)])
+    assert r.exit_code == 0, r.output
+    assert len(_metrics(one)) == 4 and _metrics(one) == _metrics(two)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
+        dk = tmp_path / "dask"
+        r = _evaluate([*common, "--dask", c.scheduler_address, "--out", str(dk)])
+    assert r.exit_code == 0, r.output
+    assert _metrics(dk) == _metrics(one)
+
+
+def test_a_killed_evaluate_resumes_and_a_changed_config_starts_fresh(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = _user_model(tmp_path)
+    args = [f"{path}:build", "--suite", "cumsum", "--steps", "200"]
+    whole = tmp_path / "whole"
+    assert _evaluate([*args, "--out", str(whole)]).exit_code == 0
+    out = tmp_path / "killed"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    p = subprocess.Popen([sys.executable, "-m", "longsynth", "evaluate", *args, "--out", str(out)], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    ck = None
+    while time.time() < deadline and p.poll() is None:
+        found = list(out.glob("runs/cumsum/*/checkpoints/last.pt"))
+        if found:
+            ck = found[0]
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert ck is not None, "no checkpoint appeared"
+    assert torch.load(ck, weights_only=True)["step"] == 100 and not list(out.glob("runs/cumsum/*/metrics.json"))
+    r = _evaluate([*args, "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert _metrics(out) == _metrics(whole)
+    hist = json.loads(next(out.glob("runs/cumsum/*/history.json")).read_text())
+    assert len(hist["train"]) == 200  # the first 100 steps come from the checkpoint
+    r = _evaluate([*args, "--out", str(out)])
+    assert "1 of 1 runs already finished" in r.output
+    r = _evaluate([f"{path}:build", "--suite", "cumsum", "--steps", "20", "--out", str(out)])
+    assert r.exit_code == 0 and "1 run(s) changed config" in r.output
+    assert len(list(out.glob("runs/cumsum/*"))) == 2
+
+
+# ---------------------------------------------------------------- the Python API
+
+
+def test_python_api_takes_a_factory_and_returns_a_report(tmp_path):
+    import longsynth
+
+    def factory(spec):
+        assert isinstance(spec, longsynth.ModelSpec) and spec.causal and spec.target_len == 512
+        return torch.nn.Linear(spec.d_input, spec.d_output)  # position-wise: causal
+
+    rep = longsynth.evaluate(factory, "cumsum", out=str(tmp_path / "api"), steps=3, progress=False)
+    assert rep.rows()[0]["task"] == "cumsum" and "| cumsum | R^2 |" in rep.to_markdown()
+    assert "cumsum" in rep.table() and (tmp_path / "api" / "report.png").exists()
