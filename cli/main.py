@@ -440,7 +440,7 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
         from longsynth.models_ref.validate import check_device
     except ImportError as e:
         raise click.ClickException(f"evaluate needs PyTorch and matplotlib ({e}); "
-                                   "pip install torch matplotlib") from None
+                                   "pip install \"longsynth[eval]\"") from None
     check_device(device)
     settings = Settings(scale=scale, steps=steps, lrs=lrs, seeds=seeds, device=device, jobs=jobs, dask=dask,
                         data=data)

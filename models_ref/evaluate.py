@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import pickle
 
+import matplotlib  # noqa: F401 - report.png needs it: missing, evaluate stops before training
 import torch
 
 from longsynth.errors import LongsynthError
