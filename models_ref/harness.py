@@ -177,11 +177,12 @@ def _check_causal(module, x, out, tol):
     k = max(1, T // 8)  # the last k positions change
     g = torch.Generator().manual_seed(0)
     x2 = x.clone()
+    tail = x2[:, T - k:].shape
     if x.dtype in (torch.int64, torch.int32):
         lo, hi = int(x.min()), int(x.max())
-        x2[:, T - k:] = torch.randint(lo, hi + 1, x2[:, T - k:].shape, generator=g, dtype=x.dtype)
+        x2[:, T - k:] = torch.randint(lo, hi + 1, tail, generator=g, dtype=x.dtype).to(x.device)
     else:
-        x2[:, T - k:] += torch.randn(x2[:, T - k:].shape, generator=g, dtype=x.dtype)
+        x2[:, T - k:] += torch.randn(tail, generator=g, dtype=x.dtype).to(x.device)  # drawn on the CPU
     out2 = module(x2)
     scale = 1.0 + float(out.abs().max())
     leak = float((out2[:, :T - k] - out[:, :T - k]).abs().max()) / scale
@@ -236,7 +237,7 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
                               else bool(job.amp), compile=job.compile,
                               checkpoint_activations=job.checkpoint_activations, checkpoint_every=job.checkpoint_every)
     torch.manual_seed(tcfg.seed)
-    check_model(build(factory, spec), spec, p.sources[0](0)[0][:2])
+    check_model(build(factory, spec).to(dev), spec, p.sources[0](0)[0][:2].to(dev))
     if isinstance(factory, factories.Reference):
         model_config = factory.config(spec).to_dict()  # the reference model's config, as validate always recorded
     else:
