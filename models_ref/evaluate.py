@@ -147,7 +147,7 @@ def plan(model, suite, settings, out, notify):
         prepared = prepare(probe)
         torch.manual_seed(0)
         dev = torch.device(settings.device)  # on the run's device: a paper-scale model is slow on a CPU
-        check_model(build(factory, prepared.spec).to(dev), prepared.spec, prepared.sources[0](0)[0][:2].to(dev))
+        check_model(build(factory, prepared.spec), prepared.spec, prepared.sources[0](0)[0][:2].to(dev))
         every = min(protocol.eval_every, settings.steps or protocol.steps)
         for lr in settings.lrs or (_default_lr(factory, proto_name, settings.scale),):
             for seed in range(settings.seeds):

@@ -137,10 +137,11 @@ def prepare(job, rank=0, world=1):
 def check_model(module, spec, x, tol=1e-4):
     """Refuse, in one line, a module that breaks the contract on a real batch ``x``:
     a wrong output shape, non-finite outputs, or (causal protocols) outputs that change
-    when only later inputs change. Runs in eval mode without gradients; the module's
-    parameters and buffers are left as they were."""
+    when only later inputs change. Runs on ``x``'s device in eval mode without gradients;
+    the module's parameters and buffers are left as they were."""
     if not isinstance(module, torch.nn.Module):
         raise LongsynthError(f"model: the factory returned a {type(module).__name__}, not a torch.nn.Module")
+    module = module.to(x.device)
     was_training = module.training
     module.eval()
     try:
@@ -237,7 +238,7 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
                               else bool(job.amp), compile=job.compile,
                               checkpoint_activations=job.checkpoint_activations, checkpoint_every=job.checkpoint_every)
     torch.manual_seed(tcfg.seed)
-    check_model(build(factory, spec).to(dev), spec, p.sources[0](0)[0][:2].to(dev))
+    check_model(build(factory, spec), spec, p.sources[0](0)[0][:2].to(dev))
     if isinstance(factory, factories.Reference):
         model_config = factory.config(spec).to_dict()  # the reference model's config, as validate always recorded
     else:
