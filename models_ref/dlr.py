@@ -61,3 +61,38 @@ class DLR(SSMLayer):
         T2 = torch.cat((T.real, T.imag), dim=0)  # [2N, C]
         K = torch.matmul(M2, T2)  # [H_k, n_chunks, C]
         return K.reshape(K.shape[0], -1)[:, :L]  # [H_k, L]
+
+
+class DLRReal(SSMLayer):
+    """DLR-R (DLR paper section 3.3, Table 2): Lambda_n = exp(-p_n^2) in (0, 1] and W real.
+
+        K_h[k] = sum_n W_hn Lambda_n^k     (real Vandermonde product, chunked as DLR's)
+
+    Same initialisation of p as DLR; W ~ N(0, 1/N^2). The paper proves (its appendix A.4)
+    that such kernels cannot shift: a one-hot kernel needs |W| growing as exp(N).
+    """
+
+    def __init__(self, H, N, *, bidirectional=False, max_kernel_length=None, dt_min=5e-4, dt_max=5e-1, lr=None,
+                 chunk=None):
+        super().__init__(H, cast="real", bidirectional=bidirectional, max_kernel_length=max_kernel_length)
+        self.N, self.chunk = N, chunk
+        dt = torch.exp(torch.rand(N) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min))  # [N]
+        self.register("Lambda_re_sqrt", torch.sqrt(dt / 2), lr)  # [N]  p, Lambda = exp(-p^2)
+        H_k = 2 * H if bidirectional else H
+        self.register("W", torch.randn(H_k, N) / N, lr)  # [H_k, N]  real
+
+    def real_part_kernel(self, L):
+        """K [H_k, L] real: [H_k, L/C, N] @ [N, C] with powers exp(-p^2 k) formed in float64."""
+        C = self.chunk or min(L, max(self.N, 1 << math.ceil(math.log2(math.sqrt(L)))))
+        n_chunks = -(-L // C)
+        log_lam = -self.Lambda_re_sqrt ** 2  # [N]  log Lambda <= 0
+        zero = torch.zeros_like(log_lam)  # [N]  no phase
+        dev = log_lam.device
+        T = exp_times(log_lam, zero, torch.arange(C, device=dev)).real.to(self.W.dtype)  # [N, C]  Lambda^j
+        A = exp_times(log_lam, zero, torch.arange(n_chunks, device=dev) * C).real.to(self.W.dtype)  # [N, n_chunks]
+        M = self.W[:, None, :] * A.transpose(0, 1)[None]  # [H_k, n_chunks, N]
+        K = torch.matmul(M, T)  # [H_k, n_chunks, C]
+        return K.reshape(K.shape[0], -1)[:, :L]  # [H_k, L]
+
+    def complex_kernel(self, L):
+        return self.real_part_kernel(L).to(torch.complex64)  # [H_k, L]  (real)

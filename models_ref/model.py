@@ -23,10 +23,11 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from longsynth.errors import LongsynthError
-from longsynth.models_ref.dlr import DLR
+from longsynth.models_ref.attention import Attention, FeedForward
+from longsynth.models_ref.dlr import DLR, DLRReal
 from longsynth.models_ref.dss import DSSExp
 
-LAYERS = ("dlr", "dss")
+LAYERS = ("dlr", "dss", "dlr-real", "attention", "local-attention")
 KERNELS = ("real", "prod")
 NORMS = ("layer", "batch")
 
@@ -38,9 +39,9 @@ class ModelConfig:
     H: int = 128
     N: int = 1024
     n_layers: int = 1
-    layer: str = "dlr"  # "dlr" | "dss"
+    layer: str = "dlr"  # "dlr" | "dss" | "dlr-real" (DLR-R) | "attention" | "local-attention"
     kernel: str = "real"  # DLR kernel cast: "real" (Re K) | "prod" (Re K * Im K)
-    bidirectional: bool = False  # DLR only
+    bidirectional: bool = False  # all but dss; attention: not causal
     max_kernel_length: int | None = None
     dt_min: float = 5e-4
     dt_max: float = 5e-1
@@ -51,6 +52,10 @@ class ModelConfig:
     dropout: float = 0.0
     chunk: int | None = None  # kernel chunk length (None: automatic)
     norm: str = "layer"  # "layer": LayerNorm over H per position | "batch": BatchNorm over (B, L) per channel
+    heads: int = 4  # attention heads (the paper's ATTENTION block: 4)
+    attention_chunk: int = 1024  # local-attention: chunk length (the paper's LOCALATTENTION: 1024)
+    ff_layers: int = 0  # feed-forward sublayers after each block (Table 4's ATTENTION + 2xFF: 2)
+    ff_width: int = 2048  # their hidden width
 
     def __post_init__(self):
         if self.layer not in LAYERS:
@@ -61,6 +66,8 @@ class ModelConfig:
             raise LongsynthError(f"norm: must be one of {NORMS}, got {self.norm!r}")
         if self.layer == "dss" and (self.bidirectional or self.kernel != "real"):
             raise LongsynthError("layer: dss supports only kernel='real', bidirectional=False")
+        if self.layer != "dlr" and self.kernel != "real":
+            raise LongsynthError(f"kernel: the prod cast is DLR's; {self.layer} has kernel='real' only")
         for name in ("d_input", "d_output", "H", "N", "n_layers"):
             if getattr(self, name) < 1:
                 raise LongsynthError(f"{name}: must be >= 1, got {getattr(self, name)}")
@@ -117,16 +124,24 @@ def make_norm(cfg: ModelConfig):
     return nn.LayerNorm(cfg.H) if cfg.norm == "layer" else ChannelBatchNorm(cfg.H)
 
 
+def make_layer(cfg: ModelConfig):
+    """The contextualisation of a block: u [B, L, H] -> [B, L, H]."""
+    ssm = dict(max_kernel_length=cfg.max_kernel_length, dt_min=cfg.dt_min, dt_max=cfg.dt_max, lr=cfg.ssm_lr,
+               chunk=cfg.chunk)
+    if cfg.layer == "dlr":
+        return DLR(cfg.H, cfg.N, kernel=cfg.kernel, bidirectional=cfg.bidirectional, **ssm)
+    if cfg.layer == "dlr-real":
+        return DLRReal(cfg.H, cfg.N, bidirectional=cfg.bidirectional, **ssm)
+    if cfg.layer == "dss":
+        return DSSExp(cfg.H, cfg.N, **ssm)
+    chunk = cfg.attention_chunk if cfg.layer == "local-attention" else None
+    return Attention(cfg.H, cfg.heads, causal=not cfg.bidirectional, chunk=chunk)
+
+
 class Block(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        if cfg.layer == "dlr":
-            self.layer = DLR(cfg.H, cfg.N, kernel=cfg.kernel, bidirectional=cfg.bidirectional,
-                             max_kernel_length=cfg.max_kernel_length, dt_min=cfg.dt_min,
-                             dt_max=cfg.dt_max, lr=cfg.ssm_lr, chunk=cfg.chunk)
-        else:
-            self.layer = DSSExp(cfg.H, cfg.N, max_kernel_length=cfg.max_kernel_length,
-                                dt_min=cfg.dt_min, dt_max=cfg.dt_max, lr=cfg.ssm_lr, chunk=cfg.chunk)
+        self.layer = make_layer(cfg)
         self.prenorm = cfg.prenorm
         self.norm = make_norm(cfg)
         self.dropout = nn.Dropout(cfg.dropout)
@@ -150,6 +165,8 @@ class Model(nn.Module):
         else:
             self.encoder = nn.Linear(cfg.d_input, cfg.H)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.ffs = nn.ModuleList(nn.ModuleList(FeedForward(cfg.H, cfg.ff_width, make_norm(cfg))
+                                               for _ in range(cfg.ff_layers)) for _ in range(cfg.n_layers))
         self.final_norm = make_norm(cfg) if cfg.prenorm else nn.Identity()
         self.decoder = nn.Linear(cfg.H, cfg.d_output)
         self.checkpoint_activations = False  # a training choice (TrainConfig), not part of the model
@@ -157,10 +174,12 @@ class Model(nn.Module):
     def forward(self, x):
         """x [B, L, d_input] float (or [B, L] long tokens) -> [B, L, d_output]."""
         h = self.encoder(x)  # [B, L, H]
-        for block in self.blocks:
+        for block, ffs in zip(self.blocks, self.ffs):
             if self.checkpoint_activations and torch.is_grad_enabled():  # keep only block inputs
                 h = checkpoint(block, h, use_reentrant=False)  # [B, L, H]
             else:
                 h = block(h)  # [B, L, H]
+            for ff in ffs:
+                h = ff(h)  # [B, L, H]
         h = self.final_norm(h)  # [B, L, H]
         return self.decoder(h)  # [B, L, d_output]
