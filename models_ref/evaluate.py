@@ -26,7 +26,7 @@ import torch
 from longsynth.errors import LongsynthError
 from longsynth.models_ref import factories
 from longsynth.models_ref.harness import Job, build, check_model, prepare, run
-from longsynth.models_ref.presets import ARCHITECTURES, ATOMIC_TASKS, PROTOCOLS, SUITES, suite_members
+from longsynth.models_ref.presets import ATOMIC_TASKS, PROTOCOLS, SUITES, architecture, suite_members
 from longsynth.models_ref.protocol import SCALES, resolve
 from longsynth.models_ref.report import Report
 
@@ -43,7 +43,7 @@ def suite_tasks(suite):
     members = []
     for name in (s.strip() for s in suite.split(",")):
         if name in SUITES:
-            members += [("atomic", t) for t in SUITES[name]]
+            members += SUITES[name]
         elif name in ATOMIC_TASKS:
             members.append(("atomic", name))
         elif (name, "tiny") in PROTOCOLS:
@@ -98,9 +98,8 @@ class Settings:
 
 
 def _default_lr(factory, protocol, scale):
-    if isinstance(factory, factories.Reference):
-        return ARCHITECTURES[(protocol, scale, factory.name)]["lr"]
-    return PROTOCOLS[(protocol, scale)]["lr"]
+    row = architecture(protocol, scale, factory.name) if isinstance(factory, factories.Reference) else None
+    return PROTOCOLS[(protocol, scale)]["lr"] if row is None else row["lr"]
 
 
 def _config_hash(job, identity, protocol):

@@ -22,27 +22,30 @@ import sys
 
 from longsynth.errors import LongsynthError
 from longsynth.models_ref.model import Model, ModelConfig
-from longsynth.models_ref.presets import ARCHITECTURES
+from longsynth.models_ref.presets import VARIANTS, architecture
 
 
 class Reference:
-    """A built-in reference model: ``Reference("dlr")(spec)`` -> Model."""
+    """A built-in reference model: ``Reference("dlr")(spec)`` -> Model with the preset of
+    the spec's protocol and scale (``presets.architecture``)."""
 
-    def __init__(self, layer):
-        self.name = layer
+    def __init__(self, name):
+        self.name = name
+        self.layer = VARIANTS[name][0] if name in VARIANTS else name
 
     def preset(self, spec):
-        key = (spec.protocol, spec.scale, self.name)
-        if key not in ARCHITECTURES:
+        row = architecture(spec.protocol, spec.scale, self.name)
+        if row is None:
             raise LongsynthError(f"model: {self.name} has no preset for {spec.protocol} at scale {spec.scale}")
-        return ARCHITECTURES[key]
+        return row
 
     def config(self, spec):
         """The ModelConfig for a spec: the preset's architecture, the data's channels, and
         the protocol's direction (DSS_exp is causal only, which a bidirectional protocol allows)."""
         io = dict(d_input=spec.d_input or 1, d_output=spec.d_output, vocab_size=spec.vocab_size)
-        bidirectional = not spec.causal and self.name == "dlr"
-        return ModelConfig(layer=self.name, bidirectional=bidirectional, **io, **self.preset(spec)["arch"])
+        arch = {"layer": self.layer, **self.preset(spec)["arch"]}
+        bidirectional = not spec.causal and arch["layer"] != "dss"
+        return ModelConfig(bidirectional=bidirectional, **io, **arch)
 
     def lr(self, spec):
         return self.preset(spec)["lr"]
@@ -51,7 +54,8 @@ class Reference:
         return Model(self.config(spec))
 
 
-BUILTIN = {name: Reference(name) for name in ("dlr", "dss")}
+BUILTIN = {name: Reference(name) for name in ("dlr", "dss", "dlr-prod", "dlr-real", "dlr-6", "attention",
+                                               "attention-ff", "local-attention")}
 
 
 def _sha256(path):

@@ -50,6 +50,7 @@ class Job:
     compile: bool = False
     checkpoint_activations: bool = False
     checkpoint_every: int | None = None
+    permute_targets: bool = False  # a negative control: targets shuffled across the samples of each batch
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -127,8 +128,27 @@ def prepare(job, rank=0, world=1):
         *sources, params = on_the_fly_sources(proto, B, rank=rank, world=world)
         data_info = {"task": proto.task, "params": params, "seed": 0, "on_the_fly": True}
     data_info.update(batch_size=B, world_size=world, batch_size_per_rank=B // world)
+    if job.permute_targets:
+        sources = permuted(sources)
+        data_info["permuted_targets"] = True
     x0, y0 = sources[0](0)[:2]
     return Prepared(proto, B, tuple(sources), _spec(proto, x0, y0, vocab_size), data_info, digest, side)
+
+
+def _permute(batch, seed):
+    """The batch with its targets moved to other samples (a seeded shuffle of the batch)."""
+    x, y, *rest = batch
+    perm = torch.randperm(y.shape[0], generator=torch.Generator().manual_seed(seed))  # [B]
+    return (x, y[perm], *rest)
+
+
+def permuted(sources):
+    """(train, val, test) whose targets are permuted across the samples of each batch: no
+    input predicts its target any more, so a certificate trained on them must fail."""
+    train_batch, val, test = sources
+    val_p = [_permute(b, 1_000_000 + i) for i, b in enumerate(val())]
+    test_p = [_permute(b, 2_000_000 + i) for i, b in enumerate(test())]
+    return (lambda step: _permute(train_batch(step), step)), (lambda: val_p), (lambda: test_p)
 
 
 # ----------------------------------------------------------------- checks before training

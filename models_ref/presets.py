@@ -41,7 +41,11 @@ PROTOCOLS = {
     ("atomic", "tiny"): dict(
         _ATOMIC, task=None, data={"L": 512}, splits=None, batch_size=16, steps=600, lr=2e-3,
         eval_every=100, eval_batches=4,
-        source="Table 5's recipe at L = 512 and 600 steps (docs/validation.md)"),
+        source="Table 5's recipe at L = 512 and 600 steps (docs/validation.md)",
+        # tasks whose positive control (presets.positive_control) needs a shorter input or more
+        # steps to learn on one CPU core in minutes (measured: docs/validation.md, Table 1 on the CPU)
+        per_task={"select": dict(data={"L": 128, "M": 8}, steps=3000, eval_every=250),
+                  "mips": dict(data={"L": 128}, steps=3000, eval_every=250)}),
     ("listops-subtrees", "paper"): dict(
         _LISTOPS, task="listops-subtrees", data={}, splits=None, batch_size=32, steps=300_000, lr=8e-4,
         warmup_steps=3000, eval_every=5000, eval_batches=64, source="DLR paper Table 6 (LS)"),
@@ -74,6 +78,17 @@ PROTOCOLS = {
         splits={"train": 2000, "val": 256, "test": 256}, batch_size=32, steps=3000, lr=4e-3, weight_decay=0.0,
         warmup_steps=100, eval_every=500, eval_batches=32, source="the tiny classic preset at 128 px"),
 }
+PROTOCOLS[("atomic-512", "paper")] = dict(
+    _ATOMIC, task=None, data={"L": 512}, splits=None, batch_size=64, steps=11_000, lr=1e-3, eval_every=500,
+    eval_batches=32, source="DLR paper Table 5 (L = 512: batch 64, 11K steps, constant lr)")
+PROTOCOLS[("atomic-512", "tiny")] = PROTOCOLS[("atomic", "tiny")]  # the tiny atomic protocol is at L = 512
+# Table 2: Shift alone at lengths 2^8 .. 2^20, H 32, batch 4, 86K steps (appendix A.6)
+SHIFT_LENGTHS = {"shift-256": 256, "shift-16k": 16_384, "shift-64k": 65_536, "shift-256k": 262_144,
+                 "shift-1m": 1_048_576}
+for _name, _L in SHIFT_LENGTHS.items():
+    PROTOCOLS[(_name, "paper")] = dict(
+        _ATOMIC, task="shift", data={"L": _L}, splits=None, batch_size=4, steps=86_000, lr=1e-5, eval_every=2000,
+        eval_batches=32, source="DLR paper Table 2 and appendix A.6 (Shift, batch 4, 86K steps)")
 for _side, (_B, _steps, _lr) in {128: (16, 150_000, 1e-4), 256: (18, 178_000, 5e-5),
                                  512: (14, 114_000, 1e-5)}.items():
     PROTOCOLS[(f"pathfinder-seg-{_side}", "paper")] = dict(
@@ -130,6 +145,52 @@ for _proto in ("lra-pathfinder", "path-x"):
                       ssm_lr=1e-3),
             lr=4e-3, source="the paper preset at 2 layers of H 64 (docs/validation.md)")
 
+# the DLR paper's baselines (Table 1, 3, 4; Table 5 for their settings)
+ARCHITECTURES.update({
+    ("atomic-512", "paper", "dlr"): dict(arch=dict(H=128, N=4096, n_layers=6, **_DT["dlr"]), lr=5e-5,
+                                         source="DLR paper Table 5 (DLR, L = 512: six layers)"),
+    ("atomic-512", "paper", "attention"): dict(arch=dict(H=128, n_layers=2, heads=4), lr=1e-3,
+                                               source="DLR paper Table 5 (ATTENTION, L = 512: two layers)"),
+    ("atomic-512", "tiny", "dlr"): ARCHITECTURES[("atomic", "tiny", "dlr")],
+    ("atomic-512", "tiny", "dss"): ARCHITECTURES[("atomic", "tiny", "dss")],
+    ("atomic", "paper", "attention"): dict(arch=dict(H=128, n_layers=1, heads=4), lr=1e-3,
+                                           source="DLR paper Table 5 (ATTENTION, L = 4096)"),
+    ("atomic", "tiny", "attention"): dict(arch=dict(H=64, n_layers=2, heads=4), lr=1e-3,
+                                          source="Table 5's two-layer ATTENTION of L = 512, at H 64"),
+})
+ARCHITECTURES[("atomic-512", "tiny", "attention")] = ARCHITECTURES[("atomic", "tiny", "attention")]
+for _name in SHIFT_LENGTHS:  # Table 2: one layer of H 32, N 4096; DLR lr 1e-5, DSS_exp 1e-3
+    ARCHITECTURES[(_name, "paper", "dlr")] = dict(arch=dict(H=32, N=4096, n_layers=1, **_DT["dlr"]), lr=1e-5,
+                                                  source="DLR paper Table 2 and appendix A.6")
+    ARCHITECTURES[(_name, "paper", "dss")] = dict(arch=dict(H=32, N=4096, n_layers=1, **_DT["dss"]), lr=1e-3,
+                                                  source="DLR paper Table 2 and appendix A.6")
+for _proto, _layers in (("listops-subtrees", 6), ("pathfinder-seg-128", 5)):
+    ARCHITECTURES[(_proto, "paper", "local-attention")] = dict(
+        arch=dict(H=128, n_layers=_layers, glu=True, heads=4, attention_chunk=1024), lr=PROTOCOLS[(_proto, "paper")]["lr"],
+        source="DLR paper Table 3 (LOCALATTENTION: layers and chunk 1024); H and lr, not given, are DLR's Table 6")
+    ARCHITECTURES[(_proto, "tiny", "local-attention")] = dict(
+        arch=dict(H=32, n_layers=2, glu=True, heads=4, attention_chunk=256), lr=2e-3, source="Table 3 shrunk")
+
+# Built-ins defined as another built-in's preset with fields changed
+VARIANTS = {
+    "dlr-prod": ("dlr", {"kernel": "prod"}, "DLR paper section 2.1 and Table 2 (DLR-prod: kernel Re K * Im K)"),
+    "dlr-real": ("dlr", {"layer": "dlr-real"}, "DLR paper section 3.3 and Table 2 (DLR-R: real Lambda and w)"),
+    "dlr-6": ("dlr", {"n_layers": 6}, "DLR paper Table 1 (six DLR layers)"),
+    "attention-ff": ("attention", {"ff_layers": 2, "ff_width": 2048}, "DLR paper Table 4 (ATTENTION + 2 x FF)"),
+}
+
+
+def architecture(protocol, scale, model):
+    """A built-in's preset {arch, lr, source} at a protocol and scale (None: it has none)."""
+    if (protocol, scale, model) in ARCHITECTURES:
+        return ARCHITECTURES[(protocol, scale, model)]
+    if model not in VARIANTS or (protocol, scale, VARIANTS[model][0]) not in ARCHITECTURES:
+        return None
+    base, change, source = VARIANTS[model]
+    row = ARCHITECTURES[(protocol, scale, base)]
+    return dict(arch={**row["arch"], **change}, lr=row["lr"], source=f"{row['source']}; {source}")
+
+
 # ----------------------------------------------------------------- the papers' figures
 # Test-set figures as fractions. Atomic: DLR paper Table 1 (R^2; single layers at L = 4096,
 # "dlr-6" six layers at 4096, "attention-2" two attention layers at 512).
@@ -142,9 +203,23 @@ _T1_COLUMNS = {
     "attention": (.72, 1, 1, .72, 0, .03, 0, .17, 0, 0, .90),
     "dlr-6": (1, 1, 1, 1, 1, .99, 0, 0, .49, .02, 0),
 }
-TABLE1 = "DLR paper Table 1 (R^2, single layers at L = 4096; dlr-6: six layers)"
+_T1_512 = {  # Table 1's L = 512 columns (six DLR layers, two attention layers) and Table 4's ATTENTION + 2xFF
+    "dlr": (1, 1, 1, 1, 1, .95, .95, .86, .50, .11, .01),
+    "dlr-6": (1, 1, 1, 1, 1, .95, .95, .86, .50, .11, .01),
+    "attention": (1, 1, 1, .94, .95, .28, 0, .97, .51, .04, .97),
+    "attention-ff": (1, None, None, 1, .96, .32, 0, .64, .51, .05, None),
+}
+_T1_COLUMNS["attention-ff"] = (.69, None, None, 0, 0, .04, 0, 0, 0, 0, None)  # Table 4, one layer at L = 4096
+TABLE1 = "DLR paper Table 1 (R^2, single layers at L = 4096; dlr-6: six layers) and Table 4 (attention-ff)"
+
+
+def _by_task(columns):
+    return {col: {t: {"r2": v} for t, v in zip(_T1, vals) if v is not None} for col, vals in columns.items()}
+
+
 PAPER = {
-    "atomic": {col: {t: {"r2": v} for t, v in zip(_T1, vals)} for col, vals in _T1_COLUMNS.items()},
+    "atomic": _by_task(_T1_COLUMNS),
+    "atomic-512": _by_task(_T1_512),
     "listops-subtrees": {"dlr": {"accuracy": .857}, "dss": {"accuracy": .838}},
     "lra-listops": {"dss": {"accuracy": .597}},
     "lra-pathfinder": {"dss": {"accuracy": .847}},
@@ -157,8 +232,15 @@ PAPER = {
     "pathfinder-seg-512": {"dlr": {"macro_f1": .763, "macro_accuracy": .928},
                            "dss": {"macro_f1": .604, "macro_accuracy": .793}},
 }
+for _name, _vals in {"dss": (None, .71, .34, .22, .22), "dlr": (None, .83, .39, .25, .22),
+                     "dlr-prod": (None, 1, 1, .98, .78), "dlr-real": (.23, None, None, None, None)}.items():
+    for _proto, _v in zip(SHIFT_LENGTHS, _vals):
+        if _v is not None:
+            PAPER.setdefault(_proto, {})[_name] = {"r2": _v}
 PAPER_SOURCE = {
     "atomic": TABLE1,
+    "atomic-512": "DLR paper Table 1 (R^2 at L = 512: six DLR layers, two attention layers) and Table 4",
+    **{name: "DLR paper Table 2 (Shift, R^2)" for name in SHIFT_LENGTHS},
     "listops-subtrees": "DLR paper Table 3 (token accuracy)",
     "lra-listops": "DSS paper Table 1 (DSS_exp)",
     "lra-pathfinder": "DSS paper Table 1 (DSS_exp)",
@@ -173,14 +255,45 @@ COLUMNS = ("dlr", "dss", "attention")  # the paper columns a report shows beside
 def paper_figures(protocol, task):
     """{column: {metric: value}} of the papers for one task of a protocol."""
     table = PAPER.get(protocol, {})
-    if protocol == "atomic":
+    if protocol in ("atomic", "atomic-512"):
         return {col: figs[task] for col, figs in table.items() if task in figs}
     return dict(table)
 
 
+# ----------------------------------------------------------------- positive controls
+# A certificate must be able to fail: where the reference DLR is expected to fail a task,
+# the model with the paper's best figure at the certificate's length trains beside it and
+# must reach that figure (less TOLERANCE). The tiny scale runs at L = 512, so its controls
+# are Table 1's L = 512 columns. Below NO_CONTROL the paper has no model that learns the task.
+
+TOLERANCE = 0.1
+NO_CONTROL = 0.6
+LENGTH_OF = {("atomic", "tiny"): "atomic-512", ("atomic", "paper"): "atomic"}
+
+
+def positive_control(protocol, scale, task, model="dlr"):
+    """(control model, its paper figure, the figures' protocol) for a task the reference
+    ``model`` fails in the paper; (None, best figure, ...) where no model of the paper
+    learns it; None where ``model`` learns it itself (it is its own positive control)."""
+    own = paper_figures(protocol, task).get(model, {}).get("r2")
+    if own is None or own >= 1 - TOLERANCE:
+        return None
+    at = LENGTH_OF.get((protocol, scale), protocol)
+    figures = {col: f["r2"] for col, f in paper_figures(at, task).items() if col not in ("dlr", model)}
+    if not figures:
+        return None
+    order = ("attention", "dlr-6", "attention-ff")  # on a tie the cheaper model controls
+    best = max(figures, key=lambda c: (figures[c], -order.index(c) if c in order else -len(order)))
+    return (best if figures[best] >= NO_CONTROL else None), figures[best], at
+
+
 # ----------------------------------------------------------------- suites
 
-SUITES = {"atomic": ATOMIC_TASKS}  # a group: its tasks, each run under the protocol named below
+SUITES = {  # a group: [(protocol, task)]
+    "atomic": [("atomic", t) for t in ATOMIC_TASKS],  # Table 1 at L = 4096 (paper) / 512 (tiny)
+    "atomic-512": [("atomic-512", t) for t in ATOMIC_TASKS],  # Table 1's L = 512 columns
+    "table2": [(name, "shift") for name in SHIFT_LENGTHS],  # Shift at 2^8 .. 2^20
+}
 
 
 def protocol_of(task_or_protocol):
@@ -189,6 +302,6 @@ def protocol_of(task_or_protocol):
 
 
 def suite_members():
-    """Every name ``--suite`` accepts: groups, atomic task names and the stored-data protocols."""
-    stored = sorted({p for p, _ in PROTOCOLS if p != "atomic"})
-    return list(SUITES) + list(ATOMIC_TASKS) + stored
+    """Every name ``--suite`` accepts: groups, atomic task names and the protocols of their own."""
+    own = sorted({p for p, _ in PROTOCOLS if p not in ("atomic", "atomic-512")})
+    return list(SUITES) + list(ATOMIC_TASKS) + own

@@ -50,7 +50,8 @@ class Protocol:
 
     @property
     def stored(self):
-        return self.name != "atomic"
+        """True where the data is a stored dataset; atomic tasks are generated on the fly."""
+        return registry.get(self.task).family != "atomic"
 
     def train_config(self, *, lr, seed, steps=None, amp=False, compile=False, checkpoint_activations=False,
                      checkpoint_every=None):  # noqa: A002
@@ -72,6 +73,8 @@ def resolve(name, scale, task=None):
         raise LongsynthError(f"suite: no protocol {name!r}")
     row = dict(PROTOCOLS[(key, scale)])
     row["task"] = row["task"] or task or name
+    change = row.pop("per_task", {}).get(row["task"], {})  # a task's own length or budget at this scale
+    row.update(change, data={**row["data"], **change.get("data", {})})
     return Protocol(name=key, scale=scale, **row)
 
 

@@ -17,6 +17,7 @@ the certificate, which records world_size and the global batch.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import time
 
@@ -27,6 +28,7 @@ from longsynth import registry
 from longsynth.errors import LongsynthError
 from longsynth.models_ref.factories import BUILTIN
 from longsynth.models_ref.harness import Job, run
+from longsynth.models_ref.presets import LENGTH_OF, TOLERANCE, positive_control
 from longsynth.models_ref.protocol import SCALES
 
 MODELS = tuple(BUILTIN)
@@ -119,13 +121,58 @@ def _certify(job, report_dir, progress, rank, world):
         os.makedirs(report_dir, exist_ok=True)
     try:
         out = run(job, report_dir, progress=progress, rank=rank, world=world)
+        control = _control(job, out, report_dir, progress, rank, world)
     except BaseException:
         for d in reversed(created):  # no empty report directory is left behind (checkpoints are kept)
             _remove_empty_dirs(d)
         raise
     if rank == 0:
+        out["positive_control"] = control
+        out["certificate"] = certificate(out, control)
+        with open(os.path.join(report_dir, "metrics.json"), "w", encoding="utf-8") as f:
+            json.dump(out, f, indent=2)
         out["report_dir"] = report_dir
     return out
+
+
+def _control(job, out, report_dir, progress, rank, world):
+    """Train the positive control where the reference model is expected to fail (atomic
+    tasks; presets.positive_control) in report_dir/control-MODEL; its summary, or None."""
+    if (job.protocol, job.scale) not in LENGTH_OF:
+        return None
+    found = positive_control(job.protocol, job.scale, job.task, job.model)
+    if found is None:
+        return None
+    model, figure, at = found
+    if model is None:
+        return {"model": None, "paper_best": figure, "figures_of": at,
+                "note": f"no model of the paper learns {job.task} (best R^2 {figure:.2f} at {at}); this "
+                        "certificate cannot fail by training, and rests on the generator's NumPy twin "
+                        "(tests/naive.py, compared in tests/test_atomic.py)"}
+    cjob = dataclasses.replace(job, model=model, protocol=at)
+    cdir = os.path.join(report_dir, f"control-{model}")
+    if rank == 0:
+        os.makedirs(cdir, exist_ok=True)
+    res = run(cjob, cdir, progress=progress, rank=rank, world=world)
+    test = (res["test"] or {}).get("r2")
+    need = figure - TOLERANCE
+    return {"model": model, "paper": figure, "figures_of": at, "threshold": need, "test": test,
+            "learned": test is not None and test >= need, "report_dir": cdir}
+
+
+def certificate(out, control):
+    """The certificate's verdict: the reference model reproduces its paper figure, and,
+    where it is expected to fail, the positive control learns (so broken data fails it)."""
+    reasons = []
+    verdict = out.get("verdict")
+    if verdict is not None and not verdict["consistent"]:
+        reasons.append(f"{out['model']} {verdict['metric']} {verdict['test']:.3f} is not within {TOLERANCE} of the "
+                       f"paper's {verdict['paper']:.2f}")
+    if control is not None and control.get("model") is not None and not control["learned"]:
+        reasons.append(f"the positive control {control['model']} reached R^2 {control['test']:.3f}, below "
+                       f"{control['threshold']:.2f} (the paper's {control['paper']:.2f} less {TOLERANCE})")
+    can_fail = verdict is not None and (control is None or control.get("model") is not None)
+    return {"passed": not reasons if verdict is not None else None, "reasons": reasons, "can_fail": can_fail}
 
 
 def _remove_empty_dirs(root):
