@@ -358,7 +358,8 @@ def export(root, fmt, out):
 
 @cli.command()
 @click.argument("target")
-@click.option("--model", type=click.Choice(["dlr", "dss"]), default="dlr", show_default=True, help="reference layer")
+@click.option("--model", type=click.Choice(["dlr", "dss"]), default="dlr", show_default=True,
+              help="reference layer (where it is expected to fail a task, the paper's best model trains beside it)")
 @click.option("--scale", type=click.Choice(["tiny", "paper"]), default="tiny", show_default=True,
               help="tiny: minutes on a CPU; paper: the paper's configuration")
 @click.option("--steps", type=int, default=None, help="training steps [default: the preset's]")
@@ -370,8 +371,11 @@ def export(root, fmt, out):
 @click.option("--amp/--no-amp", default=None, help="bf16 autocast [default: on for cuda, off for cpu]")
 @click.option("--compile", "compile_", is_flag=True, help="torch.compile the model")
 @click.option("--checkpoint-activations", is_flag=True, help="recompute each block in the backward pass (less memory)")
+@click.option("--permute-targets", is_flag=True,
+              help="negative control: targets shuffled across each batch's samples; the certificate must fail")
 @friendly
-def validate(target, model, scale, steps, device, report_dir, batch_size, amp, compile_, checkpoint_activations):
+def validate(target, model, scale, steps, device, report_dir, batch_size, amp, compile_, checkpoint_activations,
+             permute_targets):
     """Train a reference model on a dataset DIR (or an atomic TASK, on the fly) and certify it.
 
     Data parallel: torchrun --nproc_per_node N --no-python longsynth validate ... (nccl on
@@ -384,10 +388,11 @@ def validate(target, model, scale, steps, device, report_dir, batch_size, amp, c
     if steps is not None and steps < 1:
         raise click.ClickException("--steps must be >= 1")
     report = run(target, model=model, scale=scale, steps=steps, device=device, report_dir=report_dir,
-                 batch_size=batch_size, amp=amp, compile=compile_, checkpoint_activations=checkpoint_activations)
+                 batch_size=batch_size, amp=amp, compile=compile_, checkpoint_activations=checkpoint_activations,
+                 permute_targets=permute_targets)
     if report.get("rank", 0) == 0:
-        click.echo(json.dumps({k: report[k] for k in ("final", "best", "test", "paper", "report_dir") if k in report},
-                              indent=1))
+        keys = ("final", "best", "test", "paper", "positive_control", "certificate", "report_dir")
+        click.echo(json.dumps({k: report[k] for k in keys if k in report}, indent=1))
 
 
 

@@ -78,12 +78,15 @@ def _job(target, model, scale, **train):
 
 
 def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report_dir=None, progress=True,
-             batch_size=None, amp=None, compile=False, checkpoint_activations=False):  # noqa: A002
+             batch_size=None, amp=None, compile=False, checkpoint_activations=False,  # noqa: A002
+             permute_targets=False):
     """Train the preset model on ``target`` and write a certificate; returns the metrics dict.
 
     ``batch_size``: the global batch (default: the preset's); ``amp``: bf16 autocast
     (default: on for CUDA); ``compile``: torch.compile; ``checkpoint_activations``: recompute
-    each block in the backward pass. Under torchrun every rank calls this; rank 0 writes.
+    each block in the backward pass; ``permute_targets``: the negative control, targets
+    shuffled across each batch's samples (the certificate must fail). Under torchrun every
+    rank calls this; rank 0 writes.
     Failures before training (device, too few samples, a model that breaks the contract)
     are one-line LongsynthErrors and leave no report directory behind.
     """
@@ -95,7 +98,7 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
         raise LongsynthError(f"--batch-size: must be >= 1, got {batch_size}")
     check_device(device)
     job = _job(target, model, scale, steps=steps, device=device, batch_size=batch_size, amp=amp, compile=compile,
-               checkpoint_activations=checkpoint_activations)
+               checkpoint_activations=checkpoint_activations, permute_targets=permute_targets)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     if report_dir is None:
         report_dir = (os.path.join(job.data, "validation", f"{model}-{stamp}") if job.data

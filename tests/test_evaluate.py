@@ -257,3 +257,57 @@ def test_python_api_takes_a_factory_and_returns_a_report(tmp_path):
     rep = longsynth.evaluate(factory, "cumsum", out=str(tmp_path / "api"), steps=3, progress=False)
     assert rep.rows()[0]["task"] == "cumsum" and "| cumsum | R^2 |" in rep.to_markdown()
     assert "cumsum" in rep.table() and (tmp_path / "api" / "report.png").exists()
+
+
+# ---------------------------------------------------------------- certificates that can fail
+
+
+def test_a_certificate_fails_on_broken_data_and_passes_on_real_data(tmp_path):
+    """cumsum: the reference DLR is its own positive control (paper R^2 1). 200 tiny steps
+    reach ~0.96 and pass; the same run with targets permuted across each batch's samples
+    (the negative control) stays near 0 and fails. bench/certificate.py does the same for
+    select and mips, whose positive control is attention (docs/validation.md)."""
+    from longsynth.models_ref.validate import validate
+
+    torch.set_num_threads(1)
+    real = validate("cumsum", steps=200, report_dir=str(tmp_path / "real"), progress=False)
+    torch.set_num_threads(1)
+    broken = validate("cumsum", steps=200, report_dir=str(tmp_path / "broken"), progress=False, permute_targets=True)
+    torch.set_num_threads(1)
+    assert real["certificate"] == {"passed": True, "reasons": [], "can_fail": True}, real["test"]
+    assert broken["certificate"]["passed"] is False and "not within 0.1" in broken["certificate"]["reasons"][0]
+    assert broken["data"]["permuted_targets"] and broken["test"]["r2"] < 0.5 < real["test"]["r2"]
+    assert json.loads((tmp_path / "broken" / "metrics.json").read_text())["certificate"]["passed"] is False
+
+
+def test_positive_controls_follow_the_papers_best_model_at_the_certificates_length():
+    from longsynth.models_ref.presets import positive_control
+
+    assert positive_control("atomic", "tiny", "select") == ("attention", 0.97, "atomic-512")  # Table 1, L = 512
+    assert positive_control("atomic", "tiny", "mips") == ("attention", 0.97, "atomic-512")
+    assert positive_control("atomic", "tiny", "cummax") == ("attention", 1, "atomic-512")  # a tie: the cheaper
+    assert positive_control("atomic", "tiny", "reverse")[0] == "dlr-6"
+    assert positive_control("atomic", "paper", "mips") == ("attention", 0.90, "atomic")  # Table 1, L = 4096
+    assert positive_control("atomic", "tiny", "sort")[0] is None  # the paper's best is .51: no control
+    assert positive_control("atomic", "tiny", "shift") is None  # DLR learns it: its own control
+
+
+def test_select_certificate_trains_the_positive_control_and_reports_it(tmp_path):
+    """A short select certificate: DLR and the attention control both train (a few steps,
+    so the control has not learned yet and the certificate fails, naming it)."""
+    from longsynth.models_ref.validate import validate
+
+    r = validate("select", steps=4, report_dir=str(tmp_path / "sel"), progress=False)
+    torch.set_num_threads(1)
+    c = r["positive_control"]
+    assert c["model"] == "attention" and c["threshold"] == pytest.approx(0.87) and not c["learned"]
+    assert (tmp_path / "sel" / "control-attention" / "metrics.json").exists()
+    ctl = json.loads((tmp_path / "sel" / "control-attention" / "metrics.json").read_text())
+    assert ctl["model_config"]["layer"] == "attention" and ctl["model_config"]["n_layers"] == 2
+    assert ctl["data"]["params"] == {"L": 128, "M": 8}  # select's tiny length
+    assert r["certificate"]["passed"] is False
+    assert any("the positive control attention reached" in why for why in r["certificate"]["reasons"])
+    s = validate("sort", steps=2, report_dir=str(tmp_path / "sort"), progress=False)
+    torch.set_num_threads(1)
+    assert s["positive_control"]["model"] is None and "tests/naive.py" in s["positive_control"]["note"]
+    assert s["certificate"]["can_fail"] is False
