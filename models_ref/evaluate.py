@@ -164,11 +164,16 @@ def plan(model, suite, settings, out, notify):
 
 
 def _finished(run_dir):
+    """A run's certificate when it finished; None (run it, resuming) when absent or unreadable."""
     path = os.path.join(run_dir, "metrics.json")
-    if not os.path.isfile(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            cert = json.load(f)
+    except (OSError, ValueError):
         return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    keys = ("task", "lr", "seed", "primary_metric", "test", "best", "protocol", "wall_time_s", "train_tokens_per_s")
+    ok = isinstance(cert, dict) and all(k in cert for k in keys) and isinstance(cert["test"], dict)
+    return cert if ok else None
 
 
 def execute(job, run_dir, factory=None, threads=1, progress=False):
@@ -237,7 +242,10 @@ def evaluate(model, suite, *, out, settings=None, progress=True, notify=None):
     results, todo = [], []
     for job, run_dir in planned:
         done = _finished(run_dir)
-        (results.append(done) if done is not None else todo.append((job, run_dir)))
+        if done is not None:
+            results.append(done)
+        else:
+            todo.append((job, run_dir))
     if results:
         notify(f"{len(results)} of {len(planned)} runs already finished in {out}; running the other {len(todo)}")
     sent = None if isinstance(model, str) else _sendable(factory) if settings.jobs > 1 or settings.dask else factory
@@ -247,6 +255,8 @@ def evaluate(model, suite, *, out, settings=None, progress=True, notify=None):
         value = (cert["test"] or {}).get(metric)
         notify(f"[{i}/{len(todo)}] {cert['task']} lr {cert['lr']:g} seed {cert['seed']}: test {metric} "
                f"{value:.4f} ({cert['wall_time_s']:.0f} s)")
+    order = {(job.task, job.lr, job.seed): i for i, (job, _) in enumerate(planned)}
+    results.sort(key=lambda cert: order.get((cert["task"], cert["lr"], cert["seed"]), len(order)))
     report = Report(identity=identity, suite=suite, scale=settings.scale, settings=dataclasses.asdict(settings),
                     runs=results)
     report.write(out)

@@ -45,7 +45,8 @@ PROTOCOLS = {
         # tasks whose positive control (presets.positive_control) needs a shorter input or more
         # steps to learn on one CPU core in minutes (measured: docs/validation.md, Table 1 on the CPU)
         per_task={"select": dict(data={"L": 128, "M": 8}, steps=3000, eval_every=250),
-                  "mips": dict(data={"L": 128}, steps=3000, eval_every=250)}),
+                  "mips": dict(data={"L": 128}, steps=3000, eval_every=250),
+                  "reverse": dict(data={"L": 128}, steps=2000, eval_every=250)}),
     ("listops-subtrees", "paper"): dict(
         _LISTOPS, task="listops-subtrees", data={}, splits=None, batch_size=32, steps=300_000, lr=8e-4,
         warmup_steps=3000, eval_every=5000, eval_batches=64, source="DLR paper Table 6 (LS)"),
@@ -269,6 +270,11 @@ def paper_figures(protocol, task):
 TOLERANCE = 0.1
 NO_CONTROL = 0.6
 LENGTH_OF = {("atomic", "tiny"): "atomic-512", ("atomic", "paper"): "atomic"}
+# Controls the tiny scale cannot afford: measured on the CPU (docs/validation.md)
+OUT_OF_TINY_BUDGET = {
+    "solve": "six DLR layers learn it in the paper with 11K steps of batch 64 (Table 1 at L = 512); at the tiny "
+             "scale they stayed at R^2 0 for 1,500 steps on the CPU: certify it with --scale paper",
+}
 
 
 def positive_control(protocol, scale, task, model="dlr"):
@@ -284,6 +290,8 @@ def positive_control(protocol, scale, task, model="dlr"):
         return None
     order = ("attention", "dlr-6", "attention-ff")  # on a tie the cheaper model controls
     best = max(figures, key=lambda c: (figures[c], -order.index(c) if c in order else -len(order)))
+    if scale == "tiny" and task in OUT_OF_TINY_BUDGET:
+        return None, figures[best], at
     return (best if figures[best] >= NO_CONTROL else None), figures[best], at
 
 

@@ -28,7 +28,7 @@ from longsynth import registry
 from longsynth.errors import LongsynthError
 from longsynth.models_ref.factories import BUILTIN
 from longsynth.models_ref.harness import Job, run
-from longsynth.models_ref.presets import LENGTH_OF, TOLERANCE, positive_control
+from longsynth.models_ref.presets import LENGTH_OF, OUT_OF_TINY_BUDGET, TOLERANCE, positive_control
 from longsynth.models_ref.protocol import SCALES
 
 MODELS = tuple(BUILTIN)
@@ -148,10 +148,11 @@ def _control(job, out, report_dir, progress, rank, world):
         return None
     model, figure, at = found
     if model is None:
+        why = (OUT_OF_TINY_BUDGET[job.task] if job.scale == "tiny" and job.task in OUT_OF_TINY_BUDGET
+               else f"no model of the paper learns {job.task} (best R^2 {figure:.2f} at {at})")
         return {"model": None, "paper_best": figure, "figures_of": at,
-                "note": f"no model of the paper learns {job.task} (best R^2 {figure:.2f} at {at}); this "
-                        "certificate cannot fail by training, and rests on the generator's NumPy twin "
-                        "(tests/naive.py, compared in tests/test_atomic.py)"}
+                "note": f"{why}; this certificate cannot fail by training, and rests on the generator's NumPy "
+                        "twin (tests/naive.py, compared in tests/test_atomic.py)"}
     cjob = dataclasses.replace(job, model=model, protocol=at)
     cdir = os.path.join(report_dir, f"control-{model}")
     if rank == 0:

@@ -289,6 +289,8 @@ def test_positive_controls_follow_the_papers_best_model_at_the_certificates_leng
     assert positive_control("atomic", "tiny", "reverse")[0] == "dlr-6"
     assert positive_control("atomic", "paper", "mips") == ("attention", 0.90, "atomic")  # Table 1, L = 4096
     assert positive_control("atomic", "tiny", "sort")[0] is None  # the paper's best is .51: no control
+    assert positive_control("atomic", "tiny", "solve")[0] is None  # dlr-6's .95 needs the paper's budget
+    assert positive_control("atomic", "paper", "reverse") == ("dlr-6", 0.99, "atomic")
     assert positive_control("atomic", "tiny", "shift") is None  # DLR learns it: its own control
 
 
