@@ -411,8 +411,9 @@ def _lrs(ctx, param, value):
 @cli.command()
 @click.argument("model")
 @click.option("--suite", required=True,
-              help="a task (select, cumsum, ...), a group (atomic: Table 1's 11 tasks), listops-subtrees, "
-                   "pathfinder-seg-128|256|512, lra-pathfinder, path-x, lra-listops; or a comma list")
+              help="a task (select, cumsum, ...), a group (atomic: Table 1's 11 tasks; atomic-512: its L = 512 "
+                   "columns; table2: Shift at 2^8..2^20), listops-subtrees, pathfinder-seg-128|256|512, "
+                   "lra-pathfinder, path-x, lra-listops; or a comma list")
 @click.option("--scale", type=click.Choice(["tiny", "paper"]), default="tiny", show_default=True,
               help="tiny: the protocols shrunk to minutes on a CPU; paper: the papers' Tables 5/6")
 @click.option("--steps", type=click.IntRange(min=1), default=None, help="training steps [default: the protocol's]")
@@ -435,7 +436,8 @@ def _lrs(ctx, param, value):
 def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, out):
     """Run MODEL through the papers' protocols and report it beside the papers' figures.
 
-    MODEL is a built-in name (dlr, dss), path/to/file.py:function or package.module:function;
+    MODEL is a built-in name (dlr, dss, attention, attention-ff, local-attention, dlr-prod,
+    dlr-real, dlr-6), path/to/file.py:function or package.module:function;
     a function takes a longsynth.ModelSpec and returns a torch.nn.Module mapping
     [B, T, d_input] (or tokens [B, T]) to [B, T, d_output] (docs/evaluate.md).
     """
