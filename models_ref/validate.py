@@ -124,7 +124,7 @@ def _certify(job, report_dir, progress, rank, world):
         os.makedirs(report_dir, exist_ok=True)
     try:
         out = run(job, report_dir, progress=progress, rank=rank, world=world)
-        control = _control(job, out, report_dir, progress, rank, world)
+        control = _control(job, report_dir, progress, rank, world)
     except BaseException:
         for d in reversed(created):  # no empty report directory is left behind (checkpoints are kept)
             _remove_empty_dirs(d)
@@ -138,7 +138,7 @@ def _certify(job, report_dir, progress, rank, world):
     return out
 
 
-def _control(job, out, report_dir, progress, rank, world):
+def _control(job, report_dir, progress, rank, world):
     """Train the positive control where the reference model is expected to fail (atomic
     tasks; presets.positive_control) in report_dir/control-MODEL; its summary, or None."""
     if (job.protocol, job.scale) not in LENGTH_OF:
