@@ -97,8 +97,8 @@ class Report:
                f"{', '.join(f'{lr:g}' for lr in sorted({r['lr'] for r in self.runs}))}), mean ± standard "
                f"deviation over {s.get('seeds', 1)} seed(s); the papers' test figures beside it.", ""]
         if self.scale == "tiny":
-            out += ["The tiny scale shrinks the papers' recipes (atomic tasks at L = 512 and 600 steps; select, "
-                    "mips and reverse at L = 128; not 4096 and 40K: docs/evaluate.md), so the papers' figures are "
+            out += ["The tiny scale shrinks the papers' recipes (atomic tasks at L = 512 and 600 steps; select "
+                    "and mips at L = 128; not 4096 and 40K: docs/evaluate.md), so the papers' figures are "
                     "a reference, not a target.", ""]
         out += [f"| task | metric | {self.model} | best lr | " + " | ".join(f"paper {c}" for c in COLUMNS)
                 + " | verdict |", "|---" * (5 + len(COLUMNS)) + "|"]
