@@ -76,3 +76,24 @@ def test_hf_export_never_deletes_a_file_its_record_lists(ds, tmp_path, listed):
     line = one_error_line(invoke("export", ds, "--format", "hf", "--out", out))
     assert "export.files[0]" in line and "is not a file an hf export writes" in line
     assert all(v.read_text() == "mine" for v in victims)
+
+
+# ---------------------------------------------------------------- 2. a .lock that is a link
+
+
+@pytest.mark.parametrize("kind", ["symlink", "dangling symlink", "hard link"])
+def test_lock_that_is_a_link_is_refused_and_its_target_untouched(ds, tmp_path, kind):
+    victim = tmp_path / "victim.txt"
+    if kind != "dangling symlink":
+        victim.write_text("mine")
+    if kind == "hard link":
+        os.link(victim, ds / ".lock")
+    else:
+        os.symlink(victim, ds / ".lock")
+    line = one_error_line(invoke("gen", "cumsum", "--L", 32, "-n", 120, "--shard-size", 40, "--seed", 11, "-j", 1,
+                                 "--out", ds))
+    assert ".lock" in line and ("symbolic link" in line or "hard links" in line)
+    if kind == "dangling symlink":
+        assert not victim.exists()
+    else:
+        assert victim.read_text() == "mine"

@@ -16,6 +16,7 @@ import numpy as np
 
 from longsynth.errors import LongsynthError
 from longsynth.rng import SPLITS, split_code
+from longsynth.store import safe
 from longsynth.store.layout import (FORMAT, FORMAT_VERSION, LOCK, MANIFEST, OURS_RE, atomic_write_text,
                                     file_sha256)
 
@@ -128,7 +129,7 @@ class DirLock:
         import fcntl
 
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -139,9 +140,9 @@ class DirLock:
                         break
                     time.sleep(0.01)
                 os.close(fd)
-                raise LongsynthError(f"{self.root} is being written by process {pid or '(unknown)'}") from None
+                raise LongsynthError(f"{self.root} is being written by process {pid[:20] or '(unknown)'}") from None
             try:
-                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+                same = os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
                 same = False
             if same:  # not a file its previous holder unlinked while we opened it
@@ -151,10 +152,30 @@ class DirLock:
                 return self
             os.close(fd)
 
+    def _open(self):
+        """The lock file's descriptor: created anew (O_EXCL), else the one a killed writer
+        left, opened without following a link. A link, a non-regular file or a file with
+        other hard links is refused before anything is written to it: the PID written
+        into the lock must never land in a file outside the folder."""
+        flags = os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            return os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            pass
+        try:
+            fd = safe.open_regular(self.path, flags)
+        except FileNotFoundError:  # its holder removed it meanwhile: try again
+            return self._open()
+        if os.fstat(fd).st_nlink != 1:
+            os.close(fd)
+            raise LongsynthError(f"{self.path}: has other hard links; remove it if no longsynth gen is running")
+        return fd
+
     def release(self):
         if self.fd is not None:
             try:
-                os.unlink(self.path)
+                if os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(self.fd).st_ino:
+                    os.unlink(self.path)
             except FileNotFoundError:
                 pass
             os.close(self.fd)
