@@ -27,6 +27,8 @@ import copy
 import dataclasses
 import math
 import os
+import pickle
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -252,7 +254,11 @@ def _autocast(device, cfg):
 
 
 def _rng_state():
-    state = {"torch": torch.get_rng_state(), "numpy": np.random.get_state()}
+    # NumPy's state as plain data (a tensor and numbers): checkpoints load with weights_only
+    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    state = {"torch": torch.get_rng_state(),
+             "numpy": {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                       "has_gauss": int(has_gauss), "cached_gaussian": float(gauss)}}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -260,7 +266,9 @@ def _rng_state():
 
 def _set_rng_state(state):
     torch.set_rng_state(state["torch"])
-    np.random.set_state(state["numpy"])
+    n = state["numpy"]
+    np.random.set_state((n["name"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
 
@@ -276,9 +284,21 @@ def save_checkpoint(path, model, opt, step, model_cfg, train_cfg, manifest_diges
     os.replace(tmp, path)
 
 
+def load_checkpoint(path, map_location="cpu"):
+    """A checkpoint's dict, loaded with ``weights_only=True``: tensors and plain data only, so
+    a checkpoint that travelled with a dataset folder cannot run code (docs/format.md,
+    "Trust"). LongsynthError (one line) for one that holds anything else."""
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as e:
+        found = re.search(r"(?:[Uu]nsupported global:? GLOBAL|unsupported GLOBAL) ([\w.]+)", str(e))
+        what = f"it holds {found.group(1)}" if found else "it holds more than tensors and plain data"
+        raise LongsynthError(f"{path}: not loaded: {what}, and loading it could run code") from None
+
+
 def load_model(path, map_location="cpu"):
     """(Model, checkpoint dict) rebuilt from the config stored in a checkpoint."""
-    ck = torch.load(path, map_location=map_location, weights_only=False)
+    ck = load_checkpoint(path, map_location)
     model = Model(ModelConfig.from_dict(ck["model_config"]))
     model.load_state_dict(ck["model"])
     return model, ck
@@ -320,7 +340,7 @@ def train(model_cfg: ModelConfig, train_cfg: TrainConfig, train_batch, val_batch
     opt = build_optimizer(model, train_cfg)
     history, best, start = {"train": [], "val": []}, None, 0
     if resume is not None:
-        ck = torch.load(resume, map_location=device, weights_only=False)
+        ck = load_checkpoint(resume, device)
         if ck["model_config"] != model_cfg.to_dict():
             raise LongsynthError(f"resume: {resume} holds a different model config")
         if ck["manifest_digest"] != manifest_digest:
@@ -347,7 +367,7 @@ def train(model_cfg: ModelConfig, train_cfg: TrainConfig, train_batch, val_batch
         best_file = os.path.join(os.path.dirname(os.path.abspath(resume)), "best.pt")
         if not os.path.exists(best_file):
             raise LongsynthError(f"resume: {best_file} (the best-validation weights) is missing")
-        best_state = torch.load(best_file, map_location=device, weights_only=False)["model"]
+        best_state = load_checkpoint(best_file, device)["model"]
     if checkpoint_dir is not None:
         os.makedirs(checkpoint_dir, exist_ok=True)
         best_path = os.path.join(checkpoint_dir, "best.pt")

@@ -97,3 +97,65 @@ def test_lock_that_is_a_link_is_refused_and_its_target_untouched(ds, tmp_path, k
         assert not victim.exists()
     else:
         assert victim.read_text() == "mine"
+
+
+# ---------------------------------------------------------------- 3. checkpoints and pickles run no code
+
+
+class _Payload:
+    """Pickles as a call of os.system: loading it with a plain unpickler runs a command."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_checkpoints_load_without_running_code(tmp_path):
+    torch = pytest.importorskip("torch")
+    from longsynth.errors import LongsynthError
+    from longsynth.models_ref.model import ModelConfig
+    from longsynth.models_ref.trainer import TrainConfig, load_model, train
+
+    marker = tmp_path / "ran"
+    cfg = ModelConfig(d_input=1, d_output=2, H=4, N=4, n_layers=1)
+    tc = TrainConfig(steps=2, lr=1e-3, eval_every=1, seed=0)
+    data = lambda s: (torch.randn(2, 8, 1), torch.randn(2, 8, 2))  # noqa: E731
+    val = lambda: [data(0)]  # noqa: E731
+    train(cfg, tc, data, val, checkpoint_dir=str(tmp_path / "c"), stop_at_step=1)
+    ck = torch.load(tmp_path / "c" / "last.pt", weights_only=True)  # what longsynth writes is plain data
+    evil = dict(ck, history=_Payload(marker))
+    torch.save(evil, tmp_path / "c" / "last.pt")
+    with pytest.raises(LongsynthError, match=r"last.pt: not loaded: it holds posix.system, and loading it could run"):
+        load_model(str(tmp_path / "c" / "last.pt"))
+    with pytest.raises(LongsynthError, match="could run code"):
+        train(cfg, tc, data, val, resume=str(tmp_path / "c" / "last.pt"))
+    torch.save(ck, tmp_path / "c" / "last.pt")  # a clean last.pt beside a poisoned best.pt
+    best = torch.load(tmp_path / "c" / "best.pt", weights_only=True)
+    torch.save(dict(best, model=_Payload(marker)), tmp_path / "c" / "best.pt")
+    with pytest.raises(LongsynthError, match=r"best.pt: not loaded"):
+        train(cfg, tc, data, val, resume=str(tmp_path / "c" / "last.pt"))
+    assert not marker.exists()
+
+
+def test_authors_pickles_are_read_with_their_types_only(tmp_path):
+    import pickle
+
+    from longsynth import fidelity
+    from longsynth.errors import LongsynthError
+
+    root = tmp_path / "ds"
+    store.generate(str(root), "pathfinder-seg", {"size": 128}, seed=4, splits={"train": 2}, shard_size=2, workers=1)
+    out = tmp_path / "dlr"
+    store.export(str(root), "dlr-pathfinder", str(out))
+    assert len(fidelity.read_authors(str(out))) == 2  # what the exporter (and the authors) write still reads
+    marker = tmp_path / "ran"
+    with open(out / "paths" / "0" / "sample_1.pkl", "wb") as f:
+        pickle.dump({"segs": _Payload(marker)}, f)
+    with pytest.raises(LongsynthError, match=r"path pickle holds posix.system, not one of the authors' types"):
+        fidelity.read_authors(str(out))
+    assert not marker.exists()
+    np.save(out / "metadata" / "0.npy", np.array([["imgs/../../x", "sample_0.png", "0", "1"]]))
+    with pytest.raises(LongsynthError, match=r"does not name imgs/<b> and sample_<k>.png"):
+        fidelity.read_authors(str(out))
