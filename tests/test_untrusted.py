@@ -159,3 +159,208 @@ def test_authors_pickles_are_read_with_their_types_only(tmp_path):
     np.save(out / "metadata" / "0.npy", np.array([["imgs/../../x", "sample_0.png", "0", "1"]]))
     with pytest.raises(LongsynthError, match=r"does not name imgs/<b> and sample_<k>.png"):
         fidelity.read_authors(str(out))
+
+
+# ---------------------------------------------------------------- 5. shard paths escape the folder
+
+
+def record(root, k=0, split="train"):
+    with open(os.path.join(root, "manifest.json"), encoding="utf-8") as f:
+        return json.load(f)["splits"][split]["shards"][k]
+
+
+def relist(root, name):
+    """Update a shard's size and SHA-256 in the manifest, as a forger would."""
+    path = os.path.join(root, name)
+
+    def change(m):
+        for s in m["splits"].values():
+            for rec in s["shards"]:
+                if rec["file"] == name:
+                    rec["bytes"], rec["sha256"] = os.path.getsize(path), store.file_sha256(path)
+
+    edit_manifest(root, change)
+
+
+@pytest.mark.parametrize("file,size", [("/etc/passwd", None), ("/dev/zero", 0), ("../d2/train-00000.h5", None),
+                                       ("train-00001.h5", None)])
+def test_shard_file_must_be_its_plain_name(ds, file, size):
+    def change(m):
+        rec = m["splits"]["train"]["shards"][0]
+        rec["file"] = file
+        if size is not None:
+            rec["bytes"] = size
+
+    edit_manifest(ds, change)
+    for cmd in (["verify", ds], ["info", ds], ["gen", "cumsum", "--L", 32, "-n", 120, "--shard-size", 40, "--seed", 11,
+                                               "-j", 1, "--out", ds]):
+        line = one_error_line(invoke(*cmd))
+        assert "splits.train.shards[0].file" in line and "passwd" not in line.replace(file, "")
+    with pytest.raises(store.LongsynthError, match=r"splits.train.shards\[0\].file"):
+        longsynth.open(ds)
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_shard_that_is_a_link_or_a_fifo_is_never_read(ds, tmp_path, kind):
+    shard = ds / "train-00000.h5"
+    shutil.move(shard, tmp_path / "outside.h5")
+    if kind == "symlink":
+        os.symlink(tmp_path / "outside.h5", shard)
+    else:
+        os.mkfifo(shard)
+    with pytest.raises(store.DamagedDataError, match="symbolic link|not a regular file"):
+        longsynth.open(ds)["train"][0]
+    r = invoke("verify", ds)
+    assert "train-00000.h5" in r.output and ("symbolic link" in r.output or "not a regular file" in r.output)
+    one_error_line(r)
+
+
+def _copy_attrs(src, dst):
+    for k, v in src.attrs.items():
+        dst.attrs[k] = v
+
+
+@pytest.mark.parametrize("how", ["external link", "virtual dataset", "external storage"])
+def test_shard_reading_from_outside_is_refused(ds, tmp_path, how):
+    import h5py
+
+    outside = tmp_path / "outside.h5"
+    shutil.move(ds / "train-00000.h5", outside)
+    with h5py.File(outside, "r") as src, h5py.File(ds / "train-00000.h5", "w") as f:
+        _copy_attrs(src, f)
+        for name in src:
+            if how == "external link":
+                f[name] = h5py.ExternalLink(str(outside), name)
+            elif how == "virtual dataset":
+                layout = h5py.VirtualLayout(shape=src[name].shape, dtype=src[name].dtype)
+                layout[...] = h5py.VirtualSource(str(outside), name, shape=src[name].shape)
+                f.create_virtual_dataset(name, layout)
+            else:
+                raw = tmp_path / f"{name}.raw"
+                raw.write_bytes(src[name][()].tobytes())
+                f.create_dataset(name, shape=src[name].shape, dtype=src[name].dtype, external=[(str(raw), 0, h5py.h5f.UNLIMITED)])
+    relist(ds, "train-00000.h5")
+    with pytest.raises(store.DamagedDataError, match="link to another file|reads its data from other files"):
+        longsynth.open(ds)["train"][0]
+    problems = store.verify(str(ds))
+    assert any("train-00000.h5" in p and ("link to another" in p or "other files" in p) for p in problems), problems
+
+
+# ---------------------------------------------------------------- 6. swapped shards are never served
+
+
+def test_same_size_shard_of_another_range_is_refused(ds):
+    a, b = ds / "train-00000.h5", ds / "train-00001.h5"
+    os.rename(a, ds / "tmp.h5")
+    os.rename(b, a)
+    os.rename(ds / "tmp.h5", b)
+    relist(ds, "train-00000.h5")
+    relist(ds, "train-00001.h5")
+    with pytest.raises(store.DamagedDataError, match=r"train-00000.h5: shard holds start 40, the manifest says 0"):
+        longsynth.open(ds)["train"][0]
+    torch = pytest.importorskip("torch")  # noqa: F841
+    from longsynth.torch import ShardDataset
+
+    with pytest.raises(store.DamagedDataError, match="shard holds start 40"):
+        ShardDataset(ds, "train")[1]
+
+
+def test_same_size_shard_of_another_seed_is_refused(ds, tmp_path):
+    gen(tmp_path / "other", seed=12)
+    shutil.copy(tmp_path / "other" / "train-00001.h5", ds / "train-00001.h5")
+    relist(ds, "train-00001.h5")
+    with pytest.raises(store.DamagedDataError, match=r"train-00001.h5: shard of generation \w+, the manifest"):
+        longsynth.open(ds)["train"][41]
+
+
+def test_shard_with_another_dtype_is_refused(ds):
+    import h5py
+
+    path = ds / "train-00000.h5"
+    with h5py.File(path, "r+") as f:
+        data = f["inputs"][()]
+        del f["inputs"]
+        f.create_dataset("inputs", data=data.view(np.int32))
+    relist(ds, "train-00000.h5")
+    with pytest.raises(store.DamagedDataError, match=r"inputs is int32 \(40, 32, 1\), expected float32"):
+        longsynth.open(ds)["train"][0]
+    assert any("inputs is int32" in p for p in store.verify(str(ds)))
+
+
+def test_reader_notices_a_dataset_regenerated_under_it(ds):
+    reader = longsynth.open(ds)["train"]
+    first = reader[0]["inputs"].copy()
+    gen(ds, seed=12, overwrite=True)
+    assert np.array_equal(reader[0]["inputs"], first)  # an open shard keeps its (seed-11) file
+    assert np.array_equal(first, longsynth.sample("cumsum", 0, seed=11, **P)["inputs"])
+    with pytest.raises(store.DamagedDataError, match="the dataset was regenerated or replaced; open it again"):
+        reader[41]
+    assert np.array_equal(longsynth.open(ds)["train"][41]["inputs"], longsynth.sample("cumsum", 41, seed=12, **P)["inputs"])
+
+
+def test_negative_start_is_refused_by_readers_and_resume(ds):
+    edit_manifest(ds, lambda m: m["splits"]["train"]["shards"][0].update(start=-5))
+    with pytest.raises(store.LongsynthError, match=r"splits.train.shards\[0\].start: must be in 0..115, got -5"):
+        longsynth.open(ds)
+    line = one_error_line(invoke("gen", "cumsum", "--L", 32, "-n", 120, "--shard-size", 40, "--seed", 11, "-j", 1,
+                                 "--out", ds))
+    assert "splits.train.shards[0].start" in line
+
+
+# ---------------------------------------------------------------- 8. malformed manifests: one line naming the field
+
+
+def _deep(m):
+    return "[" * 100_000 + "]" * 100_000
+
+
+MALFORMED = {
+    "a list": (lambda m: [1, 2], "manifest: expected an object"),
+    "no splits": (lambda m: m.pop("splits"), "splits: missing"),
+    "no params": (lambda m: m.pop("params"), "params: missing"),
+    "no versions": (lambda m: m.pop("versions"), "versions: missing"),
+    "seed a string": (lambda m: m.update(seed="x"), "seed: expected an integer, got a string"),
+    "params a list": (lambda m: m.update(params=[1]), "params: expected an object, got a list"),
+    "param of wrong type": (lambda m: m["params"].update(L=[4]), "params.L: expected a number"),
+    "count 1e30": (lambda m: m["counts"].update(train=1e30), "counts.train: expected an integer, got a number"),
+    "huge count": (lambda m: (m["counts"].update(train=10**30), m["splits"]["train"].update(count=10**30)),
+                   "counts.train: must be in 0.."),
+    "count over shards": (lambda m: (m["counts"].update(train=300), m["splits"]["train"].update(count=300)),
+                          "splits.train.shards: 3 shards cover 300 samples"),
+    "shard count": (lambda m: m["splits"]["train"]["shards"][1].update(count=39), "splits.train.shards[1].count"),
+    "sha not hex": (lambda m: m["splits"]["train"]["shards"][1].update(sha256="zz"), "splits.train.shards[1].sha256"),
+    "unknown task": (lambda m: m.update(task="nope"), "task: unknown task 'nope'"),
+    "keys edited": (lambda m: m["keys"]["inputs"].update(dtype="int32"), "keys.inputs"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED) + ["nested 100,000 deep"])
+def test_malformed_manifest_is_one_line_naming_the_field(ds, case):
+    path = ds / "manifest.json"
+    if case == "nested 100,000 deep":
+        path.write_text('{"format": "longsynth-shards", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+        field = "JSON nested more than"
+    else:
+        change, field = MALFORMED[case]
+        m = json.loads(path.read_text())
+        got = change(m)
+        path.write_text(json.dumps(got if isinstance(got, list) else m))
+    for cmd in ("verify", "info", "show"):
+        line = one_error_line(invoke(cmd, ds) if cmd != "show" else invoke("show", ds, "--out", ds / "p.png"))
+        assert field in line, line
+    r = invoke("export", ds, "--format", "hf", "--out", ds.parent / "hf")
+    assert field in one_error_line(r) and not (ds.parent / "hf").exists()
+
+
+@pytest.mark.parametrize("bad", ["[1, 2]", '{"final": 3}', "{", "link"])
+def test_invalid_or_linked_certificate_is_one_line_or_skipped(ds, tmp_path, bad):
+    run = ds / "validation" / "dlr-1"
+    run.mkdir(parents=True)
+    if bad == "link":
+        (tmp_path / "secret.json").write_text('{"final": {"secret": 1}}')
+        os.symlink(tmp_path / "secret.json", run / "metrics.json")
+    else:
+        (run / "metrics.json").write_text(bad)
+    r = invoke("info", ds)
+    line = one_error_line(r)
+    assert "metrics.json" in line and "secret" not in r.output

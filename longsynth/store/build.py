@@ -117,7 +117,8 @@ def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compressio
         manifest["splits"][split]["shards"].append(rec)
     try:
         _write_manifest(root, manifest)
-        jobs = (j for j in plan(root, t.name, cparams, seed, splits, shard_size, compression) if j.name not in keep)
+        jobs = (j for j in plan(root, t.name, cparams, seed, splits, shard_size, compression, manifest["generation"])
+                if j.name not in keep)
         n_jobs = sum(-(-n // shard_size) for n in splits.values()) - len(keep)
         total = sum(splits.values())
         if progress is not None:

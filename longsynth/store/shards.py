@@ -64,10 +64,15 @@ def write_shard(job, progress=None, attempt=None):
     checks = np.zeros((job.count, len(order), 2), dtype=np.uint64)
     buffers = task.allocate(cfg, block) if task.fill is not None else None  # one allocation per shard
     try:
-        with h5py.File(tmp, "w", libver="earliest", track_order=False) as f:
+        if os.path.lexists(tmp):  # left by a killed attempt; "x" below never follows a link
+            os.remove(tmp)
+        with h5py.File(tmp, "x", libver="earliest", track_order=False) as f:
             f.attrs["format"] = FORMAT
             f.attrs["format_version"] = FORMAT_VERSION
             f.attrs["task"] = job.task
+            f.attrs["task_revision"] = task.revision
+            if job.generation is not None:
+                f.attrs["generation"] = job.generation
             f.attrs["params"] = json.dumps(job.params, sort_keys=True)
             f.attrs["seed"] = job.seed
             f.attrs["split"] = job.split
@@ -129,7 +134,7 @@ def write_shard(job, progress=None, attempt=None):
         t_sync = t2 - t1
         os.replace(tmp, final)
     except BaseException:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.remove(tmp)
         raise
     record = {

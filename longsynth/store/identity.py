@@ -1,0 +1,157 @@
+"""A shard's identity, checked when it is opened: the file is the one the manifest lists.
+
+Every shard carries in its HDF5 attributes the task, task revision, parameters, seed,
+split, first index, sample count and the dataset's generation id (docs/format.md,
+"Shards"); its datasets' dtypes and shapes are those the task declares. ``problem``
+compares all of it with what the reader expects, once per shard and process, so a
+same-size shard of another index range, seed or dataset, a crafted shard of another dtype,
+or a dataset regenerated under an open reader is refused with one line instead of being
+served. HDF5 links to other files and virtual or external-storage datasets are refused
+too: a shard reads nothing outside itself.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from longsynth.store import safe
+from longsynth.store.layout import CHECK_KEY, DIGEST_KEY, FORMAT
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What every shard of one split of one dataset must say about itself."""
+
+    task: str
+    revision: int
+    params: dict
+    seed: int
+    split: str
+    generation: str | None  # None: a dataset written before generation ids (weaker check)
+    specs: dict  # key -> KeySpec
+
+    @classmethod
+    def of(cls, manifest, split, specs):
+        return cls(manifest["task"], manifest.get("task_revision", 1), manifest["params"], manifest["seed"], split,
+                   manifest.get("generation"), specs)
+
+
+class Mismatch(ValueError):
+    """A shard that is not what the manifest lists (the caller adds the path)."""
+
+
+def open_shard(path, size):
+    """(fd, h5py.File) of the shard at ``path``: opened without following a link, a regular
+    file of ``size`` bytes; HDF5 reads the very file that was checked (through
+    /proc/self/fd where there is one). Raises FileNotFoundError, LongsynthError, or
+    Mismatch(text) for a size mismatch or unreadable HDF5 (the caller words it)."""
+    import h5py
+
+    fd = safe.open_regular(path)
+    try:
+        got = os.fstat(fd).st_size
+        if got != size:
+            raise Mismatch(f"shard is {got} bytes, the manifest says {size} (truncated or replaced)")
+        via = f"/proc/self/fd/{fd}"
+        try:
+            f = h5py.File(via if os.path.exists(via) else path, "r")
+        except OSError as e:
+            raise Mismatch(f"unreadable HDF5 ({' '.join(str(e).split())[:200]})") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, f
+
+
+def problem(f, rec, expect):
+    """The first way the open shard ``f`` differs from manifest record ``rec`` of a split
+    described by ``expect`` (an ``Expected``), as text; None when it is that shard."""
+    try:
+        return _attrs_problem(f.attrs, rec, expect) or _layout_problem(f, rec["count"], expect.specs)
+    except (OSError, KeyError, RuntimeError, ValueError, TypeError) as e:  # a damaged file fails anywhere in h5py
+        return f"unreadable HDF5 metadata ({type(e).__name__}: {' '.join(str(e).split())[:160]})"
+
+
+def _attr(attrs, name):
+    v = attrs.get(name)
+    if isinstance(v, bytes):
+        v = v.decode("utf-8", "replace")
+    if isinstance(v, np.generic):
+        v = v.item()
+    return v
+
+
+def _attrs_problem(attrs, rec, expect):
+    if _attr(attrs, "format") != FORMAT:
+        return "not a longsynth shard"
+    generation = _attr(attrs, "generation")
+    if expect.generation is not None and generation != expect.generation:
+        if generation is None:
+            return "shard of a dataset written before generation ids, under a manifest that has one (a mixed folder)"
+        return (f"shard of generation {str(generation)[:64]}, the manifest read at open says {expect.generation}: "
+                f"the dataset was regenerated or replaced; open it again")
+    want = {"task": expect.task, "seed": expect.seed, "split": expect.split, "start": rec["start"],
+            "count": rec["count"]}
+    for name, value in want.items():
+        got = _attr(attrs, name)
+        if got != value or type(got) is not type(value):
+            return f"shard holds {name} {str(got)[:64]}, the manifest says {value} (a shard of another dataset or range)"
+    revision = _attr(attrs, "task_revision")
+    if revision is not None and revision != expect.revision:
+        return f"shard holds task revision {revision}, the manifest says {expect.revision}"
+    params = _attr(attrs, "params")
+    try:
+        same = isinstance(params, str) and len(params) < safe.MAX_JSON_BYTES and json.loads(params) == expect.params
+    except (ValueError, RecursionError):
+        same = False
+    if not same:
+        return "shard holds other task parameters than the manifest (a shard of another dataset)"
+    return None
+
+
+def _plain(f, name):
+    """The object at ``name`` when it is a hard link in this file, else None: external and
+    soft links are never followed."""
+    import h5py
+
+    return f[name] if isinstance(f.get(name, getlink=True), h5py.HardLink) else None
+
+
+def _dataset_problem(d, name, dtype, shape):
+    import h5py
+
+    if not isinstance(d, h5py.Dataset):
+        return f"{name} is not an HDF5 dataset (or links outside the shard)"
+    if d.is_virtual or d.external:
+        return f"{name} reads its data from other files (virtual or external storage); refused"
+    if d.dtype != np.dtype(dtype) or d.shape != shape:
+        return f"{name} is {d.dtype} {d.shape}, expected {np.dtype(dtype)} {shape}"
+    return None
+
+
+def _layout_problem(f, n, specs):
+    import h5py
+
+    for name in f:
+        if not isinstance(f.get(name, getlink=True), h5py.HardLink):
+            return f"{name} is a link to another file or path; a shard must hold its own data"
+    for k, spec in specs.items():
+        if spec.ragged:
+            g = _plain(f, k) if k in f else None
+            if not isinstance(g, h5py.Group):
+                return f"key {k!r} missing"
+            values = _plain(g, "values") if "values" in g else None
+            offsets = _plain(g, "offsets") if "offsets" in g else None
+            rows = values.shape[0] if isinstance(values, h5py.Dataset) and values.shape else 0
+            found = (_dataset_problem(values, f"{k}/values", spec.dtype, (rows,) + tuple(spec.shape))
+                     or _dataset_problem(offsets, f"{k}/offsets", "int64", (n + 1,)))
+        else:
+            found = _dataset_problem(_plain(f, k) if k in f else None, k, spec.dtype, (n,) + tuple(spec.shape))
+        if found:
+            return found
+    if CHECK_KEY in f:
+        return _dataset_problem(_plain(f, CHECK_KEY), CHECK_KEY, "uint64", (n, len(specs), 2))
+    return _dataset_problem(_plain(f, DIGEST_KEY) if DIGEST_KEY in f else None, DIGEST_KEY, "uint8", (n, 32))
