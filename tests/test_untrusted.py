@@ -364,3 +364,40 @@ def test_invalid_or_linked_certificate_is_one_line_or_skipped(ds, tmp_path, bad)
     r = invoke("info", ds)
     line = one_error_line(r)
     assert "metrics.json" in line and "secret" not in r.output
+
+
+# ---------------------------------------------------------------- 7. user files are never ours to delete
+
+GEN = ["gen", "cumsum", "--L", 32, "-n", 120, "--shard-size", 40, "--seed", 11, "-j", 1]
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_gen_never_replaces_files_in_a_folder_that_is_no_dataset(tmp_path, overwrite):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "README.md").write_text("my notes")
+    (out / "train-00000.h5").write_text("my file")
+    line = one_error_line(invoke(*GEN, "--out", out, *(["--overwrite"] if overwrite else [])))
+    assert "holds no longsynth dataset" in line
+    assert sorted(os.listdir(out)) == ["README.md", "train-00000.h5"]
+    assert (out / "README.md").read_text() == "my notes" and (out / "train-00000.h5").read_text() == "my file"
+
+
+def test_overwrite_of_a_foreign_manifest_deletes_nothing(tmp_path):
+    out = tmp_path / "mine"
+    (out / "validation" / "run").mkdir(parents=True)
+    (out / "validation" / "run" / "results.txt").write_text("mine")
+    (out / "manifest.json").write_text('{"name": "my package"}')
+    line = one_error_line(invoke(*GEN, "--out", out, "--overwrite"))
+    assert "not a longsynth manifest" in line and "not replaced, even with --overwrite" in line
+    assert (out / "validation" / "run" / "results.txt").read_text() == "mine"
+    assert (out / "manifest.json").read_text() == '{"name": "my package"}'
+
+
+def test_overwrite_of_a_dataset_keeps_what_longsynth_did_not_write(ds):
+    (ds / "notes.txt").write_text("mine")
+    (ds / "notes.tmp").write_text("mine too")
+    r = invoke(*GEN[:-4], "--seed", 12, "-j", 1, "--out", ds, "--overwrite")
+    assert r.exit_code == 0, r.output
+    assert (ds / "notes.txt").read_text() == "mine" and (ds / "notes.tmp").read_text() == "mine too"
+    assert longsynth.open(ds).seed == 12
