@@ -401,3 +401,51 @@ def test_overwrite_of_a_dataset_keeps_what_longsynth_did_not_write(ds):
     assert r.exit_code == 0, r.output
     assert (ds / "notes.txt").read_text() == "mine" and (ds / "notes.tmp").read_text() == "mine too"
     assert longsynth.open(ds).seed == 12
+
+
+# ---------------------------------------------------------------- 4. an edited manifest never drives a kernel out of bounds
+
+
+@pytest.fixture(scope="module")
+def listops_subtrees(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lo") / "ls"
+    store.generate(str(root), "listops-subtrees", {"min_length": 20, "max_length": 60, "max_depth": 4}, seed=2,
+                   splits={"train": 8, "val": 2, "test": 2}, workers=1)
+    return root
+
+
+def test_lowered_max_length_in_the_manifest_is_one_line(listops_subtrees, tmp_path):
+    root = tmp_path / "ls"
+    shutil.copytree(listops_subtrees, root)
+    edit_manifest(root, lambda m: m["params"].update(max_length=25))
+    assert invoke("export", listops_subtrees, "--format", "lra-tsv", "--out", tmp_path / "ok").exit_code == 0
+    line = one_error_line(invoke("export", root, "--format", "lra-tsv", "--out", tmp_path / "tsv"))
+    assert "shard holds other task parameters than the manifest" in line
+    assert not (tmp_path / "tsv").exists()
+    r = invoke("verify", root)
+    assert "problem(s) found" in one_error_line(r) and "train-00000.h5: shard holds other task parameters" in r.output
+
+
+@pytest.mark.parametrize("crafted", ["token outside the vocabulary", "unbalanced brackets", "negative target",
+                                     "longer than max_length"])
+def test_tsv_kernel_checks_bounds_on_crafted_samples(listops_subtrees, crafted):
+    from longsynth.exports import lra_tsv
+
+    s = dict(longsynth.open(listops_subtrees)["train"][0])
+    tokens = s["inputs"].astype(np.int64)
+    if crafted == "token outside the vocabulary":
+        tokens[3] = 10**6
+    elif crafted == "unbalanced brackets":
+        tokens = np.concatenate([tokens, np.full(5, lra_tsv.CLOSE, dtype=np.int64)])
+    elif crafted == "negative target":
+        s["root"] = np.int64(-3)
+    else:  # a row far longer than any buffer sized from a parameter
+        tokens = np.tile(tokens, 50)
+        s["targets"], s["heights"], s["operators"] = np.tile(s["targets"], 50), s["heights"], s["operators"]
+    buf = np.empty(13 * tokens.shape[0] + 128, dtype=np.uint8)
+    if crafted == "longer than max_length":
+        n = lra_tsv._row(s, tokens, True, 0, buf)  # sized from the row: it fits
+        assert buf[n - 2 : n].tolist() == [13, 10]
+        return
+    with pytest.raises((IndexError, ValueError)):
+        lra_tsv._row(s, tokens, True, 0, buf)

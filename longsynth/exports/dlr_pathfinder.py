@@ -22,11 +22,16 @@ def path_pixels(sample, cfg, which):
     redrawn from ``dashes`` and rescaled by ``peak``, is nonzero at 8 bits."""
     P, T = params(cfg)
     g = int(sample["margin"]) - cfg.margin_min
+    if not 0 <= g < T.R.shape[0]:  # the renderer's tables are indexed by it, without bounds checks
+        raise LongsynthError(f"margin: {int(sample['margin'])} is outside the task's margins; not a sample of it")
     layer = np.zeros((cfg.size, cfg.size))
     n = cfg.contour_length
     dashes = np.asarray(sample["dashes"], dtype=np.int64)
     for r, c, dy, dx in dashes[which * n:(which + 1) * n]:
-        k = int(np.nonzero((T.key[g, :, 0] == dy) & (T.key[g, :, 1] == dx))[0][0])
+        found = np.nonzero((T.key[g, :, 0] == dy) & (T.key[g, :, 1] == dx))[0]
+        if not found.size:
+            raise LongsynthError(f"dashes: direction ({dy}, {dx}) is none of the renderer's; not a sample of the task")
+        k = int(found[0])
         render.draw_dash(T, g, k, int(r), int(c), float(cfg.contrast), layer)
     peak = float(np.float32(sample["peak"]))
     return np.nonzero(np.rint(layer / peak * 255.0) >= 1)
