@@ -392,4 +392,10 @@ def validate(target, model, scale, steps, device, report_dir, batch_size, amp, c
 
 
 def main():
+    import signal
+
+    # SIGTERM (kill, a batch system's stop, a container's shutdown) ends a command as Ctrl-C
+    # does: the same cleanup runs (temporary files removed, the lock released, a folder
+    # made for the output removed again)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     cli(prog_name="longsynth")

@@ -449,3 +449,60 @@ def test_tsv_kernel_checks_bounds_on_crafted_samples(listops_subtrees, crafted):
         return
     with pytest.raises((IndexError, ValueError)):
         lra_tsv._row(s, tokens, True, 0, buf)
+
+
+# ---------------------------------------------------------------- 9. clean ends
+
+
+def test_sigterm_during_gen_cleans_up_as_ctrl_c(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "d"
+    cmd = [sys.executable, "-m", "longsynth", "gen", "cumsum", "--L", "4096", "-n", "3000", "--shard-size", "100",
+           "-j", "1", "--out", str(out)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (out.exists() and any(e.endswith(".tmp") for e in os.listdir(out))):
+        time.sleep(0.005)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode != 0 and "Traceback" not in err, err
+    left = os.listdir(out)
+    assert not [e for e in left if e.endswith(".tmp")] and ".lock" not in left, left
+
+
+def test_compressed_dataset_that_cannot_fit_is_refused_before_writing(tmp_path, monkeypatch):
+    from longsynth.store import build
+
+    monkeypatch.setattr(build, "_free_bytes", lambda root: 100_000)
+    line = one_error_line(invoke(*GEN, "--compression", "gzip", "--out", tmp_path / "d"))
+    assert "before compression but only 100.0 kB is free" in line and not (tmp_path / "d").exists()
+
+
+def test_out_path_too_long_is_refused_before_any_folder_is_made(ds, tmp_path):
+    deep = tmp_path.joinpath(*(["x" * 250] * 20))
+    assert "path too long" in one_error_line(invoke(*GEN, "--out", deep))
+    assert "path too long" in one_error_line(invoke("export", ds, "--format", "hf", "--out", deep))
+    assert not (tmp_path / ("x" * 250)).exists()
+
+
+def test_lra_pathfinder_conflict_is_named_and_nothing_moved(tmp_path):
+    root = tmp_path / "ds"
+    store.generate(str(root), "pathfinder", {"size": 32, "difficulty": "easy"}, seed=2, splits={"train": 6}, workers=1)
+    out = tmp_path / "lra"
+    (out / "curv_baseline" / "imgs" / "0").mkdir(parents=True)
+    (out / "curv_baseline" / "imgs" / "0" / "theirs.png").write_bytes(b"x")
+    line = one_error_line(invoke("export", root, "--format", "lra-pathfinder", "--out", out))
+    assert f"{out}/curv_baseline/imgs/0: already exists" in line
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == [
+        "curv_baseline", "curv_baseline/imgs", "curv_baseline/imgs/0", "curv_baseline/imgs/0/theirs.png"]
+
+
+@pytest.mark.parametrize("n", ["0", "-5"])
+def test_verify_samples_must_be_positive(ds, n):
+    assert "--samples" in one_error_line(invoke("verify", ds, "--deep", "--samples", n))
+    with pytest.raises(store.LongsynthError, match="samples: must be an integer >= 1"):
+        store.verify(str(ds), deep=True, samples=int(n))

@@ -79,6 +79,11 @@ def write(dataset, out_dir, progress):
         for b, rows in lines.items():
             with open(os.path.join(stage, "metadata", f"{b}.npy"), "w", encoding="utf-8") as f:
                 f.write("\n".join(rows) + "\n")
+        taken = [p for b in lines for p in (os.path.join(root, "imgs", str(b)), os.path.join(meta_dir, f"{b}.npy"))
+                 if os.path.lexists(p)]
+        if taken:  # checked before anything moves: a failed export leaves no image under a final name
+            raise LongsynthError(f"{taken[0]}: already exists (another export into {out_dir} at the same time?); "
+                                 f"nothing was written")
         os.makedirs(os.path.join(root, "imgs"), exist_ok=True)
         os.makedirs(meta_dir, exist_ok=True)
         for b in lines:
