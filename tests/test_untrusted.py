@@ -1,6 +1,7 @@
 """A dataset from a stranger: never run code, never touch a file outside it, never serve a
 swapped shard (docs/format.md, "Trust"). One section per finding of the hostile test, in
 its order; each attack ends in one line or correct data."""
+import copy
 import json
 import os
 import shutil
@@ -298,6 +299,41 @@ def test_reader_notices_a_dataset_regenerated_under_it(ds):
     assert np.array_equal(longsynth.open(ds)["train"][41]["inputs"], longsynth.sample("cumsum", 41, seed=12, **P)["inputs"])
 
 
+def _as_legacy(root, keep_generation=False):
+    """Shards and manifest as longsynth wrote them before identity attributes: strings as
+    variable-length attributes, no generation id or task revision."""
+    import h5py
+
+    for name in sorted(e for e in os.listdir(root) if e.endswith(".h5")):
+        with h5py.File(os.path.join(root, name), "r+") as f:
+            for k in ("format", "task", "params", "split"):
+                value = f.attrs[k].decode()
+                del f.attrs[k]
+                f.attrs[k] = value  # h5py writes a str as a variable-length string
+            del f.attrs["generation"], f.attrs["task_revision"]
+        relist(root, name)
+    if not keep_generation:
+        edit_manifest(root, lambda m: m.pop("generation"))
+
+
+def test_dataset_of_before_identity_reads_with_the_weaker_check(ds, tmp_path):
+    _as_legacy(ds)
+    assert np.array_equal(longsynth.open(ds)["train"][41]["inputs"], longsynth.sample("cumsum", 41, seed=11, **P)["inputs"])
+    assert store.verify(str(ds), deep=True) == []
+    gen(tmp_path / "other", seed=12)
+    _as_legacy(tmp_path / "other")
+    shutil.copy(tmp_path / "other" / "train-00001.h5", ds / "train-00001.h5")
+    relist(ds, "train-00001.h5")
+    with pytest.raises(store.DamagedDataError, match=r"shard holds seed 12, the manifest says 11"):
+        longsynth.open(ds)["train"][41]
+
+
+def test_old_shard_under_a_new_manifest_is_refused(ds):
+    _as_legacy(ds, keep_generation=True)
+    with pytest.raises(store.DamagedDataError, match="written before generation ids, under a manifest that has one"):
+        longsynth.open(ds)["train"][0]
+
+
 def test_negative_start_is_refused_by_readers_and_resume(ds):
     edit_manifest(ds, lambda m: m["splits"]["train"]["shards"][0].update(start=-5))
     with pytest.raises(store.LongsynthError, match=r"splits.train.shards\[0\].start: must be in 0..115, got -5"):
@@ -506,3 +542,109 @@ def test_verify_samples_must_be_positive(ds, n):
     assert "--samples" in one_error_line(invoke("verify", ds, "--deep", "--samples", n))
     with pytest.raises(store.LongsynthError, match="samples: must be an integer >= 1"):
         store.verify(str(ds), deep=True, samples=int(n))
+
+
+# ---------------------------------------------------------------- fuzz: random manifests and shard bytes
+
+FUZZ_SECONDS = 12
+ODD_VALUES = [None, -1, 0, 1, 7, 2**70, 1e30, -5.5, "", "x", "../x", "/etc/passwd", "/dev/zero", [], {}, True,
+              [[[[1]]]], {"a": [1, {"b": None}]}]
+
+
+def _json_paths(value, path=()):
+    """Every (path, value) in a JSON tree, the root excluded."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        yield path + (k,), v
+        yield from _json_paths(v, path + (k,))
+
+
+def _mutate_manifest(root, rng, outside):
+    def change(m):
+        paths = list(_json_paths(m))
+        path, _ = rng.choice(paths)
+        parent = m
+        for k in path[:-1]:
+            parent = parent[k]
+        if isinstance(parent, dict) and rng.random() < 0.2:
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = copy.deepcopy(rng.choice(ODD_VALUES + [v for _, v in rng.sample(paths, 2)]))
+
+    edit_manifest(root, change)
+
+
+def _mutate_shard(root, rng, outside):
+    shards = sorted(e for e in os.listdir(root) if e.endswith(".h5") and not os.path.islink(os.path.join(root, e)))
+    if len(shards) < 2:
+        return
+    name = rng.choice(shards)
+    path = os.path.join(root, name)
+    kind = rng.choice(["flip", "flip", "flip metadata", "truncate", "swap", "link"])
+    if kind.startswith("flip"):
+        data = bytearray(open(path, "rb").read())
+        span = min(len(data), 4096) if kind == "flip metadata" else len(data)
+        for _ in range(rng.randint(1, 8)):
+            data[rng.randrange(span)] ^= 1 << rng.randrange(8)
+        open(path, "wb").write(bytes(data))
+    elif kind == "truncate":
+        os.truncate(path, rng.randrange(os.path.getsize(path)))
+    elif kind == "swap":
+        other = os.path.join(root, rng.choice([e for e in shards if e != name]))
+        tmp = os.path.join(root, "swap")
+        os.rename(path, tmp)
+        os.rename(other, path)
+        os.rename(tmp, other)
+    else:
+        os.remove(path)
+        os.symlink(outside, path)
+    if rng.random() < 0.5 and kind != "link":  # a forger updates the manifest to match
+        try:
+            relist(root, name)
+        except (KeyError, TypeError, AttributeError):  # an earlier mutation broke the records
+            pass
+
+
+def test_fuzz_one_line_or_correct_data_and_nothing_outside_touched(clean, tmp_path):
+    """For FUZZ_SECONDS, a copy of a dataset gets a random manifest field or shard byte
+    changed; opening it, reading every sample and verifying it give the clean dataset's
+    samples or one LongsynthError line, never another exception, and the file outside it
+    (the target of planted links) is never changed."""
+    import random
+    import time
+
+    rng = random.Random(2024)
+    outside = tmp_path / "outside.h5"
+    shutil.copy(clean / "train-00000.h5", outside)
+    before = (outside.read_bytes(), os.stat(outside).st_mtime_ns)
+    truth = {s: [sp[i] for i in range(len(sp))] for s, sp in longsynth.open(clean).splits.items()}
+    rounds = errors = 0
+    deadline = time.monotonic() + FUZZ_SECONDS
+    while time.monotonic() < deadline:
+        root = tmp_path / "d"
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.copytree(clean, root)
+        for _ in range(rng.randint(1, 3)):
+            (_mutate_manifest if rng.random() < 0.5 else _mutate_shard)(root, rng, outside)
+        try:
+            ds = longsynth.open(root)
+            for split, sp in ds.splits.items():
+                for i in range(len(sp)):
+                    got = sp[i]
+                    assert sorted(got) == sorted(truth[split][i])
+                    for k in got:
+                        assert np.array_equal(got[k], truth[split][i][k]), (split, i, k)
+            ds.close()
+            store.verify(str(root))
+        except store.LongsynthError as e:
+            assert "\n" not in str(e)
+            errors += 1
+        if rounds % 10 == 0:  # the command line: an OK line or one Error: line
+            r = invoke("verify", root)
+            assert "Traceback" not in r.output
+            assert r.exit_code == 0 or (isinstance(r.exception, SystemExit)
+                                        and sum(x.startswith("Error:") for x in r.output.splitlines()) == 1), r.output
+        rounds += 1
+    assert rounds >= 20 and errors >= rounds // 4, (rounds, errors)
+    assert (outside.read_bytes(), os.stat(outside).st_mtime_ns) == before
+    assert sorted(os.listdir(tmp_path)) == ["d", "outside.h5"]

@@ -112,13 +112,24 @@ def _fsync_dir(path):
 
 
 def atomic_write_text(path, text):
+    """Write ``text`` to ``path`` through ``.{name}.tmp`` + fsync + rename. The temporary
+    file is created anew (O_EXCL: a link planted under its name is never followed) and
+    removed again if the write is interrupted."""
     d, name = os.path.split(path)
     tmp = os.path.join(d, f".{name}.tmp")
-    with builtins.open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    if os.path.lexists(tmp):
+        os.remove(tmp)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        with builtins.open(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+        raise
     _fsync_dir(d or ".")
 
 

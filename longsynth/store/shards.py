@@ -67,15 +67,18 @@ def write_shard(job, progress=None, attempt=None):
         if os.path.lexists(tmp):  # left by a killed attempt; "x" below never follows a link
             os.remove(tmp)
         with h5py.File(tmp, "x", libver="earliest", track_order=False) as f:
-            f.attrs["format"] = FORMAT
+            # strings as fixed-length bytes: stored in the attribute itself, so a reader checks
+            # them without touching HDF5's global heap, which a damaged file can send into an
+            # endless loop (docs/format.md, "Shards")
+            f.attrs["format"] = np.bytes_(FORMAT)
             f.attrs["format_version"] = FORMAT_VERSION
-            f.attrs["task"] = job.task
+            f.attrs["task"] = np.bytes_(job.task)
             f.attrs["task_revision"] = task.revision
             if job.generation is not None:
-                f.attrs["generation"] = job.generation
-            f.attrs["params"] = json.dumps(job.params, sort_keys=True)
+                f.attrs["generation"] = np.bytes_(job.generation)
+            f.attrs["params"] = np.bytes_(json.dumps(job.params, sort_keys=True))
             f.attrs["seed"] = job.seed
-            f.attrs["split"] = job.split
+            f.attrs["split"] = np.bytes_(job.split)
             f.attrs["start"] = job.start
             f.attrs["count"] = job.count
             dsets = {}
