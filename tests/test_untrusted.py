@@ -648,3 +648,39 @@ def test_fuzz_one_line_or_correct_data_and_nothing_outside_touched(clean, tmp_pa
     assert rounds >= 20 and errors >= rounds // 4, (rounds, errors)
     assert (outside.read_bytes(), os.stat(outside).st_mtime_ns) == before
     assert sorted(os.listdir(tmp_path)) == ["d", "outside.h5"]
+
+
+def test_executor_attempts_rename_only_under_a_live_lock(tmp_path):
+    """A Dask worker whose `gen --dask` client was killed (the kernel dropped its lock)
+    must not rename its shard into the folder; under a held lock it does."""
+    from longsynth.store import shards
+
+    root = tmp_path / "d"
+    root.mkdir()
+    job = store.ShardJob(str(root), "cumsum", {"L": 8}, 0, "train", 0, 0, 4, "none", "0" * 16)
+    with pytest.raises(store.LongsynthError, match="no gen holds the folder's lock any more"):
+        shards.write_shard(job, attempt="a1")
+    (root / ".lock").write_text("12345\n")  # left by a killed gen: nobody holds it
+    with pytest.raises(store.LongsynthError, match="no gen holds the folder's lock any more"):
+        shards.write_shard(job, attempt="a2")
+    assert sorted(os.listdir(root)) == [".lock"]
+    os.remove(root / ".lock")
+    with store.DirLock(str(root)):
+        record, _, _ = shards.write_shard(job, attempt="a3")
+    assert record["file"] == "train-00000.h5" and (root / "train-00000.h5").exists()
+
+
+@pytest.mark.parametrize("address,says", [("bogus-string", "is not a scheduler address or file"),
+                                          ("sched.json", "not a Dask scheduler file")])
+def test_bad_dask_address_is_one_line_at_once(tmp_path, address, says):
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("distributed")
+    (tmp_path / "sched.json").write_text('{"no": "address"}')
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "longsynth", "gen", "cumsum", "--L", "8", "-n", "4", "--dask", address,
+                        "--out", str(tmp_path / "d")], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and p.stderr.count("Error:") == 1 and says in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and time.monotonic() - t0 < 20
