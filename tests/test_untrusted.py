@@ -328,6 +328,17 @@ def test_dataset_of_before_identity_reads_with_the_weaker_check(ds, tmp_path):
         longsynth.open(ds)["train"][41]
 
 
+def test_rerunning_gen_gives_a_dataset_of_before_identity_its_identity(ds):
+    import h5py
+
+    _as_legacy(ds)
+    gen(ds)
+    assert "generation" in json.loads((ds / "manifest.json").read_text())
+    with h5py.File(ds / "train-00000.h5", "r") as f:
+        assert f.attrs.get_id("task").dtype.kind == "S" and "generation" in f.attrs
+    assert store.verify(str(ds)) == []
+
+
 def test_old_shard_under_a_new_manifest_is_refused(ds):
     _as_legacy(ds, keep_generation=True)
     with pytest.raises(store.DamagedDataError, match="written before generation ids, under a manifest that has one"):

@@ -6,8 +6,8 @@ with each other, so a malformed or edited manifest is one line naming its field
 A hand parser rather than a schema library: the rules that matter here (shard k is
 ``{split}-{k:05d}.h5`` and holds samples ``k*shard_size`` on; keys as the task declares
 them) are relations between fields, which a schema library would leave to validators
-written like these anyway, and longsynth gains no dependency. Parsing a manifest of 1,000
-shards takes about 2 ms (docs/benchmarks.md).
+written like these anyway, and longsynth gains no dependency. A manifest of 1,000 shards
+parses in about 4 ms, relations included (docs/benchmarks.md, "Manifest parsing").
 """
 from __future__ import annotations
 
