@@ -70,7 +70,7 @@ def problem(f, rec, expect):
     """The first way the open shard ``f`` differs from manifest record ``rec`` of a split
     described by ``expect`` (an ``Expected``), as text; None when it is that shard."""
     try:
-        return _attrs_problem(f.attrs, rec, expect) or _layout_problem(f, rec["count"], expect.specs)
+        return _attrs_problem(f.id, rec, expect) or _layout_problem(f, rec["count"], expect.specs)
     except (OSError, KeyError, RuntimeError, ValueError, TypeError) as e:  # a damaged file fails anywhere in h5py
         return f"unreadable HDF5 metadata ({type(e).__name__}: {' '.join(str(e).split())[:160]})"
 
@@ -78,46 +78,50 @@ def problem(f, rec, expect):
 _VLEN = object()  # an attribute stored in the global heap (shards of before fixed-length strings)
 
 
-def _attr(attrs, name):
+def _attr(obj, name):
     """Attribute ``name``: an int, a str (fixed-length bytes, decoded), None when absent, or
     _VLEN for any other type, which is never read (variable-length data lives in the global
-    heap, and HDF5 can loop forever on a damaged one)."""
-    if name not in attrs:
+    heap, and HDF5 can loop forever on a damaged one). Low-level calls: one open per
+    attribute."""
+    import h5py
+
+    try:
+        a = h5py.h5a.open(obj, name.encode())
+    except KeyError:
         return None
-    a = attrs.get_id(name)
     if a.shape != () or a.dtype.kind not in "iuS":
         return _VLEN
-    v = attrs[name]
-    if isinstance(v, bytes):
-        return v.decode("utf-8", "replace")
-    return v.item() if isinstance(v, np.generic) else v
+    v = np.empty((), dtype=a.dtype)
+    a.read(v)
+    v = v.item()
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
 
 
-def _attrs_problem(attrs, rec, expect):
-    fmt = _attr(attrs, "format")
+def _attrs_problem(fid, rec, expect):
+    fmt = _attr(fid, "format")
     if fmt is _VLEN:  # written before fixed-length attributes: only its numbers are read
         if expect.generation is not None:
             return "shard of a dataset written before generation ids, under a manifest that has one (a mixed folder)"
-        return _numbers_problem(attrs, rec, expect)
+        return _numbers_problem(fid, rec, expect)
     if fmt != FORMAT:
         return "not a longsynth shard"
-    generation = _attr(attrs, "generation")
+    generation = _attr(fid, "generation")
     if expect.generation is not None and generation != expect.generation:
         if generation is None:
             return "shard of a dataset written before generation ids, under a manifest that has one (a mixed folder)"
         return (f"shard of generation {str(generation)[:64]}, the manifest read at open says {expect.generation}: "
                 f"the dataset was regenerated or replaced; open it again")
     for name, value in {"task": expect.task, "split": expect.split}.items():
-        got = _attr(attrs, name)
+        got = _attr(fid, name)
         if got != value:
             return f"shard holds {name} {str(got)[:64]}, the manifest says {value} (a shard of another dataset)"
-    found = _numbers_problem(attrs, rec, expect)
+    found = _numbers_problem(fid, rec, expect)
     if found:
         return found
-    revision = _attr(attrs, "task_revision")
+    revision = _attr(fid, "task_revision")
     if revision != expect.revision:
         return f"shard holds task revision {revision}, the manifest says {expect.revision}"
-    params = _attr(attrs, "params")
+    params = _attr(fid, "params")
     try:
         same = isinstance(params, str) and json.loads(params) == expect.params
     except (ValueError, RecursionError):
@@ -127,54 +131,64 @@ def _attrs_problem(attrs, rec, expect):
     return None
 
 
-def _numbers_problem(attrs, rec, expect):
+def _numbers_problem(fid, rec, expect):
     for name, value in {"seed": expect.seed, "start": rec["start"], "count": rec["count"]}.items():
-        got = _attr(attrs, name)
+        got = _attr(fid, name)
         if got != value or type(got) is not int:
             return f"shard holds {name} {str(got)[:64]}, the manifest says {value} (a shard of another dataset or range)"
     return None
 
 
-def _plain(f, name):
-    """The object at ``name`` when it is a hard link in this file, else None: external and
-    soft links are never followed."""
+def _members(g):
+    """Names in group ``g`` -> whether each is a hard link (external and soft links are
+    never followed)."""
     import h5py
 
-    return f[name] if isinstance(f.get(name, getlink=True), h5py.HardLink) else None
+    names = []
+    g.id.links.iterate(lambda name: names.append(name) and None)
+    return {n.decode("utf-8", "surrogateescape"): g.id.links.get_info(n).type == h5py.h5l.TYPE_HARD for n in names}
 
 
-def _dataset_problem(d, name, dtype, shape):
+def _dataset_problem(g, members, name, dtype, shape, label):
+    """Why ``g[name]`` is not a plain dataset of ``dtype`` and ``shape`` holding its own
+    data, or None. ``shape`` None: any number of rows of the per-row shape ``dtype``'s key."""
     import h5py
 
+    if name not in members:
+        return f"{label} missing"
+    d = g[name]
     if not isinstance(d, h5py.Dataset):
-        return f"{name} is not an HDF5 dataset (or links outside the shard)"
-    if d.is_virtual or d.external:
-        return f"{name} reads its data from other files (virtual or external storage); refused"
-    if d.dtype != np.dtype(dtype) or d.shape != shape:
-        return f"{name} is {d.dtype} {d.shape}, expected {np.dtype(dtype)} {shape}"
+        return f"{label} is not an HDF5 dataset"
+    dcpl = d.id.get_create_plist()
+    if dcpl.get_layout() == h5py.h5d.VIRTUAL or dcpl.get_external_count():
+        return f"{label} reads its data from other files (virtual or external storage); refused"
+    got_dtype, got_shape = d.id.dtype, d.id.shape
+    if got_dtype != np.dtype(dtype) or (got_shape != shape if shape[0] is not None
+                                        else (len(got_shape) != len(shape) or got_shape[1:] != shape[1:])):
+        return f"{label} is {got_dtype} {got_shape}, expected {np.dtype(dtype)} {shape}"
     return None
 
 
 def _layout_problem(f, n, specs):
     import h5py
 
-    for name in f:
-        if not isinstance(f.get(name, getlink=True), h5py.HardLink):
+    members = _members(f)
+    for name, hard in members.items():
+        if not hard:
             return f"{name} is a link to another file or path; a shard must hold its own data"
     for k, spec in specs.items():
         if spec.ragged:
-            g = _plain(f, k) if k in f else None
-            if not isinstance(g, h5py.Group):
+            if k not in members or not isinstance(f[k], h5py.Group):
                 return f"key {k!r} missing"
-            values = _plain(g, "values") if "values" in g else None
-            offsets = _plain(g, "offsets") if "offsets" in g else None
-            rows = values.shape[0] if isinstance(values, h5py.Dataset) and values.shape else 0
-            found = (_dataset_problem(values, f"{k}/values", spec.dtype, (rows,) + tuple(spec.shape))
-                     or _dataset_problem(offsets, f"{k}/offsets", "int64", (n + 1,)))
+            inner = _members(f[k])
+            if not all(inner.values()):
+                return f"{k} holds a link to another file or path; a shard must hold its own data"
+            found = (_dataset_problem(f[k], inner, "values", spec.dtype, (None,) + tuple(spec.shape), f"{k}/values")
+                     or _dataset_problem(f[k], inner, "offsets", "int64", (n + 1,), f"{k}/offsets"))
         else:
-            found = _dataset_problem(_plain(f, k) if k in f else None, k, spec.dtype, (n,) + tuple(spec.shape))
+            found = _dataset_problem(f, members, k, spec.dtype, (n,) + tuple(spec.shape), k)
         if found:
             return found
-    if CHECK_KEY in f:
-        return _dataset_problem(_plain(f, CHECK_KEY), CHECK_KEY, "uint64", (n, len(specs), 2))
-    return _dataset_problem(_plain(f, DIGEST_KEY) if DIGEST_KEY in f else None, DIGEST_KEY, "uint8", (n, 32))
+    if CHECK_KEY in members:
+        return _dataset_problem(f, members, CHECK_KEY, "uint64", (n, len(specs), 2), CHECK_KEY)
+    return _dataset_problem(f, members, DIGEST_KEY, "uint8", (n, 32), DIGEST_KEY)
