@@ -521,6 +521,28 @@ def test_sigterm_during_gen_cleans_up_as_ctrl_c(tmp_path):
     assert not [e for e in left if e.endswith(".tmp")] and ".lock" not in left, left
 
 
+def test_sigterm_during_hf_export_leaves_nothing(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("datasets")
+    store.generate(str(tmp_path / "d"), "cumsum", {"L": 4096}, seed=0, splits={"train": 1500}, shard_size=500,
+                   workers=1)
+    out = tmp_path / "o"
+    p = subprocess.Popen([sys.executable, "-m", "longsynth", "export", str(tmp_path / "d"), "--format", "hf", "--out",
+                          str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (out.is_dir() and (out / "data").is_dir()
+                                          and any(e.endswith(".tmp") for e in os.listdir(out / "data"))):
+        time.sleep(0.005)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode != 0 and "Traceback" not in err, err
+    assert not out.exists()
+
+
 def test_compressed_dataset_that_cannot_fit_is_refused_before_writing(tmp_path, monkeypatch):
     from longsynth.store import build
 

@@ -106,6 +106,11 @@ def write(dataset, out_dir, progress):
         os.makedirs(os.path.join(stage, "metadata"), exist_ok=True)
         for b, r in rows.items():
             np.save(os.path.join(stage, "metadata", f"{b}.npy"), np.array(r))
+        taken = [p for b in rows for p in (os.path.join(out_dir, "imgs", str(b)), os.path.join(out_dir, "paths", str(b)),
+                                           os.path.join(meta_dir, f"{b}.npy")) if os.path.lexists(p)]
+        if taken:  # checked before anything moves: a failed export leaves no image under a final name
+            raise LongsynthError(f"{taken[0]}: already exists (another export into {out_dir} at the same time?); "
+                                 f"nothing was written")
         for sub in ("imgs", "paths", "metadata"):
             os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
         for b in rows:
