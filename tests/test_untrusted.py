@@ -717,3 +717,13 @@ def test_bad_dask_address_is_one_line_at_once(tmp_path, address, says):
                         "--out", str(tmp_path / "d")], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and p.stderr.count("Error:") == 1 and says in p.stderr, p.stderr
     assert "Traceback" not in p.stderr and time.monotonic() - t0 < 20
+
+
+@pytest.mark.parametrize("task", ["pathfinder", "pathfinder-seg"])
+def test_impossible_seed_distance_is_refused_at_once(tmp_path, task):
+    import time
+
+    t0 = time.monotonic()
+    line = one_error_line(invoke("gen", task, "--seed-distance", 4096, "-n", 10, "-j", 1, "--out", tmp_path / "d"))
+    assert "seed_distance: 4096 px between the main paths' start tips can never fit" in line
+    assert time.monotonic() - t0 < 2 and not (tmp_path / "d").exists()
