@@ -727,3 +727,38 @@ def test_impossible_seed_distance_is_refused_at_once(tmp_path, task):
     line = one_error_line(invoke("gen", task, "--seed-distance", 4096, "-n", 10, "-j", 1, "--out", tmp_path / "d"))
     assert "seed_distance: 4096 px between the main paths' start tips can never fit" in line
     assert time.monotonic() - t0 < 2 and not (tmp_path / "d").exists()
+
+
+def test_dead_pool_worker_is_one_line_and_its_temp_file_removed(tmp_path):
+    from longsynth.store import pool
+
+    job = store.ShardJob(str(tmp_path), "cumsum", {"L": 8}, 0, "train", 0, 0, 4, "gzip")
+    (tmp_path / ".train-00000.h5.tmp").write_bytes(b"partial")
+    e = pool._died([job])
+    assert isinstance(e, store.LongsynthError) and str(e).startswith(f"{tmp_path}: write failed (")
+    assert not (tmp_path / ".train-00000.h5.tmp").exists()
+
+
+@pytest.mark.parametrize("compression", ["gzip", "lzf"])
+def test_full_disk_with_compression_is_one_line(tmp_path, compression):
+    """HDF5's filters crash a pool worker when the disk fills mid-shard; gen ends in one
+    line. Needs a tiny tmpfs (root in a container that allows mounts), else skipped."""
+    import subprocess
+    import sys
+
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(small)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        code = ("import sys; from longsynth.store import build; from longsynth.cli.main import cli; "
+                "build._free_bytes = lambda root: 10**12; "  # past the free-space check, to fill the disk
+                f"sys.argv = ['longsynth', 'gen', 'cumsum', '--L', '4096', '-n', '800', '--shard-size', '100', '-j', "
+                f"'2', '--compression', '{compression}', '--out', '{small}/d']; cli(prog_name='longsynth')")
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr[-2000:]
+        assert p.stderr.strip().splitlines()[-1] == (f"Error: {small}/d: write failed (No space left on device); "
+                                                     f"rerun the same command to resume")
+        assert not [e for e in os.listdir(small / "d") if e.endswith(".tmp") or e == ".lock"]
+    finally:
+        subprocess.run(["umount", str(small)], check=True)

@@ -11,6 +11,9 @@ import os
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+
+from longsynth.errors import LongsynthError
 
 from longsynth.store import shards
 
@@ -118,6 +121,23 @@ class _SpawnableMain:
             self.main.__file__ = self.path
 
 
+def _died(jobs):
+    """LongsynthError for a pool worker that died (HDF5's filters crash, rather than fail,
+    when the disk fills under a compressed write), after removing the temporary files of
+    the shards that were being written."""
+    import shutil
+
+    jobs = list(jobs)
+    for job in jobs:
+        tmp = os.path.join(job.root, f".{job.name}.tmp")
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+    root = jobs[0].root if jobs else "."
+    full = shutil.disk_usage(root).free < (1 << 20)
+    why = "No space left on device" if full else "a worker process died"
+    return LongsynthError(f"{root}: write failed ({why}); rerun the same command to resume")
+
+
 def _run_pool(jobs, workers, progress, done):
     """Write ``jobs`` (an iterator) on ``workers`` processes, at most 2 per worker in flight."""
     import itertools
@@ -137,7 +157,10 @@ def _run_pool(jobs, workers, progress, done):
             while pending:
                 finished, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
                 for fut in finished:
-                    record, _, timing = fut.result()
+                    try:
+                        record, _, timing = fut.result()
+                    except BrokenProcessPool:
+                        raise _died(futures.values()) from None
                     done(futures.pop(fut), record, timing)
                     for job in itertools.islice(jobs, 1):
                         nxt = pool.submit(_pool_write, job)
