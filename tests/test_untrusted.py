@@ -762,3 +762,15 @@ def test_full_disk_with_compression_is_one_line(tmp_path, compression):
         assert not [e for e in os.listdir(small / "d") if e.endswith(".tmp") or e == ".lock"]
     finally:
         subprocess.run(["umount", str(small)], check=True)
+
+
+def test_export_never_writes_through_a_link_planted_in_out(listops_subtrees, tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    out = tmp_path / "tsv"
+    out.mkdir()
+    os.symlink(victim, out / ".subtrees_train.tsv.tmp")
+    r = invoke("export", listops_subtrees, "--format", "lra-tsv", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert victim.read_text() == "mine" and not (out / "subtrees_train.tsv").is_symlink()
+    assert (out / "subtrees_train.tsv").read_text().startswith("Source\tTarget")

@@ -6,6 +6,7 @@ not stored keys: each main path's layer is redrawn from the stored ``dashes`` an
 with the renderer's own stamps, and checked against the stored ``targets``.
 """
 import os
+import tempfile
 import pickle
 
 import numpy as np
@@ -68,7 +69,7 @@ def write(dataset, out_dir, progress):
     continue after the largest batch already in out_dir, so ours mix with theirs. Their
     loader makes its own 80/10/10 split of everything it finds.
 
-    Everything is written under out_dir/.longsynth-export-<pid> and moved into place at the
+    Everything is written under a new out_dir/.longsynth-export-* and moved into place at the
     end, batch folders first and each batch's metadata last (their loader finds images
     through metadata only), so a failed export leaves nothing behind.
     """
@@ -81,7 +82,8 @@ def write(dataset, out_dir, progress):
     taken = [int(f[:-4]) for f in os.listdir(meta_dir) if f.endswith(".npy") and f[:-4].isdigit()] \
         if os.path.isdir(meta_dir) else []
     first = max(taken) + 1 if taken else 0
-    stage = os.path.join(out_dir, f".longsynth-export-{os.getpid()}")
+    os.makedirs(out_dir, exist_ok=True)
+    stage = tempfile.mkdtemp(prefix=".longsynth-export-", dir=out_dir)  # made here, never a planted link
     rows = {}
     try:
         i = 0

@@ -17,6 +17,7 @@ field 3 as the label, and split everything 80/10/10 with their own seed: our tra
 test membership is not carried over (train, then val, then test are written in order).
 """
 import os
+import tempfile
 
 import numpy as np
 
@@ -57,7 +58,7 @@ def write(dataset, out_dir, progress):
         if os.path.isdir(meta_dir) else []
     first = max(taken) + 1 if taken else 0
     os.makedirs(root, exist_ok=True)
-    stage = os.path.join(root, f".longsynth-export-{os.getpid()}")
+    stage = tempfile.mkdtemp(prefix=".longsynth-export-", dir=root)  # made here, never a planted link
     lines = {}
     try:
         i = 0

@@ -148,8 +148,13 @@ class PendingFiles:
         self.items = []
 
     def path(self, final):
+        """The temporary name to write ``final`` under, created here, empty (O_EXCL: a link
+        planted under that name is removed, never followed)."""
         d, name = os.path.split(final)
         tmp = os.path.join(d, f".{name}.tmp")
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644))
         self.items.append((tmp, final))
         return tmp
 
