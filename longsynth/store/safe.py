@@ -58,15 +58,6 @@ def open_regular(path, flags=os.O_RDONLY):
     return fd
 
 
-def file_size(path):
-    """Size of the regular file ``path`` (not following a link); FileNotFoundError if absent."""
-    fd = open_regular(path)
-    try:
-        return os.fstat(fd).st_size
-    finally:
-        os.close(fd)
-
-
 def read_json(path, what, limit=MAX_JSON_BYTES):
     """The JSON value in the regular file ``path``: at most ``limit`` bytes and
     MAX_JSON_DEPTH levels deep; LongsynthError (one line naming ``what``) otherwise.
@@ -112,7 +103,7 @@ def _depth(raw):
     return deepest
 
 
-def check_out_path(path, what="--out"):
+def check_out_path(path):
     """LongsynthError unless folders can be made for ``path``: every component at most
     MAX_NAME bytes and the whole at most MAX_PATH, checked before anything is created (a
     path the OS refuses half way would leave the folders made before it)."""
@@ -120,7 +111,7 @@ def check_out_path(path, what="--out"):
     parts = [p for p in full.split(os.sep) if p]
     if len(full.encode("utf-8", "surrogateescape")) > MAX_PATH or any(
             len(p.encode("utf-8", "surrogateescape")) > MAX_NAME for p in parts):
-        raise LongsynthError(f"{what}: path too long ({len(full):,} characters; at most {MAX_NAME} per folder "
+        raise LongsynthError(f"--out: path too long ({len(full):,} characters; at most {MAX_NAME} per folder "
                              f"name and {MAX_PATH} in all)")
     return full
 
