@@ -774,3 +774,29 @@ def test_export_never_writes_through_a_link_planted_in_out(listops_subtrees, tmp
     assert r.exit_code == 0, r.output
     assert victim.read_text() == "mine" and not (out / "subtrees_train.tsv").is_symlink()
     assert (out / "subtrees_train.tsv").read_text().startswith("Source\tTarget")
+
+
+def test_shard_declaring_more_data_than_it_stores_is_refused(ds):
+    """A shard (and manifest) claiming 10**12 samples in datasets that store nothing: a
+    reader must not allocate what the shape claims."""
+    import h5py
+
+    n = 10**12
+    path = ds / "train-00000.h5"
+    with h5py.File(path, "r+") as f:
+        for name in list(f):
+            dtype, inner = f[name].dtype, f[name].shape[1:]
+            del f[name]
+            f.create_dataset(name, shape=(n,) + inner, dtype=dtype)  # contiguous, never written
+        f.attrs["count"] = n
+
+    def change(m):
+        m["counts"]["train"] = m["splits"]["train"]["count"] = n
+        m["shard_size"] = n
+        m["splits"]["train"]["shards"] = m["splits"]["train"]["shards"][:1]
+        m["splits"]["train"]["shards"][0]["count"] = n
+
+    edit_manifest(ds, change)
+    relist(ds, "train-00000.h5")
+    with pytest.raises(store.DamagedDataError, match=r"stores 0 bytes, its shape needs"):
+        longsynth.open(ds)["train"][0]

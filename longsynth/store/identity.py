@@ -166,6 +166,11 @@ def _dataset_problem(g, members, name, dtype, shape, label):
     if got_dtype != np.dtype(dtype) or (got_shape != shape if shape[0] is not None
                                         else (len(got_shape) != len(shape) or got_shape[1:] != shape[1:])):
         return f"{label} is {got_dtype} {got_shape}, expected {np.dtype(dtype)} {shape}"
+    if dcpl.get_layout() == h5py.h5d.CONTIGUOUS:  # readers allocate from the shape: the bytes must be there
+        need = got_dtype.itemsize * int(np.prod(got_shape, dtype=object))
+        have = d.id.get_storage_size()
+        if have != need:
+            return f"{label} stores {have:,} bytes, its shape needs {need:,}"
     return None
 
 
