@@ -501,24 +501,29 @@ def test_tsv_kernel_checks_bounds_on_crafted_samples(listops_subtrees, crafted):
 # ---------------------------------------------------------------- 9. clean ends
 
 
-def test_sigterm_during_gen_cleans_up_as_ctrl_c(tmp_path):
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_sigterm_during_gen_cleans_up_as_ctrl_c(tmp_path, workers):
+    """With -j 2 the pool's workers are stopped too (Ctrl-C reaches them, SIGTERM only gen):
+    none finishes its shard into the folder after gen was told to stop."""
     import signal
     import subprocess
     import sys
     import time
 
     out = tmp_path / "d"
-    cmd = [sys.executable, "-m", "longsynth", "gen", "cumsum", "--L", "4096", "-n", "3000", "--shard-size", "100",
-           "-j", "1", "--out", str(out)]
+    cmd = [sys.executable, "-m", "longsynth", "gen", "cumsum", "--L", "4096", "-n", "3000", "--shard-size",
+           "100" if workers == "1" else "1500", "-j", workers, "--out", str(out)]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
-    while time.time() < deadline and not (out.exists() and any(e.endswith(".tmp") for e in os.listdir(out))):
+    while time.time() < deadline and not (out.exists() and any(e.startswith(".train-") for e in os.listdir(out))):
         time.sleep(0.005)
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=60)
     assert p.returncode != 0 and "Traceback" not in err, err
     left = os.listdir(out)
     assert not [e for e in left if e.endswith(".tmp")] and ".lock" not in left, left
+    if workers == "2":
+        assert left == ["manifest.json"], left
 
 
 def test_sigterm_during_hf_export_leaves_nothing(tmp_path):

@@ -181,15 +181,28 @@ def _run_pool(jobs, workers, progress, done):
                         now = counter.value
                         progress(now - seen)
                         seen = now
-            except BaseException:
+            except BaseException as e:
                 for fut in pending:
                     fut.cancel()
+                if isinstance(e, KeyboardInterrupt):  # Ctrl-C reaches the workers too; SIGTERM only us
+                    _stop_workers(pool)
                 raise
     except BaseException:
         # the pool is down: temporary files of the shards it did not finish (a worker that
         # crashed, or was stopped, before it could remove its own) go too
         _remove_tmp(futures.values())
         raise
+
+
+def _stop_workers(pool):
+    """Terminate the pool's workers now rather than let them finish their shards (what
+    Ctrl-C does to them; SIGTERM, handled as Ctrl-C, reaches only this process)."""
+    stop = getattr(pool, "terminate_workers", None)  # Python 3.14+
+    if stop is not None:
+        stop()
+        return
+    for p in list((getattr(pool, "_processes", None) or {}).values()):
+        p.terminate()
 
 
 def _remove_tmp(jobs):
