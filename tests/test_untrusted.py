@@ -805,3 +805,25 @@ def test_shard_declaring_more_data_than_it_stores_is_refused(ds):
     relist(ds, "train-00000.h5")
     with pytest.raises(store.DamagedDataError, match=r"stores 0 bytes, its shape needs"):
         longsynth.open(ds)["train"][0]
+
+
+def test_sigterm_during_validate_leaves_no_empty_folder(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("torch")
+    ds = tmp_path / "d"
+    gen(ds, num_samples=2000, shard_size=1000)
+    p = subprocess.Popen([sys.executable, "-m", "longsynth", "validate", str(ds), "--steps", "5000"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not (ds / "validation").exists():
+        time.sleep(0.01)
+    assert (ds / "validation").exists(), p.communicate(timeout=60)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode != 0 and "Traceback" not in err, err[-2000:]
+    empty = [d for d, dirs, files in os.walk(ds / "validation") if not dirs and not files]
+    assert not empty, empty
