@@ -259,7 +259,7 @@ def test_same_size_shard_of_another_range_is_refused(ds):
     relist(ds, "train-00001.h5")
     with pytest.raises(store.DamagedDataError, match=r"train-00000.h5: shard holds start 40, the manifest says 0"):
         longsynth.open(ds)["train"][0]
-    torch = pytest.importorskip("torch")  # noqa: F841
+    pytest.importorskip("torch")
     from longsynth.torch import ShardDataset
 
     with pytest.raises(store.DamagedDataError, match="shard holds start 40"):
@@ -355,10 +355,6 @@ def test_negative_start_is_refused_by_readers_and_resume(ds):
 
 
 # ---------------------------------------------------------------- 8. malformed manifests: one line naming the field
-
-
-def _deep(m):
-    return "[" * 100_000 + "]" * 100_000
 
 
 MALFORMED = {

@@ -5,7 +5,6 @@ beside the shards.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 
 import numpy as np
