@@ -79,6 +79,18 @@ def test_hf_export_never_deletes_a_file_its_record_lists(ds, tmp_path, listed):
     assert all(v.read_text() == "mine" for v in victims)
 
 
+def test_export_never_writes_through_a_link_planted_in_out(listops_subtrees, tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    out = tmp_path / "tsv"
+    out.mkdir()
+    os.symlink(victim, out / ".subtrees_train.tsv.tmp")
+    r = invoke("export", listops_subtrees, "--format", "lra-tsv", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert victim.read_text() == "mine" and not (out / "subtrees_train.tsv").is_symlink()
+    assert (out / "subtrees_train.tsv").read_text().startswith("Source\tTarget")
+
+
 # ---------------------------------------------------------------- 2. a .lock that is a link
 
 
@@ -162,12 +174,81 @@ def test_authors_pickles_are_read_with_their_types_only(tmp_path):
         fidelity.read_authors(str(out))
 
 
+# ---------------------------------------------------------------- 4. an edited manifest never drives a kernel out of bounds
+
+
+@pytest.fixture(scope="module")
+def listops_subtrees(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lo") / "ls"
+    store.generate(str(root), "listops-subtrees", {"min_length": 20, "max_length": 60, "max_depth": 4}, seed=2,
+                   splits={"train": 8, "val": 2, "test": 2}, workers=1)
+    return root
+
+
+def test_lowered_max_length_in_the_manifest_is_one_line(listops_subtrees, tmp_path):
+    root = tmp_path / "ls"
+    shutil.copytree(listops_subtrees, root)
+    edit_manifest(root, lambda m: m["params"].update(max_length=25))
+    assert invoke("export", listops_subtrees, "--format", "lra-tsv", "--out", tmp_path / "ok").exit_code == 0
+    line = one_error_line(invoke("export", root, "--format", "lra-tsv", "--out", tmp_path / "tsv"))
+    assert "shard holds other task parameters than the manifest" in line
+    assert not (tmp_path / "tsv").exists()
+    r = invoke("verify", root)
+    assert "problem(s) found" in one_error_line(r) and "train-00000.h5: shard holds other task parameters" in r.output
+
+
+@pytest.mark.parametrize("crafted", ["token outside the vocabulary", "unbalanced brackets", "negative target",
+                                     "longer than max_length"])
+def test_tsv_kernel_checks_bounds_on_crafted_samples(listops_subtrees, crafted):
+    from longsynth.exports import lra_tsv
+
+    s = dict(longsynth.open(listops_subtrees)["train"][0])
+    tokens = s["inputs"].astype(np.int64)
+    if crafted == "token outside the vocabulary":
+        tokens[3] = 10**6
+    elif crafted == "unbalanced brackets":
+        tokens = np.concatenate([tokens, np.full(5, lra_tsv.CLOSE, dtype=np.int64)])
+    elif crafted == "negative target":
+        s["root"] = np.int64(-3)
+    else:  # a row far longer than any buffer sized from a parameter
+        tokens = np.tile(tokens, 50)
+        s["targets"], s["heights"], s["operators"] = np.tile(s["targets"], 50), s["heights"], s["operators"]
+    buf = np.empty(13 * tokens.shape[0] + 128, dtype=np.uint8)
+    if crafted == "longer than max_length":
+        n = lra_tsv._row(s, tokens, True, 0, buf)  # sized from the row: it fits
+        assert buf[n - 2 : n].tolist() == [13, 10]
+        return
+    with pytest.raises((IndexError, ValueError)):
+        lra_tsv._row(s, tokens, True, 0, buf)
+
+
+def test_shard_declaring_more_data_than_it_stores_is_refused(ds):
+    """A shard (and manifest) claiming 10**12 samples in datasets that store nothing: a
+    reader must not allocate what the shape claims."""
+    import h5py
+
+    n = 10**12
+    path = ds / "train-00000.h5"
+    with h5py.File(path, "r+") as f:
+        for name in list(f):
+            dtype, inner = f[name].dtype, f[name].shape[1:]
+            del f[name]
+            f.create_dataset(name, shape=(n,) + inner, dtype=dtype)  # contiguous, never written
+        f.attrs["count"] = n
+
+    def change(m):
+        m["counts"]["train"] = m["splits"]["train"]["count"] = n
+        m["shard_size"] = n
+        m["splits"]["train"]["shards"] = m["splits"]["train"]["shards"][:1]
+        m["splits"]["train"]["shards"][0]["count"] = n
+
+    edit_manifest(ds, change)
+    relist(ds, "train-00000.h5")
+    with pytest.raises(store.DamagedDataError, match=r"stores 0 bytes, its shape needs"):
+        longsynth.open(ds)["train"][0]
+
+
 # ---------------------------------------------------------------- 5. shard paths escape the folder
-
-
-def record(root, k=0, split="train"):
-    with open(os.path.join(root, "manifest.json"), encoding="utf-8") as f:
-        return json.load(f)["splits"][split]["shards"][k]
 
 
 def relist(root, name):
@@ -354,6 +435,43 @@ def test_negative_start_is_refused_by_readers_and_resume(ds):
     assert "splits.train.shards[0].start" in line
 
 
+# ---------------------------------------------------------------- 7. user files are never ours to delete
+
+GEN = ["gen", "cumsum", "--L", 32, "-n", 120, "--shard-size", 40, "--seed", 11, "-j", 1]
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_gen_never_replaces_files_in_a_folder_that_is_no_dataset(tmp_path, overwrite):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "README.md").write_text("my notes")
+    (out / "train-00000.h5").write_text("my file")
+    line = one_error_line(invoke(*GEN, "--out", out, *(["--overwrite"] if overwrite else [])))
+    assert "holds no longsynth dataset" in line
+    assert sorted(os.listdir(out)) == ["README.md", "train-00000.h5"]
+    assert (out / "README.md").read_text() == "my notes" and (out / "train-00000.h5").read_text() == "my file"
+
+
+def test_overwrite_of_a_foreign_manifest_deletes_nothing(tmp_path):
+    out = tmp_path / "mine"
+    (out / "validation" / "run").mkdir(parents=True)
+    (out / "validation" / "run" / "results.txt").write_text("mine")
+    (out / "manifest.json").write_text('{"name": "my package"}')
+    line = one_error_line(invoke(*GEN, "--out", out, "--overwrite"))
+    assert "not a longsynth manifest" in line and "not replaced, even with --overwrite" in line
+    assert (out / "validation" / "run" / "results.txt").read_text() == "mine"
+    assert (out / "manifest.json").read_text() == '{"name": "my package"}'
+
+
+def test_overwrite_of_a_dataset_keeps_what_longsynth_did_not_write(ds):
+    (ds / "notes.txt").write_text("mine")
+    (ds / "notes.tmp").write_text("mine too")
+    r = invoke(*GEN[:-4], "--seed", 12, "-j", 1, "--out", ds, "--overwrite")
+    assert r.exit_code == 0, r.output
+    assert (ds / "notes.txt").read_text() == "mine" and (ds / "notes.tmp").read_text() == "mine too"
+    assert longsynth.open(ds).seed == 12
+
+
 # ---------------------------------------------------------------- 8. malformed manifests: one line naming the field
 
 
@@ -407,91 +525,6 @@ def test_invalid_or_linked_certificate_is_one_line_or_skipped(ds, tmp_path, bad)
     r = invoke("info", ds)
     line = one_error_line(r)
     assert "metrics.json" in line and "secret" not in r.output
-
-
-# ---------------------------------------------------------------- 7. user files are never ours to delete
-
-GEN = ["gen", "cumsum", "--L", 32, "-n", 120, "--shard-size", 40, "--seed", 11, "-j", 1]
-
-
-@pytest.mark.parametrize("overwrite", [False, True])
-def test_gen_never_replaces_files_in_a_folder_that_is_no_dataset(tmp_path, overwrite):
-    out = tmp_path / "mine"
-    out.mkdir()
-    (out / "README.md").write_text("my notes")
-    (out / "train-00000.h5").write_text("my file")
-    line = one_error_line(invoke(*GEN, "--out", out, *(["--overwrite"] if overwrite else [])))
-    assert "holds no longsynth dataset" in line
-    assert sorted(os.listdir(out)) == ["README.md", "train-00000.h5"]
-    assert (out / "README.md").read_text() == "my notes" and (out / "train-00000.h5").read_text() == "my file"
-
-
-def test_overwrite_of_a_foreign_manifest_deletes_nothing(tmp_path):
-    out = tmp_path / "mine"
-    (out / "validation" / "run").mkdir(parents=True)
-    (out / "validation" / "run" / "results.txt").write_text("mine")
-    (out / "manifest.json").write_text('{"name": "my package"}')
-    line = one_error_line(invoke(*GEN, "--out", out, "--overwrite"))
-    assert "not a longsynth manifest" in line and "not replaced, even with --overwrite" in line
-    assert (out / "validation" / "run" / "results.txt").read_text() == "mine"
-    assert (out / "manifest.json").read_text() == '{"name": "my package"}'
-
-
-def test_overwrite_of_a_dataset_keeps_what_longsynth_did_not_write(ds):
-    (ds / "notes.txt").write_text("mine")
-    (ds / "notes.tmp").write_text("mine too")
-    r = invoke(*GEN[:-4], "--seed", 12, "-j", 1, "--out", ds, "--overwrite")
-    assert r.exit_code == 0, r.output
-    assert (ds / "notes.txt").read_text() == "mine" and (ds / "notes.tmp").read_text() == "mine too"
-    assert longsynth.open(ds).seed == 12
-
-
-# ---------------------------------------------------------------- 4. an edited manifest never drives a kernel out of bounds
-
-
-@pytest.fixture(scope="module")
-def listops_subtrees(tmp_path_factory):
-    root = tmp_path_factory.mktemp("lo") / "ls"
-    store.generate(str(root), "listops-subtrees", {"min_length": 20, "max_length": 60, "max_depth": 4}, seed=2,
-                   splits={"train": 8, "val": 2, "test": 2}, workers=1)
-    return root
-
-
-def test_lowered_max_length_in_the_manifest_is_one_line(listops_subtrees, tmp_path):
-    root = tmp_path / "ls"
-    shutil.copytree(listops_subtrees, root)
-    edit_manifest(root, lambda m: m["params"].update(max_length=25))
-    assert invoke("export", listops_subtrees, "--format", "lra-tsv", "--out", tmp_path / "ok").exit_code == 0
-    line = one_error_line(invoke("export", root, "--format", "lra-tsv", "--out", tmp_path / "tsv"))
-    assert "shard holds other task parameters than the manifest" in line
-    assert not (tmp_path / "tsv").exists()
-    r = invoke("verify", root)
-    assert "problem(s) found" in one_error_line(r) and "train-00000.h5: shard holds other task parameters" in r.output
-
-
-@pytest.mark.parametrize("crafted", ["token outside the vocabulary", "unbalanced brackets", "negative target",
-                                     "longer than max_length"])
-def test_tsv_kernel_checks_bounds_on_crafted_samples(listops_subtrees, crafted):
-    from longsynth.exports import lra_tsv
-
-    s = dict(longsynth.open(listops_subtrees)["train"][0])
-    tokens = s["inputs"].astype(np.int64)
-    if crafted == "token outside the vocabulary":
-        tokens[3] = 10**6
-    elif crafted == "unbalanced brackets":
-        tokens = np.concatenate([tokens, np.full(5, lra_tsv.CLOSE, dtype=np.int64)])
-    elif crafted == "negative target":
-        s["root"] = np.int64(-3)
-    else:  # a row far longer than any buffer sized from a parameter
-        tokens = np.tile(tokens, 50)
-        s["targets"], s["heights"], s["operators"] = np.tile(s["targets"], 50), s["heights"], s["operators"]
-    buf = np.empty(13 * tokens.shape[0] + 128, dtype=np.uint8)
-    if crafted == "longer than max_length":
-        n = lra_tsv._row(s, tokens, True, 0, buf)  # sized from the row: it fits
-        assert buf[n - 2 : n].tolist() == [13, 10]
-        return
-    with pytest.raises((IndexError, ValueError)):
-        lra_tsv._row(s, tokens, True, 0, buf)
 
 
 # ---------------------------------------------------------------- 9. clean ends
@@ -576,6 +609,109 @@ def test_verify_samples_must_be_positive(ds, n):
     assert "--samples" in one_error_line(invoke("verify", ds, "--deep", "--samples", n))
     with pytest.raises(store.LongsynthError, match="samples: must be an integer >= 1"):
         store.verify(str(ds), deep=True, samples=int(n))
+
+
+def test_executor_attempts_rename_only_under_a_live_lock(tmp_path):
+    """A Dask worker whose `gen --dask` client was killed (the kernel dropped its lock)
+    must not rename its shard into the folder; under a held lock it does."""
+    from longsynth.store import shards
+
+    root = tmp_path / "d"
+    root.mkdir()
+    job = store.ShardJob(str(root), "cumsum", {"L": 8}, 0, "train", 0, 0, 4, "none", "0" * 16)
+    with pytest.raises(store.LongsynthError, match="no gen holds the folder's lock any more"):
+        shards.write_shard(job, attempt="a1")
+    (root / ".lock").write_text("12345\n")  # left by a killed gen: nobody holds it
+    with pytest.raises(store.LongsynthError, match="no gen holds the folder's lock any more"):
+        shards.write_shard(job, attempt="a2")
+    assert sorted(os.listdir(root)) == [".lock"]
+    os.remove(root / ".lock")
+    with store.DirLock(str(root)):
+        record, _, _ = shards.write_shard(job, attempt="a3")
+    assert record["file"] == "train-00000.h5" and (root / "train-00000.h5").exists()
+
+
+@pytest.mark.parametrize("address,says", [("bogus-string", "is not a scheduler address or file"),
+                                          ("sched.json", "not a Dask scheduler file")])
+def test_bad_dask_address_is_one_line_at_once(tmp_path, address, says):
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("distributed")
+    (tmp_path / "sched.json").write_text('{"no": "address"}')
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "longsynth", "gen", "cumsum", "--L", "8", "-n", "4", "--dask", address,
+                        "--out", str(tmp_path / "d")], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and p.stderr.count("Error:") == 1 and says in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and time.monotonic() - t0 < 20
+
+
+@pytest.mark.parametrize("task", ["pathfinder", "pathfinder-seg"])
+def test_impossible_seed_distance_is_refused_at_once(tmp_path, task):
+    import time
+
+    t0 = time.monotonic()
+    line = one_error_line(invoke("gen", task, "--seed-distance", 4096, "-n", 10, "-j", 1, "--out", tmp_path / "d"))
+    assert "seed_distance: 4096 px between the main paths' start tips can never fit" in line
+    assert time.monotonic() - t0 < 2 and not (tmp_path / "d").exists()
+
+
+def test_dead_pool_worker_is_one_line_and_its_temp_file_removed(tmp_path):
+    from longsynth.store import pool
+
+    job = store.ShardJob(str(tmp_path), "cumsum", {"L": 8}, 0, "train", 0, 0, 4, "gzip")
+    (tmp_path / ".train-00000.h5.tmp").write_bytes(b"partial")
+    e = pool._died([job])
+    assert isinstance(e, store.LongsynthError) and str(e).startswith(f"{tmp_path}: write failed (")
+    assert not (tmp_path / ".train-00000.h5.tmp").exists()
+
+
+@pytest.mark.parametrize("compression", ["gzip", "lzf"])
+def test_full_disk_with_compression_is_one_line(tmp_path, compression):
+    """HDF5's filters crash a pool worker when the disk fills mid-shard; gen ends in one
+    line. Needs a tiny tmpfs (root in a container that allows mounts), else skipped."""
+    import subprocess
+    import sys
+
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(small)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        code = ("import sys; from longsynth.store import build; from longsynth.cli.main import cli; "
+                "build._free_bytes = lambda root: 10**12; "  # past the free-space check, to fill the disk
+                f"sys.argv = ['longsynth', 'gen', 'cumsum', '--L', '4096', '-n', '800', '--shard-size', '100', '-j', "
+                f"'2', '--compression', '{compression}', '--out', '{small}/d']; cli(prog_name='longsynth')")
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr[-2000:]
+        assert p.stderr.strip().splitlines()[-1] == (f"Error: {small}/d: write failed (No space left on device); "
+                                                     f"rerun the same command to resume")
+        assert not [e for e in os.listdir(small / "d") if e.endswith(".tmp") or e == ".lock"]
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
+
+
+def test_sigterm_during_validate_leaves_no_empty_folder(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("torch")
+    ds = tmp_path / "d"
+    gen(ds, num_samples=2000, shard_size=1000)
+    p = subprocess.Popen([sys.executable, "-m", "longsynth", "validate", str(ds), "--steps", "5000"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not (ds / "validation").exists():
+        time.sleep(0.01)
+    assert (ds / "validation").exists(), p.communicate(timeout=60)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode != 0 and "Traceback" not in err, err[-2000:]
+    empty = [d for d, dirs, files in os.walk(ds / "validation") if not dirs and not files]
+    assert not empty, empty
 
 
 # ---------------------------------------------------------------- fuzz: random manifests and shard bytes
@@ -682,144 +818,3 @@ def test_fuzz_one_line_or_correct_data_and_nothing_outside_touched(clean, tmp_pa
     assert rounds >= 20 and errors >= rounds // 4, (rounds, errors)
     assert (outside.read_bytes(), os.stat(outside).st_mtime_ns) == before
     assert sorted(os.listdir(tmp_path)) == ["d", "outside.h5"]
-
-
-def test_executor_attempts_rename_only_under_a_live_lock(tmp_path):
-    """A Dask worker whose `gen --dask` client was killed (the kernel dropped its lock)
-    must not rename its shard into the folder; under a held lock it does."""
-    from longsynth.store import shards
-
-    root = tmp_path / "d"
-    root.mkdir()
-    job = store.ShardJob(str(root), "cumsum", {"L": 8}, 0, "train", 0, 0, 4, "none", "0" * 16)
-    with pytest.raises(store.LongsynthError, match="no gen holds the folder's lock any more"):
-        shards.write_shard(job, attempt="a1")
-    (root / ".lock").write_text("12345\n")  # left by a killed gen: nobody holds it
-    with pytest.raises(store.LongsynthError, match="no gen holds the folder's lock any more"):
-        shards.write_shard(job, attempt="a2")
-    assert sorted(os.listdir(root)) == [".lock"]
-    os.remove(root / ".lock")
-    with store.DirLock(str(root)):
-        record, _, _ = shards.write_shard(job, attempt="a3")
-    assert record["file"] == "train-00000.h5" and (root / "train-00000.h5").exists()
-
-
-@pytest.mark.parametrize("address,says", [("bogus-string", "is not a scheduler address or file"),
-                                          ("sched.json", "not a Dask scheduler file")])
-def test_bad_dask_address_is_one_line_at_once(tmp_path, address, says):
-    import subprocess
-    import sys
-    import time
-
-    pytest.importorskip("distributed")
-    (tmp_path / "sched.json").write_text('{"no": "address"}')
-    t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "longsynth", "gen", "cumsum", "--L", "8", "-n", "4", "--dask", address,
-                        "--out", str(tmp_path / "d")], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert p.returncode != 0 and p.stderr.count("Error:") == 1 and says in p.stderr, p.stderr
-    assert "Traceback" not in p.stderr and time.monotonic() - t0 < 20
-
-
-@pytest.mark.parametrize("task", ["pathfinder", "pathfinder-seg"])
-def test_impossible_seed_distance_is_refused_at_once(tmp_path, task):
-    import time
-
-    t0 = time.monotonic()
-    line = one_error_line(invoke("gen", task, "--seed-distance", 4096, "-n", 10, "-j", 1, "--out", tmp_path / "d"))
-    assert "seed_distance: 4096 px between the main paths' start tips can never fit" in line
-    assert time.monotonic() - t0 < 2 and not (tmp_path / "d").exists()
-
-
-def test_dead_pool_worker_is_one_line_and_its_temp_file_removed(tmp_path):
-    from longsynth.store import pool
-
-    job = store.ShardJob(str(tmp_path), "cumsum", {"L": 8}, 0, "train", 0, 0, 4, "gzip")
-    (tmp_path / ".train-00000.h5.tmp").write_bytes(b"partial")
-    e = pool._died([job])
-    assert isinstance(e, store.LongsynthError) and str(e).startswith(f"{tmp_path}: write failed (")
-    assert not (tmp_path / ".train-00000.h5.tmp").exists()
-
-
-@pytest.mark.parametrize("compression", ["gzip", "lzf"])
-def test_full_disk_with_compression_is_one_line(tmp_path, compression):
-    """HDF5's filters crash a pool worker when the disk fills mid-shard; gen ends in one
-    line. Needs a tiny tmpfs (root in a container that allows mounts), else skipped."""
-    import subprocess
-    import sys
-
-    small = tmp_path / "small"
-    small.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(small)], capture_output=True).returncode:
-        pytest.skip("cannot mount a small tmpfs here")
-    try:
-        code = ("import sys; from longsynth.store import build; from longsynth.cli.main import cli; "
-                "build._free_bytes = lambda root: 10**12; "  # past the free-space check, to fill the disk
-                f"sys.argv = ['longsynth', 'gen', 'cumsum', '--L', '4096', '-n', '800', '--shard-size', '100', '-j', "
-                f"'2', '--compression', '{compression}', '--out', '{small}/d']; cli(prog_name='longsynth')")
-        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-        assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr[-2000:]
-        assert p.stderr.strip().splitlines()[-1] == (f"Error: {small}/d: write failed (No space left on device); "
-                                                     f"rerun the same command to resume")
-        assert not [e for e in os.listdir(small / "d") if e.endswith(".tmp") or e == ".lock"]
-    finally:
-        subprocess.run(["umount", str(small)], check=True)
-
-
-def test_export_never_writes_through_a_link_planted_in_out(listops_subtrees, tmp_path):
-    victim = tmp_path / "victim.txt"
-    victim.write_text("mine")
-    out = tmp_path / "tsv"
-    out.mkdir()
-    os.symlink(victim, out / ".subtrees_train.tsv.tmp")
-    r = invoke("export", listops_subtrees, "--format", "lra-tsv", "--out", out)
-    assert r.exit_code == 0, r.output
-    assert victim.read_text() == "mine" and not (out / "subtrees_train.tsv").is_symlink()
-    assert (out / "subtrees_train.tsv").read_text().startswith("Source\tTarget")
-
-
-def test_shard_declaring_more_data_than_it_stores_is_refused(ds):
-    """A shard (and manifest) claiming 10**12 samples in datasets that store nothing: a
-    reader must not allocate what the shape claims."""
-    import h5py
-
-    n = 10**12
-    path = ds / "train-00000.h5"
-    with h5py.File(path, "r+") as f:
-        for name in list(f):
-            dtype, inner = f[name].dtype, f[name].shape[1:]
-            del f[name]
-            f.create_dataset(name, shape=(n,) + inner, dtype=dtype)  # contiguous, never written
-        f.attrs["count"] = n
-
-    def change(m):
-        m["counts"]["train"] = m["splits"]["train"]["count"] = n
-        m["shard_size"] = n
-        m["splits"]["train"]["shards"] = m["splits"]["train"]["shards"][:1]
-        m["splits"]["train"]["shards"][0]["count"] = n
-
-    edit_manifest(ds, change)
-    relist(ds, "train-00000.h5")
-    with pytest.raises(store.DamagedDataError, match=r"stores 0 bytes, its shape needs"):
-        longsynth.open(ds)["train"][0]
-
-
-def test_sigterm_during_validate_leaves_no_empty_folder(tmp_path):
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    pytest.importorskip("torch")
-    ds = tmp_path / "d"
-    gen(ds, num_samples=2000, shard_size=1000)
-    p = subprocess.Popen([sys.executable, "-m", "longsynth", "validate", str(ds), "--steps", "5000"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline and not (ds / "validation").exists():
-        time.sleep(0.01)
-    assert (ds / "validation").exists(), p.communicate(timeout=60)
-    p.send_signal(signal.SIGTERM)
-    _, err = p.communicate(timeout=60)
-    assert p.returncode != 0 and "Traceback" not in err, err[-2000:]
-    empty = [d for d, dirs, files in os.walk(ds / "validation") if not dirs and not files]
-    assert not empty, empty
