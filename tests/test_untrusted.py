@@ -632,6 +632,8 @@ def test_executor_attempts_rename_only_under_a_live_lock(tmp_path):
 
 
 @pytest.mark.parametrize("address,says", [("bogus-string", "is not a scheduler address or file"),
+                                          ("foo://host:1", "scheme 'foo' is none of a cluster's"),
+                                          ("inproc://x", "scheme 'inproc' is none of a cluster's"),
                                           ("sched.json", "not a Dask scheduler file")])
 def test_bad_dask_address_is_one_line_at_once(tmp_path, address, says):
     import subprocess

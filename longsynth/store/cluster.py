@@ -75,11 +75,14 @@ def _scheduler_file_address(path):
 def _check_address(address, given):
     """LongsynthError (one line) unless ``address`` parses as a Dask scheduler address."""
     from distributed.comm import get_address_host_port, parse_address
+    from distributed.comm.registry import backends
 
     try:
         scheme, _ = parse_address(address)
-        if scheme in ("tcp", "tls"):
-            get_address_host_port(address)
+        if scheme not in backends or scheme == "inproc":  # inproc: this process only, no cluster
+            raise ValueError(f"scheme {scheme!r} is none of a cluster's: "
+                             f"{', '.join(sorted(b for b in backends if b != 'inproc'))}")
+        get_address_host_port(address)
     except (ValueError, TypeError) as e:
         raise LongsynthError(f"--dask: {given} is not a scheduler address or file ({e}); expected "
                              f"tcp://host:port or the path of a scheduler file") from None
