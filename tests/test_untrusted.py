@@ -248,6 +248,29 @@ def test_shard_declaring_more_data_than_it_stores_is_refused(ds):
         longsynth.open(ds)["train"][0]
 
 
+def test_ragged_offsets_claiming_terabytes_are_one_line(listops_subtrees, tmp_path):
+    """Offsets pointing 10**12 rows into a chunked values dataset that stores nothing: the
+    reader fails with one line instead of a MemoryError traceback."""
+    import h5py
+
+    root = tmp_path / "ls"
+    shutil.copytree(listops_subtrees, root)
+    with h5py.File(root / "train-00000.h5", "r+") as f:
+        g = f["inputs"]
+        dtype, inner, chunks = g["values"].dtype, g["values"].shape[1:], g["values"].chunks
+        del g["values"]
+        g.create_dataset("values", shape=(10**12,) + inner, maxshape=(None,) + inner, dtype=dtype, chunks=chunks)
+        offsets = g["offsets"][()]
+        offsets[1:] = 10**12
+        g["offsets"][...] = offsets
+    relist(root, "train-00000.h5")
+    with pytest.raises(store.DamagedDataError, match="train-00000.h5: unreadable"):
+        longsynth.open(root)["train"][0]
+    with pytest.raises(store.DamagedDataError, match="train-00000.h5: "):
+        for _ in longsynth.open(root)["train"].iter_samples():
+            pass
+
+
 # ---------------------------------------------------------------- 5. shard paths escape the folder
 
 

@@ -179,7 +179,7 @@ class Split:
                 out = {key: out[key] for key in keys}
         except DamagedDataError:
             raise
-        except (OSError, KeyError, RuntimeError) as e:  # what h5py raises on a damaged file
+        except (OSError, KeyError, RuntimeError, MemoryError) as e:  # h5py on a damaged file; sizes it claims
             raise self._damaged(k, f"unreadable ({type(e).__name__}: {e})") from None
         if bad:
             raise self._damaged(k, f"sample {self.starts[k] + j} of {self.name} fails its checksum (damaged data)")
@@ -200,7 +200,7 @@ class Split:
                 got = np.zeros((rec["count"], len(self.columns), 2), dtype=np.uint64)
                 c = self.columns[key]
                 checksum.fill_rows(a, rec["count"], got, c)
-            except (OSError, KeyError, RuntimeError) as e:  # what h5py raises on a damaged file
+            except (OSError, KeyError, RuntimeError, MemoryError) as e:  # h5py on a damaged file; sizes it claims
                 raise self._damaged(k, f"unreadable ({type(e).__name__}: {e})") from None
             bad = np.flatnonzero(np.any(got[:, c] != check[:, c], axis=1))
             if bad.size:
@@ -260,7 +260,7 @@ class Split:
                         if bad.size:
                             raise self._damaged(k, f"sample {self.starts[k] + lo + int(bad[0])} of {self.name} fails "
                                                    f"its checksum (damaged data)")
-                except (OSError, KeyError, RuntimeError) as e:  # what h5py raises on a damaged file
+                except (OSError, KeyError, RuntimeError, MemoryError) as e:  # h5py on a damaged file; sizes it claims
                     raise self._damaged(k, f"unreadable ({type(e).__name__}: {e})") from None
                 yield self.starts[k] + lo, block
 
