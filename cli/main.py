@@ -240,7 +240,8 @@ def info(root, as_json):
 @cli.command()
 @click.argument("root", type=click.Path())
 @click.option("--deep", is_flag=True, help="also regenerate sampled indices and compare bytes")
-@click.option("--samples", type=int, default=16, show_default=True, help="indices per split checked by --deep")
+@click.option("--samples", type=click.IntRange(1), default=16, show_default=True,
+              help="indices per split checked by --deep (>= 1)")
 @friendly
 def verify(root, deep, samples):
     """Check checksums, structure and digests of a stored dataset."""
@@ -457,4 +458,10 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
 
 
 def main():
+    import signal
+
+    # SIGTERM (kill, a batch system's stop, a container's shutdown) ends a command as Ctrl-C
+    # does: the same cleanup runs (temporary files removed, the lock released, a folder
+    # made for the output removed again)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     cli(prog_name="longsynth")

@@ -116,6 +116,12 @@ def check_geometry(cfg, rule):
     if 2 * reach >= cfg.size:
         raise LongsynthError(f"paddle_length: a dash of {cfg.paddle_length} px with margin {cfg.margin_max} "
                              f"and border {cfg.border} does not fit a {cfg.size} px image")
+    # the second path's tail is seed_distance from the first's, and its head and pivot lie
+    # in the frame within reach (< size / 2) of it: beyond the diagonal plus that, never
+    # (refused here, not after every sample's restarts)
+    if cfg.seed_distance >= 2 * cfg.size:
+        raise LongsynthError(f"seed_distance: {cfg.seed_distance} px between the main paths' start tips can never "
+                             f"fit a {cfg.size} px image (must be < {2 * cfg.size})")
     return cfg
 
 

@@ -13,9 +13,12 @@ One function computes the same per-image statistics from either source, so that
 import glob
 import os
 import pickle
+import re
 
 import numpy as np
 from scipy import ndimage
+
+from longsynth.errors import LongsynthError
 
 STATS = {  # name: what it is (means over images)
     "nonzero": "share of pixels > 0",
@@ -82,17 +85,39 @@ def tv_distance(p, q):
     return 0.5 * float(np.abs(np.asarray(p) - np.asarray(q)).sum())
 
 
+# What the authors' path pickles hold: dicts, lists and tuples of NumPy arrays (written by
+# NumPy 1.x as numpy.core, by 2.x as numpy._core) and ints; protocol 2 adds _codecs.encode.
+_PICKLE_TYPES = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+                 ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+                 ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
+_META_ROW = re.compile(r"^imgs/\d+$"), re.compile(r"^sample_\d+\.png$")
+
+
+class _AuthorsUnpickler(pickle.Unpickler):
+    """An unpickler that builds only the types of _PICKLE_TYPES: a path pickle in a folder
+    from elsewhere cannot run code."""
+
+    def find_class(self, module, name):
+        if (module, name) not in _PICKLE_TYPES:
+            raise LongsynthError(f"path pickle holds {module}.{name}, not one of the authors' types; not loaded")
+        return super().find_class(module, name)
+
+
 def read_authors(root, limit=None):
-    """(image, targets, tips) records from a directory in the authors' layout."""
+    """(image, targets, tips) records from a directory in the authors' layout. Their path
+    pickles are read with _AuthorsUnpickler, and a metadata row must name
+    ``imgs/<b>`` and ``sample_<k>.png`` inside ``root``."""
     from PIL import Image
 
     records = []
     metas = sorted(glob.glob(os.path.join(root, "metadata", "*.npy")), key=lambda p: int(os.path.basename(p)[:-4]))
     for meta in metas:
         for row in np.load(meta).tolist():
+            if not (_META_ROW[0].match(str(row[0])) and _META_ROW[1].match(str(row[1]))):
+                raise LongsynthError(f"{meta}: row {row[:2]} does not name imgs/<b> and sample_<k>.png")
             img = np.asarray(Image.open(os.path.join(root, row[0], row[1])).convert("L"))
             with open(os.path.join(root, row[0].replace("imgs/", "paths/"), row[1].replace(".png", ".pkl")), "rb") as f:
-                d = pickle.load(f)
+                d = _AuthorsUnpickler(f).load()
             o, t = d["marker_indices"]
             tgt = np.zeros(img.shape, dtype=np.uint8)
             for k, (rr, cc) in enumerate(d["segs"]):

@@ -28,6 +28,8 @@ import dataclasses
 import functools
 import math
 import os
+import pickle
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -265,11 +267,11 @@ def _autocast(device, cfg):
 
 
 def _rng_state():
-    """Generator states as tensors and numbers: what ``torch.load(weights_only=True)`` reads."""
-    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    # NumPy's state as plain data (a tensor and numbers): checkpoints load with weights_only
+    name, keys, pos, has_gauss, gauss = np.random.get_state()
     state = {"torch": torch.get_rng_state(),
-             "numpy": {"keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
-                       "has_gauss": int(has_gauss), "gauss": float(gauss)}}
+             "numpy": {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                       "has_gauss": int(has_gauss), "cached_gaussian": float(gauss)}}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -278,18 +280,10 @@ def _rng_state():
 def _set_rng_state(state):
     torch.set_rng_state(state["torch"])
     n = state["numpy"]
-    np.random.set_state(("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["gauss"]))
+    np.random.set_state((n["name"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def read_checkpoint(path, map_location="cpu"):
-    """A checkpoint's dict, read without running code (``weights_only=True``): tensors, numbers,
-    strings and containers only; the model's config is stored as plain data."""
-    try:
-        return torch.load(path, map_location=map_location, weights_only=True)
-    except (OSError, RuntimeError, ValueError, EOFError, KeyError) as e:
-        raise LongsynthError(f"{path}: not a readable longsynth checkpoint ({str(e).splitlines()[0][:200]})") from None
 
 
 def save_checkpoint(path, model, opt, step, identity, train_cfg, manifest_digest, history, best):
@@ -303,9 +297,23 @@ def save_checkpoint(path, model, opt, step, identity, train_cfg, manifest_digest
     os.replace(tmp, path)
 
 
+def load_checkpoint(path, map_location="cpu"):
+    """A checkpoint's dict, loaded with ``weights_only=True``: tensors and plain data only, so
+    a checkpoint that travelled with a dataset folder cannot run code (docs/format.md,
+    "Trust"). LongsynthError (one line) for one that holds anything else."""
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as e:
+        found = re.search(r"(?:[Uu]nsupported global:? GLOBAL|unsupported GLOBAL) ([\w.]+)", str(e))
+        what = f"it holds {found.group(1)}" if found else "it holds more than tensors and plain data"
+        raise LongsynthError(f"{path}: not loaded: {what}, and loading it could run code") from None
+    except (OSError, RuntimeError, EOFError) as e:  # missing, truncated or not a checkpoint
+        raise LongsynthError(f"{path}: not a readable checkpoint ({str(e).splitlines()[0][:200]})") from None
+
+
 def load_model(path, map_location="cpu"):
     """(Model, checkpoint dict) of a reference model, rebuilt from the config stored in its checkpoint."""
-    ck = read_checkpoint(path, map_location)
+    ck = load_checkpoint(path, map_location)
     model = Model(ModelConfig.from_dict(ck["model_config"]))
     model.load_state_dict(ck["model"])
     return model, ck
@@ -356,7 +364,7 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
     opt = build_optimizer(model, train_cfg)
     history, best, start = {"train": [], "val": []}, None, 0
     if resume is not None:
-        ck = read_checkpoint(resume, device)
+        ck = load_checkpoint(resume, device)
         if ck["model_config"] != identity:
             raise LongsynthError(f"resume: {resume} holds a different model config")
         if ck["manifest_digest"] != manifest_digest:
@@ -384,7 +392,7 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
         best_file = os.path.join(os.path.dirname(os.path.abspath(resume)), "best.pt")
         if not os.path.exists(best_file):
             raise LongsynthError(f"resume: {best_file} (the best-validation weights) is missing")
-        best_state = read_checkpoint(best_file, device)["model"]
+        best_state = load_checkpoint(best_file, device)["model"]
     if checkpoint_dir is not None:
         os.makedirs(checkpoint_dir, exist_ok=True)
         best_path = os.path.join(checkpoint_dir, "best.pt")

@@ -70,11 +70,12 @@ def export(root, fmt, out, progress=None):
     import shutil
 
     from longsynth import store
+    from longsynth.store import safe
 
     ds = store.open(root)
     try:
         write = writer(fmt, ds.task.name)
-        out = os.path.abspath(out)
+        out = safe.check_out_path(out)
         existed = os.path.exists(out)
         if progress is not None:
             progress(None, total=sum(len(s) for s in ds.splits.values()))

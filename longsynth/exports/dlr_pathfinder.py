@@ -6,6 +6,7 @@ not stored keys: each main path's layer is redrawn from the stored ``dashes`` an
 with the renderer's own stamps, and checked against the stored ``targets``.
 """
 import os
+import tempfile
 import pickle
 
 import numpy as np
@@ -22,11 +23,16 @@ def path_pixels(sample, cfg, which):
     redrawn from ``dashes`` and rescaled by ``peak``, is nonzero at 8 bits."""
     P, T = params(cfg)
     g = int(sample["margin"]) - cfg.margin_min
+    if not 0 <= g < T.R.shape[0]:  # the renderer's tables are indexed by it, without bounds checks
+        raise LongsynthError(f"margin: {int(sample['margin'])} is outside the task's margins; not a sample of it")
     layer = np.zeros((cfg.size, cfg.size))
     n = cfg.contour_length
     dashes = np.asarray(sample["dashes"], dtype=np.int64)
     for r, c, dy, dx in dashes[which * n:(which + 1) * n]:
-        k = int(np.nonzero((T.key[g, :, 0] == dy) & (T.key[g, :, 1] == dx))[0][0])
+        found = np.nonzero((T.key[g, :, 0] == dy) & (T.key[g, :, 1] == dx))[0]
+        if not found.size:
+            raise LongsynthError(f"dashes: direction ({dy}, {dx}) is none of the renderer's; not a sample of the task")
+        k = int(found[0])
         render.draw_dash(T, g, k, int(r), int(c), float(cfg.contrast), layer)
     peak = float(np.float32(sample["peak"]))
     return np.nonzero(np.rint(layer / peak * 255.0) >= 1)
@@ -63,7 +69,7 @@ def write(dataset, out_dir, progress):
     continue after the largest batch already in out_dir, so ours mix with theirs. Their
     loader makes its own 80/10/10 split of everything it finds.
 
-    Everything is written under out_dir/.longsynth-export-<pid> and moved into place at the
+    Everything is written under a new out_dir/.longsynth-export-* and moved into place at the
     end, batch folders first and each batch's metadata last (their loader finds images
     through metadata only), so a failed export leaves nothing behind.
     """
@@ -76,7 +82,8 @@ def write(dataset, out_dir, progress):
     taken = [int(f[:-4]) for f in os.listdir(meta_dir) if f.endswith(".npy") and f[:-4].isdigit()] \
         if os.path.isdir(meta_dir) else []
     first = max(taken) + 1 if taken else 0
-    stage = os.path.join(out_dir, f".longsynth-export-{os.getpid()}")
+    os.makedirs(out_dir, exist_ok=True)
+    stage = tempfile.mkdtemp(prefix=".longsynth-export-", dir=out_dir)  # made here, never a planted link
     rows = {}
     try:
         i = 0
@@ -101,6 +108,11 @@ def write(dataset, out_dir, progress):
         os.makedirs(os.path.join(stage, "metadata"), exist_ok=True)
         for b, r in rows.items():
             np.save(os.path.join(stage, "metadata", f"{b}.npy"), np.array(r))
+        taken = [p for b in rows for p in (os.path.join(out_dir, "imgs", str(b)), os.path.join(out_dir, "paths", str(b)),
+                                           os.path.join(meta_dir, f"{b}.npy")) if os.path.lexists(p)]
+        if taken:  # checked before anything moves: a failed export leaves no image under a final name
+            raise LongsynthError(f"{taken[0]}: already exists (another export into {out_dir} at the same time?); "
+                                 f"nothing was written")
         for sub in ("imgs", "paths", "metadata"):
             os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
         for b in rows:

@@ -41,6 +41,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 import longsynth
 from longsynth import store
+from longsynth.store import safe
 from longsynth.errors import LongsynthError
 from longsynth.task import Ragged
 
@@ -296,12 +297,18 @@ def _write_files(dataset, files, paths, feats, schema, options, group, progress)
     return {f.rel: fut.result() for fut, f in futures.items()}
 
 
+_OWN_RE = re.compile(r"^(README\.md|longsynth\.json|preview\.png|data/(train|validation|test)-\d{5}-of-\d{5}\.parquet)$")
+
+
 def _previous_files(out):
     """Files of an earlier hf export in ``out``, which this one replaces. Temporary files
     that a killed export left are removed; a directory that holds anything else is
-    refused, so an export never mixes with or deletes files it did not write."""
+    refused, so an export never mixes with or deletes files it did not write. The earlier
+    export's record (``longsynth.json``) is data from the folder: every file it lists must
+    be one of the names this exporter writes (_OWN_RE), or the folder is refused."""
     if not os.path.isdir(out):
         return []
+    safe.real_dir(os.path.join(out, "data"), "--out")
     for d in (out, os.path.join(out, "data")):
         for e in os.listdir(d) if os.path.isdir(d) else []:
             if _TEMP_RE.match(e):
@@ -309,14 +316,29 @@ def _previous_files(out):
     entries = os.listdir(out)
     if not entries or entries == ["data"] and not os.listdir(os.path.join(out, "data")):
         return []
+    refused = LongsynthError(f"{out}: directory is not empty and holds no longsynth hf export; choose another --out")
     try:
-        with open(os.path.join(out, MARK), encoding="utf-8") as f:
-            mark = json.load(f)
-        if mark["export"]["format"] == "hf":
-            return list(mark["export"]["files"])
-    except (OSError, ValueError, KeyError, TypeError):
+        mark = safe.read_json(os.path.join(out, MARK), f"{out}/{MARK}")
+    except (OSError, LongsynthError):
+        raise refused from None
+    export = mark.get("export") if isinstance(mark, dict) else None
+    files = export.get("files") if isinstance(export, dict) else None
+    if not isinstance(files, list) or export.get("format") != "hf":
+        raise refused
+    for i, rel in enumerate(files):
+        if not isinstance(rel, str) or not _OWN_RE.match(rel):
+            raise LongsynthError(f"{out}/{MARK}: export.files[{i}]: {str(rel)[:80]!r} is not a file an hf export "
+                                 f"writes; choose another --out")
+    return files
+
+
+def _remove_own(out, rel):
+    """Remove ``out/rel``, a name _OWN_RE matched, unless it is gone (a link is removed, never
+    what it points to)."""
+    try:
+        os.remove(os.path.join(out, rel))
+    except FileNotFoundError:
         pass
-    raise LongsynthError(f"{out}: directory is not empty and holds no longsynth hf export; choose another --out")
 
 
 def write(dataset, out, progress):
@@ -352,10 +374,7 @@ def write(dataset, out, progress):
             shutil.rmtree(os.path.join(out, "data"), ignore_errors=True)
         raise
     for rel in set(old) - set(written):  # what the replaced export had and this one does not
-        try:
-            os.remove(os.path.join(out, rel))
-        except FileNotFoundError:
-            pass
+        _remove_own(out, rel)
 
 
 def _preview(dataset, split, path):

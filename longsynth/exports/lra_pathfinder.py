@@ -17,6 +17,7 @@ field 3 as the label, and split everything 80/10/10 with their own seed: our tra
 test membership is not carried over (train, then val, then test are written in order).
 """
 import os
+import tempfile
 
 import numpy as np
 
@@ -57,7 +58,7 @@ def write(dataset, out_dir, progress):
         if os.path.isdir(meta_dir) else []
     first = max(taken) + 1 if taken else 0
     os.makedirs(root, exist_ok=True)
-    stage = os.path.join(root, f".longsynth-export-{os.getpid()}")
+    stage = tempfile.mkdtemp(prefix=".longsynth-export-", dir=root)  # made here, never a planted link
     lines = {}
     try:
         i = 0
@@ -79,6 +80,11 @@ def write(dataset, out_dir, progress):
         for b, rows in lines.items():
             with open(os.path.join(stage, "metadata", f"{b}.npy"), "w", encoding="utf-8") as f:
                 f.write("\n".join(rows) + "\n")
+        taken = [p for b in lines for p in (os.path.join(root, "imgs", str(b)), os.path.join(meta_dir, f"{b}.npy"))
+                 if os.path.lexists(p)]
+        if taken:  # checked before anything moves: a failed export leaves no image under a final name
+            raise LongsynthError(f"{taken[0]}: already exists (another export into {out_dir} at the same time?); "
+                                 f"nothing was written")
         os.makedirs(os.path.join(root, "imgs"), exist_ok=True)
         os.makedirs(meta_dir, exist_ok=True)
         for b in lines:

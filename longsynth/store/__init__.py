@@ -19,6 +19,9 @@ This package is the public face; the work is split along its seams:
     build     generate: lock, plan, run an executor, keep the manifest
     read      open / Dataset / Split with checked reads
     checks    verify, info, certificates
+    schema    the manifest, validated field by field (docs/format.md, "manifest.json")
+    identity  a shard's identity and layout, checked when it is opened
+    safe      confinement: plain names, regular files opened without following links, bounded JSON
 """
 from longsynth.errors import DamagedDataError, LongsynthError, MissingKeyError
 from longsynth.rng import SPLITS, split_code

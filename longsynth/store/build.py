@@ -19,6 +19,7 @@ from longsynth.store.layout import (CARD, COMPRESSIONS, DIGEST_KEY, MAX_COUNT, a
                                     default_shard_size)
 from longsynth.store.manifest import (DirLock, _free_bytes, _make_dir, _new_manifest, _our_bytes, _prepare_dir,
                                       _write_manifest, dataset_card, default_splits, estimate_bytes, human, plan)
+from longsynth.store import safe
 from longsynth.store.pool import LocalPool
 from longsynth.store.read import Dataset
 
@@ -84,16 +85,16 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
         executor = DaskExecutor(client, note)
     else:
         executor = LocalPool(workers, asked, note)
-    root = os.path.abspath(root)
+    root = safe.check_out_path(root)
     total = sum(splits.values())
     need = estimate_bytes(t, cfg, splits, seed, shard_size)
     free = _free_bytes(root) + _our_bytes(root)
     kind = "uncompressed, less with compression" if compression != "none" else "on disk"
     note(f"{t.name}: {total:,} samples ({', '.join(f'{s} {c:,}' for s, c in splits.items())}), "
          f"about {human(need)} {kind}; {human(free)} free")
-    if compression == "none" and need > free:
-        raise LongsynthError(f"{root}: the dataset needs about {human(need)} but only {human(free)} is free there; "
-                             f"lower --num-samples or choose another --out")
+    if need > free:  # compressed too, at the uncompressed size: HDF5's filters end a full disk in a crash
+        raise LongsynthError(f"{root}: the dataset needs about {human(need)}{' before compression' if compression != 'none' else ''} "
+                             f"but only {human(free)} is free there; lower --num-samples or choose another --out")
     if defaulted:
         empty = [s for s, c in splits.items() if c == 0]
         if empty:
@@ -117,7 +118,8 @@ def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compressio
         manifest["splits"][split]["shards"].append(rec)
     try:
         _write_manifest(root, manifest)
-        jobs = (j for j in plan(root, t.name, cparams, seed, splits, shard_size, compression) if j.name not in keep)
+        jobs = (j for j in plan(root, t.name, cparams, seed, splits, shard_size, compression, manifest["generation"])
+                if j.name not in keep)
         n_jobs = sum(-(-n // shard_size) for n in splits.values()) - len(keep)
         total = sum(splits.values())
         if progress is not None:

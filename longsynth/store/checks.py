@@ -4,16 +4,15 @@ beside the shards.
 """
 from __future__ import annotations
 
-import builtins
 import hashlib
-import json
 import os
 
 import numpy as np
 
 from longsynth import registry
-from longsynth.errors import DamagedDataError
+from longsynth.errors import DamagedDataError, LongsynthError
 from longsynth.rng import SPLITS, split_code
+from longsynth.store import identity, safe
 from longsynth.store.layout import DIGEST_KEY, file_sha256, sample_digest
 from longsynth.store.manifest import _jsonable, read_manifest
 from longsynth.store.read import open
@@ -26,8 +25,8 @@ def verify(root, deep=False, samples=16, progress=None):
     manifest, and each split digest. ``deep`` also regenerates ``samples`` indices per
     split (spread over the range) with the generator and compares their bytes.
     """
-    import h5py
-
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise LongsynthError(f"samples: must be an integer >= 1, got {samples!r}")
     m = read_manifest(root)
     problems = []
     if not m.get("complete"):
@@ -38,26 +37,14 @@ def verify(root, deep=False, samples=16, progress=None):
     for split, info in m["splits"].items():
         expect = 0
         h = hashlib.sha256()
+        who = identity.Expected.of(m, split, specs)
         for rec in info["shards"]:
-            path = os.path.join(root, rec["file"])
             if progress is not None:
                 progress(rec["file"])
             if rec["start"] != expect:
                 problems.append(f"{rec['file']}: starts at {rec['start']}, expected {expect}")
             expect = rec["start"] + rec["count"]
-            if not os.path.exists(path):
-                problems.append(f"{rec['file']}: missing")
-                continue
-            if os.path.getsize(path) != rec["bytes"]:
-                problems.append(f"{rec['file']}: size {os.path.getsize(path)} != {rec['bytes']} in manifest")
-            if file_sha256(path) != rec["sha256"]:
-                problems.append(f"{rec['file']}: SHA-256 mismatch (file changed or corrupt)")
-            try:
-                with h5py.File(path, "r") as f:
-                    problems += _check_structure(rec, f, specs)
-                    h.update(f[DIGEST_KEY][()].tobytes())
-            except Exception as e:  # corrupt HDF5 can fail anywhere in h5py
-                problems.append(f"{rec['file']}: unreadable HDF5 ({type(e).__name__}: {e})")
+            problems += _check_shard(root, rec, who, h)
         if expect != info["count"]:
             problems.append(f"{split}: shards cover {expect} samples, manifest says {info['count']}")
         if m.get("complete") and h.hexdigest() != info["digest"]:
@@ -67,24 +54,44 @@ def verify(root, deep=False, samples=16, progress=None):
     return problems
 
 
+def _check_shard(root, rec, who, h):
+    """Problems of one shard: presence, size, SHA-256, identity and layout (as readers
+    check them at open), offsets; its per-sample digests go into ``h``."""
+    path = os.path.join(root, rec["file"])
+    try:
+        fd, f = identity.open_shard(path, rec["bytes"])
+    except FileNotFoundError:
+        return [f"{rec['file']}: missing"]
+    except identity.Mismatch as e:
+        return [f"{rec['file']}: {e}"]
+    except LongsynthError as e:
+        return [str(e)]
+    out = []
+    try:
+        if file_sha256(path) != rec["sha256"]:
+            out.append(f"{rec['file']}: SHA-256 mismatch (file changed or corrupt)")
+        found = identity.problem(f, rec, who)
+        if found is not None:
+            return out + [f"{rec['file']}: {found}"]
+        out += _check_structure(rec, f, who.specs)
+        h.update(f[DIGEST_KEY][()].tobytes())
+    except Exception as e:  # corrupt HDF5 can fail anywhere in h5py
+        out.append(f"{rec['file']}: unreadable HDF5 ({type(e).__name__}: {' '.join(str(e).split())[:200]})")
+    finally:
+        f.close()
+        os.close(fd)
+    return out
+
+
 def _check_structure(rec, f, specs):
+    """Offsets of ragged keys (identity.problem has checked dtypes and shapes)."""
     out = []
     n = rec["count"]
     for k, spec in specs.items():
-        if k not in f:
-            out.append(f"{rec['file']}: key {k!r} missing")
-            continue
         if spec.ragged:
             off = f[k]["offsets"][()]
-            vals = f[k]["values"]
-            if off.shape != (n + 1,) or off[0] != 0 or np.any(np.diff(off) < 0) or off[-1] != vals.shape[0]:
+            if off[0] != 0 or np.any(np.diff(off) < 0) or off[-1] != f[k]["values"].shape[0]:
                 out.append(f"{rec['file']}: {k} offsets are inconsistent")
-            if vals.dtype != np.dtype(spec.dtype) or vals.shape[1:] != tuple(spec.shape):
-                out.append(f"{rec['file']}: {k} values have {vals.dtype} {vals.shape[1:]}, expected {spec.dtype} {spec.shape}")
-        else:
-            d = f[k]
-            if d.dtype != np.dtype(spec.dtype) or d.shape != (n,) + tuple(spec.shape):
-                out.append(f"{rec['file']}: {k} is {d.dtype} {d.shape}, expected {spec.dtype} {(n,) + tuple(spec.shape)}")
     if DIGEST_KEY not in f or f[DIGEST_KEY].shape != (n, 32):
         out.append(f"{rec['file']}: per-sample digests missing or malformed")
     return out
@@ -161,14 +168,25 @@ def info(root, preview=4):
 
 
 def latest_certificate(root):
-    """metrics.json of the newest ``validation/*`` run in the dataset directory, if any."""
+    """metrics.json of the newest ``validation/*`` run in the dataset directory, if any.
+
+    Certificates travel with a dataset folder: run folders and metrics.json are read only
+    as a real folder and a regular file inside it (no links followed), bounded in size and
+    depth, and must be a JSON object whose ``final`` and ``metrics``, when present, are
+    objects; anything else is one LongsynthError line naming the file."""
     vdir = os.path.join(root, "validation")
-    if not os.path.isdir(vdir):
+    if not os.path.isdir(vdir) or os.path.islink(vdir):
         return None
-    runs = sorted(d for d in os.listdir(vdir) if os.path.exists(os.path.join(vdir, d, "metrics.json")))
+    runs = sorted(d for d in os.listdir(vdir) if os.path.isdir(os.path.join(vdir, d))
+                  and not os.path.islink(os.path.join(vdir, d)) and os.path.lexists(os.path.join(vdir, d, "metrics.json")))
     if not runs:
         return None
-    with builtins.open(os.path.join(vdir, runs[-1], "metrics.json"), encoding="utf-8") as f:
-        data = json.load(f)
+    path = os.path.join(vdir, runs[-1], "metrics.json")
+    data = safe.read_json(path, path, limit=16 << 20)
+    if not isinstance(data, dict):
+        raise LongsynthError(f"{path}: expected a JSON object")
+    for field in ("final", "metrics"):
+        if field in data and not isinstance(data[field], dict):
+            raise LongsynthError(f"{path}: {field}: expected an object")
     data["path"] = os.path.join(vdir, runs[-1])
     return data

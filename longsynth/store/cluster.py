@@ -48,6 +48,9 @@ def connect(address, timeout=None):
     is_file = "://" not in address and (os.path.isfile(address) or address.endswith(".json"))
     if is_file and not os.path.isfile(address):
         raise LongsynthError(f"{address}: no such scheduler file")
+    # checked before a Client exists: one that fails on a malformed address still closes
+    # itself at exit, 40 s later, with a traceback
+    _check_address(_scheduler_file_address(address) if is_file else address, address)
     try:
         if is_file:
             return distributed.Client(scheduler_file=address, timeout=timeout, set_as_default=False)
@@ -57,6 +60,32 @@ def connect(address, timeout=None):
         if len(why) > 160:
             why = why[:157] + "..."
         raise LongsynthError(f"Dask scheduler {address} is unreachable ({why})") from None
+
+
+def _scheduler_file_address(path):
+    """The ``address`` a scheduler file names; LongsynthError for anything else."""
+    from longsynth.store import safe
+
+    data = safe.read_json(path, f"{path} (scheduler file)", limit=1 << 20)
+    if not isinstance(data, dict) or not isinstance(data.get("address"), str):
+        raise LongsynthError(f"{path}: not a Dask scheduler file (no \"address\")")
+    return data["address"]
+
+
+def _check_address(address, given):
+    """LongsynthError (one line) unless ``address`` parses as a Dask scheduler address."""
+    from distributed.comm import get_address_host_port, parse_address
+    from distributed.comm.registry import backends
+
+    try:
+        scheme, _ = parse_address(address)
+        if scheme not in backends or scheme == "inproc":  # inproc: this process only, no cluster
+            raise ValueError(f"scheme {scheme!r} is none of a cluster's: "
+                             f"{', '.join(sorted(b for b in backends if b != 'inproc'))}")
+        get_address_host_port(address)
+    except (ValueError, TypeError) as e:
+        raise LongsynthError(f"--dask: {given} is not a scheduler address or file ({e}); expected "
+                             f"tcp://host:port or the path of a scheduler file") from None
 
 
 def dashboard(client):

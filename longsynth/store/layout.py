@@ -92,7 +92,9 @@ def file_sha256(path):
     h = hashlib.sha256()
     buf = bytearray(1 << 20)  # one buffer, read into: no fresh 4 MB object (and page faults) per read
     view = memoryview(buf)
-    with builtins.open(path, "rb", buffering=0) as f:
+    from longsynth.store import safe
+
+    with os.fdopen(safe.open_regular(path), "rb", buffering=0) as f:  # a link or a FIFO is never read
         while n := f.readinto(buf):
             h.update(view[:n])
     return h.hexdigest()
@@ -110,13 +112,24 @@ def _fsync_dir(path):
 
 
 def atomic_write_text(path, text):
+    """Write ``text`` to ``path`` through ``.{name}.tmp`` + fsync + rename. The temporary
+    file is created anew (O_EXCL: a link planted under its name is never followed) and
+    removed again if the write is interrupted."""
     d, name = os.path.split(path)
     tmp = os.path.join(d, f".{name}.tmp")
-    with builtins.open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    if os.path.lexists(tmp):
+        os.remove(tmp)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        with builtins.open(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+        raise
     _fsync_dir(d or ".")
 
 
@@ -135,8 +148,13 @@ class PendingFiles:
         self.items = []
 
     def path(self, final):
+        """The temporary name to write ``final`` under, created here, empty (O_EXCL: a link
+        planted under that name is removed, never followed)."""
         d, name = os.path.split(final)
         tmp = os.path.join(d, f".{name}.tmp")
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644))
         self.items.append((tmp, final))
         return tmp
 

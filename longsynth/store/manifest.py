@@ -4,7 +4,6 @@ process holding the lock, whichever executor writes the shards.
 """
 from __future__ import annotations
 
-import builtins
 import dataclasses
 import json
 import os
@@ -16,6 +15,7 @@ import numpy as np
 
 from longsynth.errors import LongsynthError
 from longsynth.rng import SPLITS, split_code
+from longsynth.store import identity, safe, schema
 from longsynth.store.layout import (FORMAT, FORMAT_VERSION, LOCK, MANIFEST, OURS_RE, atomic_write_text,
                                     file_sha256)
 
@@ -33,6 +33,7 @@ class ShardJob:
     start: int
     count: int
     compression: str
+    generation: str | None = None  # the manifest's: written into the shard (docs/format.md, "Trust")
 
     @property
     def name(self):
@@ -59,12 +60,12 @@ def default_splits(num_samples, percent=(96, 2, 2)):
     return {"train": num_samples - val - test, "val": val, "test": test}
 
 
-def plan(root, task, params, seed, splits, shard_size, compression):
+def plan(root, task, params, seed, splits, shard_size, compression, generation=None):
     """The shard jobs, lazily: nothing is allocated per shard before it is written."""
     for split, n in splits.items():
         for k, start in enumerate(range(0, n, shard_size)):
             count = min(shard_size, n - start)
-            yield ShardJob(root, task, params, seed, split, k, start, count, compression)
+            yield ShardJob(root, task, params, seed, split, k, start, count, compression, generation)
 
 
 def human(n):
@@ -128,7 +129,7 @@ class DirLock:
         import fcntl
 
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -139,9 +140,9 @@ class DirLock:
                         break
                     time.sleep(0.01)
                 os.close(fd)
-                raise LongsynthError(f"{self.root} is being written by process {pid or '(unknown)'}") from None
+                raise LongsynthError(f"{self.root} is being written by process {pid[:20] or '(unknown)'}") from None
             try:
-                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+                same = os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
                 same = False
             if same:  # not a file its previous holder unlinked while we opened it
@@ -151,10 +152,30 @@ class DirLock:
                 return self
             os.close(fd)
 
+    def _open(self):
+        """The lock file's descriptor: created anew (O_EXCL), else the one a killed writer
+        left, opened without following a link. A link, a non-regular file or a file with
+        other hard links is refused before anything is written to it: the PID written
+        into the lock must never land in a file outside the folder."""
+        flags = os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            return os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            pass
+        try:
+            fd = safe.open_regular(self.path, flags)
+        except FileNotFoundError:  # its holder removed it meanwhile: try again
+            return self._open()
+        if os.fstat(fd).st_nlink != 1:
+            os.close(fd)
+            raise LongsynthError(f"{self.path}: has other hard links; remove it if no longsynth gen is running")
+        return fd
+
     def release(self):
         if self.fd is not None:
             try:
-                os.unlink(self.path)
+                if os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(self.fd).st_ino:
+                    os.unlink(self.path)
             except FileNotFoundError:
                 pass
             os.close(self.fd)
@@ -210,23 +231,20 @@ def config_of(manifest):
 
 
 def read_manifest(root):
+    """The validated manifest of the dataset in ``root`` (longsynth.store.schema): one
+    LongsynthError line naming the field for anything malformed."""
     path = os.path.join(root, MANIFEST)
     try:
-        with builtins.open(path, encoding="utf-8") as f:
-            m = json.load(f)
+        raw = safe.read_json(path, path)
     except FileNotFoundError:
         raise LongsynthError(f"{root}: no {MANIFEST}; not a longsynth dataset directory") from None
-    except (OSError, ValueError) as e:
-        raise LongsynthError(f"{path}: unreadable manifest ({e})") from None
-    if m.get("format") != FORMAT:
-        raise LongsynthError(f"{path}: not a longsynth manifest")
-    if m.get("format_version") != FORMAT_VERSION:
-        raise LongsynthError(f"{path}: format version {m.get('format_version')} is not {FORMAT_VERSION}")
-    return m
+    except OSError as e:
+        raise LongsynthError(f"{path}: unreadable manifest ({e.strerror or e})") from None
+    return schema.parse_manifest(raw, path)
 
 
 def _new_manifest(task, cfg, seed, counts, shard_size, compression, command, fixed):
-    return {
+    m = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "task": task.name,
@@ -245,6 +263,18 @@ def _new_manifest(task, cfg, seed, counts, shard_size, compression, command, fix
         "complete": False,
         "splits": {s: {"count": n, "digest": None, "shards": []} for s, n in counts.items()},
     }
+    m["generation"] = generation_of(m)
+    return m
+
+
+def generation_of(manifest):
+    """The dataset's generation id: a digest of the fields that define it (config_of).
+    Every shard carries it, so a reader notices a dataset regenerated with another
+    configuration under it; regenerating the same one writes the same bytes."""
+    import hashlib
+
+    text = json.dumps(config_of(manifest), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _write_manifest(root, manifest):
@@ -266,45 +296,66 @@ def _make_dir(root):
 
 
 def _prepare_dir(root, want, overwrite):
-    """Existing shard records to keep (by file name) after checking what DIR holds."""
+    """Existing shard records to keep (by file name) after checking what DIR holds.
+
+    gen writes only into an empty folder (its own temporary files aside) or a longsynth
+    dataset folder; anything else is refused, with or without --overwrite. Replacing a
+    dataset removes only the files longsynth writes there (shards, manifest, card, their
+    temporary files, validation/); other files in the folder stay.
+    """
     entries = [e for e in os.listdir(root) if e != LOCK]
-    foreign = [e for e in entries if not OURS_RE.match(e)]
-    mpath = os.path.join(root, MANIFEST)
+    ours = [e for e in entries if OURS_RE.match(e)]
     old = None
-    if os.path.exists(mpath):
+    if not os.path.lexists(os.path.join(root, MANIFEST)):
+        if any(not e.endswith(".tmp") for e in ours) or len(ours) != len(entries):
+            raise LongsynthError(f"{root}: directory is not empty and holds no longsynth dataset; choose another --out")
+    else:
         try:
             old = read_manifest(root)
-        except LongsynthError:
-            if not overwrite:
-                raise
-    elif foreign:
-        raise LongsynthError(f"{root}: directory is not empty and holds no longsynth dataset; choose another --out")
-    keep = {}
-    if old is not None and config_of(old) != config_of(want):
+        except LongsynthError as e:
+            raise LongsynthError(f"{e}; not replaced, even with --overwrite: choose another --out") from None
+    same = old is not None and config_of(old) == config_of(want)
+    if old is not None and not same:
         if not overwrite:
             diff = [k for k, v in config_of(want).items() if config_of(old)[k] != v]
             raise LongsynthError(
                 f"{root}: holds a different dataset ({', '.join(diff)} differ); use --overwrite to replace it"
             )
-        old = None
-    if old is None and os.path.exists(mpath):  # replacing a dataset: its certificates go with it
-        import shutil
+        vdir = os.path.join(root, "validation")  # its certificates go with it
+        if os.path.isdir(vdir) and not os.path.islink(vdir):
+            import shutil
 
-        shutil.rmtree(os.path.join(root, "validation"), ignore_errors=True)
-    for e in entries:
-        path = os.path.join(root, e)
-        if e.endswith(".tmp"):
-            os.remove(path)
-        elif old is None and OURS_RE.match(e) and e != MANIFEST:
-            os.remove(path)
-    if old is not None:
+            shutil.rmtree(vdir, ignore_errors=True)
+    for e in ours:
+        if e.endswith(".tmp") or (not same and e != MANIFEST):
+            os.remove(os.path.join(root, e))
+    keep = {}
+    if same and old.get("generation") == want["generation"]:  # one of before generation ids is written anew
+        from longsynth import registry
+
+        task = registry.get(want["task"])
+        specs = task.keys(task.make_config(**want["params"]))
         for split, info in old["splits"].items():
+            expect = identity.Expected.of(want, split, specs)
             for rec in info["shards"]:
-                path = os.path.join(root, rec["file"])
-                if os.path.exists(path) and os.path.getsize(path) == rec["bytes"] and file_sha256(path) == rec["sha256"]:
+                if _intact(root, rec, expect):
                     keep[rec["file"]] = (split, rec)
     return keep
 
+
+def _intact(root, rec, expect):
+    """Whether shard ``rec`` is in place, of its recorded size and SHA-256, and says it is
+    that shard of this dataset (its layout is checked by readers and verify)."""
+    path = os.path.join(root, rec["file"])
+    try:
+        fd, f = identity.open_shard(path, rec["bytes"])
+    except (OSError, ValueError):
+        return False
+    try:
+        return identity.problem(f, rec, expect) is None and file_sha256(path) == rec["sha256"]
+    finally:
+        f.close()
+        os.close(fd)
 
 
 def dataset_card(task, cfg, manifest):

@@ -11,6 +11,9 @@ import os
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+
+from longsynth.errors import LongsynthError
 
 from longsynth.store import shards
 
@@ -56,8 +59,16 @@ def _count(n):
 
 
 def _pool_write(job):
-    """write_shard in a pool worker, counting samples into the parent's shared counter."""
-    return shards.write_shard(job, _count)
+    """write_shard in a pool worker, counting samples into the parent's shared counter. An
+    OSError goes back as one LongsynthError line at once: HDF5 may crash the worker as its
+    objects are freed after a failed write (disk full under compression), and the parent
+    should learn the reason before it learns of the crash."""
+    try:
+        return shards.write_shard(job, _count)
+    except OSError as e:
+        from longsynth.store.build import _os_reason
+
+        raise LongsynthError(f"{job.root}: write failed ({_os_reason(e)}); rerun the same command to resume") from None
 
 
 def _worker_init(counter, parent):
@@ -68,6 +79,10 @@ def _worker_init(counter, parent):
     # tracebacks h5py's finalisers print after a failed write (disk full) would only
     # bury the parent's one-line message
     sys.unraisablehook = lambda unraisable: None
+    if not os.environ.get("LONGSYNTH_DEBUG"):  # nor h5py's, which it writes on stderr as a worker dies
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
     from numba import set_num_threads
 
     set_num_threads(1)
@@ -118,6 +133,20 @@ class _SpawnableMain:
             self.main.__file__ = self.path
 
 
+def _died(jobs):
+    """LongsynthError for a pool worker that died (HDF5 can crash, rather than fail, as a
+    write that filled the disk is cleaned up), after removing the temporary files of the
+    shards that were being written."""
+    import shutil
+
+    jobs = list(jobs)
+    root = jobs[0].root if jobs else "."
+    full = shutil.disk_usage(root).free < (1 << 20)  # before its temporary files free their space
+    _remove_tmp(jobs)
+    why = "No space left on device" if full else f"a worker process died; {shutil.disk_usage(root).free:,} bytes free"
+    return LongsynthError(f"{root}: write failed ({why}); rerun the same command to resume")
+
+
 def _run_pool(jobs, workers, progress, done):
     """Write ``jobs`` (an iterator) on ``workers`` processes, at most 2 per worker in flight."""
     import itertools
@@ -129,26 +158,55 @@ def _run_pool(jobs, workers, progress, done):
     counter = ctx.Value("q", 0)
     seen = 0
     jobs = iter(jobs)
-    with _SpawnableMain(), ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
-                                               initargs=(counter, os.getpid())) as pool:
-        futures = {pool.submit(_pool_write, job): job for job in itertools.islice(jobs, 2 * workers)}
-        pending = set(futures)
-        try:
-            while pending:
-                finished, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    record, _, timing = fut.result()
-                    done(futures.pop(fut), record, timing)
-                    for job in itertools.islice(jobs, 1):
-                        nxt = pool.submit(_pool_write, job)
-                        futures[nxt] = job
-                        pending.add(nxt)
-                if progress is not None:
-                    now = counter.value
-                    progress(now - seen)
-                    seen = now
-        except BaseException:
-            for fut in pending:
-                fut.cancel()
-            raise
+    futures = {}
+    try:
+        with _SpawnableMain(), ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
+                                                   initargs=(counter, os.getpid())) as pool:
+            futures.update({pool.submit(_pool_write, job): job for job in itertools.islice(jobs, 2 * workers)})
+            pending = set(futures)
+            try:
+                while pending:
+                    finished, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        try:
+                            record, _, timing = fut.result()
+                        except BrokenProcessPool:
+                            raise _died(futures.values()) from None
+                        done(futures.pop(fut), record, timing)
+                        for job in itertools.islice(jobs, 1):
+                            nxt = pool.submit(_pool_write, job)
+                            futures[nxt] = job
+                            pending.add(nxt)
+                    if progress is not None:
+                        now = counter.value
+                        progress(now - seen)
+                        seen = now
+            except BaseException as e:
+                for fut in pending:
+                    fut.cancel()
+                if isinstance(e, KeyboardInterrupt):  # Ctrl-C reaches the workers too; SIGTERM only us
+                    _stop_workers(pool)
+                raise
+    except BaseException:
+        # the pool is down: temporary files of the shards it did not finish (a worker that
+        # crashed, or was stopped, before it could remove its own) go too
+        _remove_tmp(futures.values())
+        raise
 
+
+def _stop_workers(pool):
+    """Terminate the pool's workers now rather than let them finish their shards (what
+    Ctrl-C does to them; SIGTERM, handled as Ctrl-C, reaches only this process)."""
+    stop = getattr(pool, "terminate_workers", None)  # Python 3.14+
+    if stop is not None:
+        stop()
+        return
+    for p in list((getattr(pool, "_processes", None) or {}).values()):
+        p.terminate()
+
+
+def _remove_tmp(jobs):
+    for job in jobs:
+        tmp = os.path.join(job.root, f".{job.name}.tmp")
+        if os.path.lexists(tmp):
+            os.remove(tmp)

@@ -12,6 +12,7 @@ import numpy as np
 from longsynth import checksum, registry
 from longsynth.errors import DamagedDataError, LongsynthError, MissingKeyError
 from longsynth.rng import SPLITS
+from longsynth.store import identity
 from longsynth.store.layout import CHECK_KEY, DIGEST_KEY, sample_digest
 from longsynth.store.manifest import read_manifest
 from longsynth.task import Ragged
@@ -28,8 +29,8 @@ class Split:
     shard raises DamagedDataError naming the shard; damaged values are never returned.
     """
 
-    def __init__(self, root, name, info, specs):
-        self.root, self.name, self.specs = root, name, specs
+    def __init__(self, root, name, info, specs, expect):
+        self.root, self.name, self.specs, self.expect = root, name, specs, expect
         self.records = info["shards"]
         self.starts = [r["start"] for r in self.records]
         self.count = info["count"]
@@ -49,24 +50,26 @@ class Split:
         return DamagedDataError(f"{path}: {what}; run `longsynth verify {self.root}`")
 
     def _file(self, k):
-        import h5py
-
+        """Shard k's h5py file, opened once per process and checked against the manifest:
+        its size, and its identity and layout (longsynth.store.identity), before any of it
+        is read."""
         if self._pid != os.getpid():
             self._files, self._nodes, self._checks, self._pid = {}, {}, {}, os.getpid()
         f = self._files.get(k)
         if f is None:
             rec = self.records[k]
-            path = os.path.join(self.root, rec["file"])
             try:
-                size = os.stat(path).st_size
+                fd, f = identity.open_shard(os.path.join(self.root, rec["file"]), rec["bytes"])
             except FileNotFoundError:
                 raise self._damaged(k, "shard is missing") from None
-            if size != rec["bytes"]:
-                raise self._damaged(k, f"shard is {size} bytes, the manifest says {rec['bytes']} (truncated or replaced)")
-            try:
-                f = h5py.File(path, "r")
-            except OSError as e:
-                raise self._damaged(k, f"unreadable HDF5 ({e})") from None
+            except (identity.Mismatch, LongsynthError) as e:
+                raise self._damaged(k, str(e).partition(f"{self.root}/{rec['file']}: ")[2] or str(e)) from None
+            found = identity.problem(f, rec, self.expect)
+            if found is not None:
+                f.close()
+                os.close(fd)
+                raise self._damaged(k, found)
+            self._files[("fd", k)] = _Fd(fd)
             self._files[k] = f
         return f
 
@@ -121,7 +124,8 @@ class Split:
             if offset is None:
                 r = d
             else:
-                fd = self._files[("fd", k)] = self._files.get(("fd", k)) or _Fd(self._file(k).filename)
+                self._file(k)
+                fd = self._files[("fd", k)]  # the descriptor the shard was checked through
                 shape = d.shape[1:]
                 r = (fd.fd, offset, d.dtype.itemsize * int(np.prod(shape, dtype=np.int64)), d.dtype, shape)
             self._nodes[("fixed", k, key)] = r
@@ -175,7 +179,7 @@ class Split:
                 out = {key: out[key] for key in keys}
         except DamagedDataError:
             raise
-        except (OSError, KeyError, RuntimeError) as e:  # what h5py raises on a damaged file
+        except (OSError, KeyError, RuntimeError, MemoryError) as e:  # h5py on a damaged file; sizes it claims
             raise self._damaged(k, f"unreadable ({type(e).__name__}: {e})") from None
         if bad:
             raise self._damaged(k, f"sample {self.starts[k] + j} of {self.name} fails its checksum (damaged data)")
@@ -196,7 +200,7 @@ class Split:
                 got = np.zeros((rec["count"], len(self.columns), 2), dtype=np.uint64)
                 c = self.columns[key]
                 checksum.fill_rows(a, rec["count"], got, c)
-            except (OSError, KeyError, RuntimeError) as e:  # what h5py raises on a damaged file
+            except (OSError, KeyError, RuntimeError, MemoryError) as e:  # h5py on a damaged file; sizes it claims
                 raise self._damaged(k, f"unreadable ({type(e).__name__}: {e})") from None
             bad = np.flatnonzero(np.any(got[:, c] != check[:, c], axis=1))
             if bad.size:
@@ -256,7 +260,7 @@ class Split:
                         if bad.size:
                             raise self._damaged(k, f"sample {self.starts[k] + lo + int(bad[0])} of {self.name} fails "
                                                    f"its checksum (damaged data)")
-                except (OSError, KeyError, RuntimeError) as e:  # what h5py raises on a damaged file
+                except (OSError, KeyError, RuntimeError, MemoryError) as e:  # h5py on a damaged file; sizes it claims
                     raise self._damaged(k, f"unreadable ({type(e).__name__}: {e})") from None
                 yield self.starts[k] + lo, block
 
@@ -292,8 +296,8 @@ def _unblock(block):
 class _Fd:
     """A read-only file descriptor that closes like a file (kept beside the h5py handles)."""
 
-    def __init__(self, path):
-        self.fd = os.open(path, os.O_RDONLY)
+    def __init__(self, fd):
+        self.fd = fd
 
     def close(self):
         if self.fd is not None:
@@ -313,7 +317,8 @@ class Dataset:
         self.config = self.task.make_config(**self.manifest["params"])
         specs = self.task.keys(self.config)
         msplits = self.manifest["splits"]
-        self.splits = {s: Split(self.root, s, msplits[s], specs) for s in SPLITS if s in msplits}
+        self.splits = {s: Split(self.root, s, msplits[s], specs, identity.Expected.of(self.manifest, s, specs))
+                       for s in SPLITS if s in msplits}
 
     def __getitem__(self, split):
         if split not in self.splits:

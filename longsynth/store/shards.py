@@ -14,7 +14,9 @@ import numpy as np
 
 from longsynth import checksum, registry
 from longsynth.rng import split_code
-from longsynth.store.layout import (BLOCK_BYTES, CHECK_KEY, DIGEST_KEY, FORMAT, FORMAT_VERSION, RAGGED_ROWS,
+from longsynth.errors import LongsynthError
+from longsynth.store import safe
+from longsynth.store.layout import (LOCK, BLOCK_BYTES, CHECK_KEY, DIGEST_KEY, FORMAT, FORMAT_VERSION, RAGGED_ROWS,
                                     block_digests, file_sha256, sample_bytes)
 from longsynth.task import Ragged
 
@@ -36,6 +38,25 @@ def _chunks(spec, job):
     if job.compression == "none":
         return None
     return (1,) + tuple(spec.shape) if spec.shape else (min(job.count, 1 << 16),)
+
+
+def _under_live_lock(root):
+    """Whether a process holds the gen lock of ``root`` (an flock on its .lock). An executor
+    whose workers may outlive the process that planned their jobs (Dask workers, when a
+    `gen --dask` is killed) renames a shard into the folder only then."""
+    import fcntl
+
+    try:
+        fd = safe.open_regular(os.path.join(root, LOCK))
+    except (OSError, LongsynthError):
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True  # held, exclusively, by the writer
+    finally:
+        os.close(fd)  # releases the shared lock if it was granted
+    return False
 
 
 def write_shard(job, progress=None, attempt=None):
@@ -64,13 +85,21 @@ def write_shard(job, progress=None, attempt=None):
     checks = np.zeros((job.count, len(order), 2), dtype=np.uint64)
     buffers = task.allocate(cfg, block) if task.fill is not None else None  # one allocation per shard
     try:
-        with h5py.File(tmp, "w", libver="earliest", track_order=False) as f:
-            f.attrs["format"] = FORMAT
+        if os.path.lexists(tmp):  # left by a killed attempt; "x" below never follows a link
+            os.remove(tmp)
+        with h5py.File(tmp, "x", libver="earliest", track_order=False) as f:
+            # strings as fixed-length bytes: stored in the attribute itself, so a reader checks
+            # them without touching HDF5's global heap, which a damaged file can send into an
+            # endless loop (docs/format.md, "Shards")
+            f.attrs["format"] = np.bytes_(FORMAT)
             f.attrs["format_version"] = FORMAT_VERSION
-            f.attrs["task"] = job.task
-            f.attrs["params"] = json.dumps(job.params, sort_keys=True)
+            f.attrs["task"] = np.bytes_(job.task)
+            f.attrs["task_revision"] = task.revision
+            if job.generation is not None:
+                f.attrs["generation"] = np.bytes_(job.generation)
+            f.attrs["params"] = np.bytes_(json.dumps(job.params, sort_keys=True))
             f.attrs["seed"] = job.seed
-            f.attrs["split"] = job.split
+            f.attrs["split"] = np.bytes_(job.split)
             f.attrs["start"] = job.start
             f.attrs["count"] = job.count
             dsets = {}
@@ -127,9 +156,12 @@ def write_shard(job, progress=None, attempt=None):
         t_hash += time.perf_counter() - t2
         t_write += t1 - t0
         t_sync = t2 - t1
+        if attempt is not None and not _under_live_lock(job.root):
+            raise LongsynthError(f"{job.root}: no gen holds the folder's lock any more (its process died); "
+                                 f"{job.name} not written")
         os.replace(tmp, final)
     except BaseException:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.remove(tmp)
         raise
     record = {
