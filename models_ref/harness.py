@@ -27,7 +27,7 @@ import torch.distributed as dist
 from longsynth import plot, registry
 from longsynth.errors import LongsynthError
 from longsynth.models_ref import factories
-from longsynth.models_ref.presets import PAPER_SOURCE, paper_figures
+from longsynth.models_ref.presets import PAPER_SOURCE, own_figures, paper_figures
 from longsynth.models_ref.protocol import (manifest_digest, on_the_fly_sources, protocol_for_dataset, resolve,
                                            stored_sources)
 from longsynth.models_ref.trainer import PRIMARY, train
@@ -274,9 +274,10 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
     wall = time.time() - t0
     primary = PRIMARY[tcfg.objective]
     figures = paper_figures(proto.name, proto.task)
-    paper = figures.get(job.model)
+    own = own_figures(proto.name, proto.scale, job.model)  # the paper's column a built-in's preset matches
+    paper = paper_figures(own, proto.task).get(job.model)
     if paper is not None:
-        paper = {**paper, "source": PAPER_SOURCE[proto.name]}
+        paper = {**paper, "source": PAPER_SOURCE[own]}
     out = {
         "task": proto.task, "family": registry.get(proto.task).family, "protocol": proto.name,
         "target": job.data or proto.task, "model": job.model, "model_identity": identity, "scale": job.scale,

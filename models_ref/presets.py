@@ -8,7 +8,8 @@ Three tables, each entry citing its source (docs/models.md "Presets" says how th
   papers' values (DLR paper Tables 5/6, DSS and S4 settings for LRA); ``scale="tiny"`` the
   same recipe shrunk to run on one CPU core in minutes.
 - ``ARCHITECTURES[(protocol, scale, model)]``: a built-in model's ``ModelConfig`` fields
-  (the data's channels come from the ModelSpec) and its learning rate.
+  (the data's channels come from the ModelSpec), its learning rate and, where its layers
+  match another column of the paper than the protocol's, the protocol of those ``figures``.
 - ``PAPER[protocol][column]``: the papers' test figures, per task for the atomic suite.
 
 ``protocol`` names: ``atomic`` (every atomic task, on-the-fly data), ``listops-subtrees``,
@@ -156,7 +157,7 @@ ARCHITECTURES.update({
     ("atomic-512", "tiny", "dss"): ARCHITECTURES[("atomic", "tiny", "dss")],
     ("atomic", "paper", "attention"): dict(arch=dict(H=128, n_layers=1, heads=4), lr=1e-3,
                                            source="DLR paper Table 5 (ATTENTION, L = 4096)"),
-    ("atomic", "tiny", "attention"): dict(arch=dict(H=64, n_layers=2, heads=4), lr=1e-3,
+    ("atomic", "tiny", "attention"): dict(arch=dict(H=64, n_layers=2, heads=4), lr=1e-3, figures="atomic-512",
                                           source="Table 5's two-layer ATTENTION of L = 512, at H 64"),
 })
 ARCHITECTURES[("atomic-512", "tiny", "attention")] = ARCHITECTURES[("atomic", "tiny", "attention")]
@@ -259,6 +260,13 @@ def paper_figures(protocol, task):
     if protocol in ("atomic", "atomic-512"):
         return {col: figs[task] for col, figs in table.items() if task in figs}
     return dict(table)
+
+
+def own_figures(protocol, scale, model):
+    """The protocol whose paper figures a built-in model's preset reproduces: the preset's
+    ``figures`` (the tiny two-layer attention is Table 1's L = 512 column), else the protocol."""
+    row = architecture(protocol, scale, model) or {}
+    return row.get("figures", protocol)
 
 
 # ----------------------------------------------------------------- positive controls

@@ -13,7 +13,7 @@ import json
 import os
 import statistics
 
-from longsynth.models_ref.presets import COLUMNS, PAPER_SOURCE
+from longsynth.models_ref.presets import COLUMNS, PAPER_SOURCE, own_figures, paper_figures
 
 METRIC_NAMES = {"r2": "R^2", "accuracy": "accuracy", "macro_f1": "macro F1"}
 TOLERANCE = 0.1  # a reference model is consistent with the paper within this much
@@ -57,19 +57,28 @@ class Report:
                "lrs": sorted(by_lr), "val": val[best_lr], "test_mean": statistics.fmean(tests) if tests else None,
                "test_std": statistics.stdev(tests) if len(tests) > 1 else 0.0, "seeds": len(tests),
                "paper": paper, "paper_source": PAPER_SOURCE.get(runs[0]["protocol"]),
+               "own": self._own(runs[0]),
                "wall_time_s": sum(r["wall_time_s"] for r in runs),
                "tokens_per_s": statistics.fmean(r["train_tokens_per_s"] for r in runs)}
         row["verdict"] = self._verdict(row, figures)
         return row
 
+    def _own(self, run):
+        """The paper's figure of this model itself (built-ins), from the column its preset matches."""
+        at = own_figures(run["protocol"], run["scale"], self.model)
+        figure = paper_figures(at, run["task"]).get(self.model)
+        return None if figure is None else {**figure, "source": PAPER_SOURCE.get(at), "protocol": at}
+
     def _verdict(self, row, figures):
         test = row["test_mean"]
         if test is None:
             return "no test result"
-        own = (figures.get(self.model) or {}).get(row["metric"])
+        paper = row["own"] or {}
+        own = paper.get(row["metric"])
         if own is not None:  # a reference model: does it reproduce its own column?
             ok = abs(test - own) <= TOLERANCE
-            return f"{'consistent with' if ok else 'differs from'} the paper's {self.model} ({own:.2f})"
+            where = "" if paper["protocol"] == row["protocol"] else f", its {paper['protocol']} column"
+            return f"{'consistent with' if ok else 'differs from'} the paper's {self.model} ({own:.2f}{where})"
         known = {c: f.get(row["metric"]) for c, f in figures.items() if f.get(row["metric"]) is not None}
         if not known:
             return "no paper figure"
