@@ -3,7 +3,7 @@
 A factory is ``factory(spec: longsynth.ModelSpec) -> torch.nn.Module`` (docs/evaluate.md).
 ``load(text)`` resolves what the command line names:
 
-- a built-in name (``dlr``, ``dss``): the reference model stack with the architecture of
+- a built-in name (``dlr``, ``dss``, ``s4``, ``s4d``, ``essm``): the reference model stack with the architecture of
   ``presets.ARCHITECTURES`` for the spec's protocol and scale;
 - ``path/to/file.py:function``: a function in a Python file (the user's code, run as the
   user asked);
@@ -25,6 +25,9 @@ from longsynth.models_ref.model import Model, ModelConfig
 from longsynth.models_ref.presets import ARCHITECTURES
 
 
+BIDIRECTIONAL = ("dlr", "s4", "s4d", "essm")  # built-in layers with a bidirectional form
+
+
 class Reference:
     """A built-in reference model: ``Reference("dlr")(spec)`` -> Model."""
 
@@ -39,9 +42,10 @@ class Reference:
 
     def config(self, spec):
         """The ModelConfig for a spec: the preset's architecture, the data's channels, and
-        the protocol's direction (DSS_exp is causal only, which a bidirectional protocol allows)."""
+        the protocol's direction: the layers of ``BIDIRECTIONAL`` run both ways where the protocol
+        is not causal (DSS_exp is causal only, which a bidirectional protocol allows)."""
         io = dict(d_input=spec.d_input or 1, d_output=spec.d_output, vocab_size=spec.vocab_size)
-        bidirectional = not spec.causal and self.name == "dlr"
+        bidirectional = not spec.causal and self.name in BIDIRECTIONAL
         return ModelConfig(layer=self.name, bidirectional=bidirectional, **io, **self.preset(spec)["arch"])
 
     def lr(self, spec):
@@ -51,7 +55,7 @@ class Reference:
         return Model(self.config(spec))
 
 
-BUILTIN = {name: Reference(name) for name in ("dlr", "dss")}
+BUILTIN = {name: Reference(name) for name in ("dlr", "dss", "s4", "s4d", "essm")}
 
 
 def _sha256(path):

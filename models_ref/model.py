@@ -25,8 +25,11 @@ from torch.utils.checkpoint import checkpoint
 from longsynth.errors import LongsynthError
 from longsynth.models_ref.dlr import DLR
 from longsynth.models_ref.dss import DSSExp
+from longsynth.models_ref.essm import ESSM
+from longsynth.models_ref.s4 import S4
+from longsynth.models_ref.s4d import INITS, S4D
 
-LAYERS = ("dlr", "dss")
+LAYERS = ("dlr", "dss", "s4", "s4d", "essm")
 KERNELS = ("real", "prod")
 NORMS = ("layer", "batch")
 
@@ -38,9 +41,9 @@ class ModelConfig:
     H: int = 128
     N: int = 1024
     n_layers: int = 1
-    layer: str = "dlr"  # "dlr" | "dss"
+    layer: str = "dlr"  # "dlr" | "dss" | "s4" | "s4d" | "essm" (docs/models.md)
     kernel: str = "real"  # DLR kernel cast: "real" (Re K) | "prod" (Re K * Im K)
-    bidirectional: bool = False  # DLR only
+    bidirectional: bool = False  # all layers but dss
     max_kernel_length: int | None = None
     dt_min: float = 5e-4
     dt_max: float = 5e-1
@@ -51,6 +54,8 @@ class ModelConfig:
     dropout: float = 0.0
     chunk: int | None = None  # kernel chunk length (None: automatic)
     norm: str = "layer"  # "layer": LayerNorm over H per position | "batch": BatchNorm over (B, L) per channel
+    init: str = "legs"  # s4d only: "legs" (S4D-LegS) | "lin" (S4D-Lin)
+    heads: int = 1  # essm only: s, the number of diagonal blocks (heads); divides H
 
     def __post_init__(self):
         if self.layer not in LAYERS:
@@ -61,6 +66,14 @@ class ModelConfig:
             raise LongsynthError(f"norm: must be one of {NORMS}, got {self.norm!r}")
         if self.layer == "dss" and (self.bidirectional or self.kernel != "real"):
             raise LongsynthError("layer: dss supports only kernel='real', bidirectional=False")
+        if self.layer in ("s4", "s4d", "essm") and self.kernel != "real":
+            raise LongsynthError(f"layer: {self.layer} has a real kernel, kernel must be 'real'")
+        if self.layer in ("s4", "s4d") and self.N % 2:
+            raise LongsynthError(f"N: {self.layer} keeps N/2 conjugate pairs, N must be even, got {self.N}")
+        if self.init not in INITS:
+            raise LongsynthError(f"init: must be one of {INITS}, got {self.init!r}")
+        if self.heads < 1 or self.H % self.heads:
+            raise LongsynthError(f"heads: must be >= 1 and divide H = {self.H}, got {self.heads}")
         for name in ("d_input", "d_output", "H", "N", "n_layers"):
             if getattr(self, name) < 1:
                 raise LongsynthError(f"{name}: must be >= 1, got {getattr(self, name)}")
@@ -124,9 +137,18 @@ class Block(nn.Module):
             self.layer = DLR(cfg.H, cfg.N, kernel=cfg.kernel, bidirectional=cfg.bidirectional,
                              max_kernel_length=cfg.max_kernel_length, dt_min=cfg.dt_min,
                              dt_max=cfg.dt_max, lr=cfg.ssm_lr, chunk=cfg.chunk)
-        else:
+        elif cfg.layer == "dss":
             self.layer = DSSExp(cfg.H, cfg.N, max_kernel_length=cfg.max_kernel_length,
                                 dt_min=cfg.dt_min, dt_max=cfg.dt_max, lr=cfg.ssm_lr, chunk=cfg.chunk)
+        else:  # the S4 family (docs/models.md): s4, s4d, essm
+            common = dict(bidirectional=cfg.bidirectional, max_kernel_length=cfg.max_kernel_length,
+                          dt_min=cfg.dt_min, dt_max=cfg.dt_max, lr=cfg.ssm_lr)
+            if cfg.layer == "s4":
+                self.layer = S4(cfg.H, cfg.N, chunk=cfg.chunk, **common)
+            elif cfg.layer == "s4d":
+                self.layer = S4D(cfg.H, cfg.N, init=cfg.init, chunk=cfg.chunk, **common)
+            else:
+                self.layer = ESSM(cfg.H, cfg.N, heads=cfg.heads, **common)
         self.prenorm = cfg.prenorm
         self.norm = make_norm(cfg)
         self.dropout = nn.Dropout(cfg.dropout)
