@@ -3,8 +3,8 @@
 A factory is ``factory(spec: longsynth.ModelSpec) -> torch.nn.Module`` (docs/evaluate.md).
 ``load(text)`` resolves what the command line names:
 
-- a built-in name (``dlr``, ``dss``, ``s4``, ``s4d``, ``essm``): the reference model stack with the architecture of
-  ``presets.ARCHITECTURES`` for the spec's protocol and scale;
+- a built-in name (``dlr``, ``dss``, ``s4``, ``s4d``, ``essm``): the reference model stack with
+  the architecture of ``presets.ARCHITECTURES`` for the spec's protocol and scale;
 - ``path/to/file.py:function``: a function in a Python file (the user's code, run as the
   user asked);
 - ``package.module:function``: a function of an importable module.

@@ -41,7 +41,8 @@ CAUCHY_ELEMENTS = 1 << 21  # H_k * N * chunk complex entries per Cauchy chunk (1
 def hippo_legs(N):
     """HiPPO-LegS (A [N, N], B [N]) in float64 (S4 paper eq. 2)."""
     q = torch.sqrt(2 * torch.arange(N, dtype=torch.float64) + 1)  # [N]
-    A = -torch.tril(q[:, None] * q[None, :], diagonal=-1) - torch.diag(torch.arange(N, dtype=torch.float64) + 1)  # [N, N]
+    A = -torch.tril(q[:, None] * q[None, :], diagonal=-1)  # [N, N]  n > k
+    A = A - torch.diag(torch.arange(N, dtype=torch.float64) + 1)  # [N, N]  n = k
     return A, q  # [N, N], [N]
 
 
