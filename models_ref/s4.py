@@ -24,14 +24,13 @@ the Woodbury identity gives
     Khat(w) = Delta [r_CB - c r_CP (1 + c r_QP)^-1 r_QB],   r_ab(w) = sum_n conj(a_n) b_n / d_n(w),
 
 four Cauchy sums over the N modes, evaluated at the L/2 + 1 frequencies of a real kernel in
-chunks of frequencies (memory O(H N chunk); under autograd each chunk is recomputed in the
-backward pass instead of stored), then K = irfft(Khat, L). The FFT convolution, kernel length
+chunks of frequencies by ``Cauchy``, whose backward pass recomputes each chunk instead of
+storing it (memory O(H N chunk)), then K = irfft(Khat, L). The FFT convolution, kernel length
 and layer around it are in kernel.py. Only torch is imported here.
 """
 import math
 
 import torch
-from torch.utils.checkpoint import checkpoint
 
 from longsynth.models_ref.kernel import SSMLayer
 
@@ -70,10 +69,38 @@ def _pairs(x):
     return torch.cat((x, x.conj()), dim=-1)  # [..., N]
 
 
-def _cauchy(num, Lam, dt, w):
-    """r [H_k, 4, F]: sum_n num[h, v, n] / d_n(w_f), d = (1 - w) - (1 + w) Delta/2 Lambda_n."""
-    d = (1 - w)[None, None, :] - (1 + w)[None, None, :] * (dt[:, None] / 2 * Lam)[..., None]  # [H_k, N, F]
-    return torch.einsum("hvn,hnf->hvf", num, 1 / d)  # [H_k, 4, F]
+def _inverse_d(g, w):
+    """1 / d [H_k, N, F] with d_n(w) = (1 - w) - (1 + w) g_n, g = Delta/2 Lambda [H_k, N]."""
+    return 1 / ((1 - w)[None, None, :] - (1 + w)[None, None, :] * g[..., None])  # [H_k, N, F]
+
+
+class Cauchy(torch.autograd.Function):
+    """r [H_k, V, F] = sum_n num[h, v, n] / d_n(w_f), chunked over frequencies in both passes.
+
+    Forward and backward each hold one [H_k, N, chunk] block at a time (memory O(H N chunk),
+    never [H, N, L]); the backward recomputes 1/d per chunk instead of storing it. Gradients
+    (conjugate Wirtinger, torch's convention for complex inputs):
+    dr/dnum = 1/d, dr/dg = num (1 + w) / d^2.
+    """
+
+    @staticmethod
+    def forward(ctx, num, g, w, chunk):
+        ctx.save_for_backward(num, g, w)
+        ctx.chunk = chunk
+        return torch.cat([torch.einsum("hvn,hnf->hvf", num, _inverse_d(g, w[s:s + chunk]))
+                          for s in range(0, w.shape[0], chunk)], dim=-1)  # [H_k, V, F]
+
+    @staticmethod
+    def backward(ctx, grad):  # grad [H_k, V, F]
+        num, g, w = ctx.saved_tensors
+        d_num, d_g = torch.zeros_like(num), torch.zeros_like(g)  # [H_k, V, N], [H_k, N]
+        for s in range(0, w.shape[0], ctx.chunk):
+            inv = _inverse_d(g, w[s:s + ctx.chunk]).conj()  # [H_k, N, f]
+            gc = grad[..., s:s + ctx.chunk]  # [H_k, V, f]
+            d_num += torch.einsum("hvf,hnf->hvn", gc, inv)  # [H_k, V, N]
+            dd = inv * inv * (1 + w[s:s + ctx.chunk]).conj()  # [H_k, N, f]  conj(dr/dg / num)
+            d_g += torch.einsum("hvf,hvn,hnf->hn", gc, num.conj(), dd)  # [H_k, N]
+        return d_num, d_g, None, None
 
 
 class S4(SSMLayer):
@@ -129,13 +156,7 @@ class S4(SSMLayer):
         w = torch.polar(torch.ones_like(l), -2 * math.pi * l / L).to(Lam.dtype)  # [F]  roots of unity
         step = self.chunk or max(1, CAUCHY_ELEMENTS // (Lam.shape[0] * self.N))
         dtc = dt.to(Lam.dtype)  # [H_k]
-        parts = []
-        for s in range(0, F, step):
-            if torch.is_grad_enabled():  # recompute the [H_k, N, chunk] block in backward, never store it
-                parts.append(checkpoint(_cauchy, num, Lam, dtc, w[s:s + step], use_reentrant=False))  # [H_k, 4, f]
-            else:
-                parts.append(_cauchy(num, Lam, dtc, w[s:s + step]))  # [H_k, 4, f]
-        r = torch.cat(parts, dim=-1)  # [H_k, 4, F]
+        r = Cauchy.apply(num, dtc[:, None] / 2 * Lam, w, step)  # [H_k, 4, F]
         c = (1 + w)[None, :] * (dtc / 2)[:, None]  # [H_k, F]
         K_hat = dtc[:, None] * (r[:, 0] - c * r[:, 1] * r[:, 2] / (1 + c * r[:, 3]))  # [H_k, F]  Woodbury
         return torch.fft.irfft(K_hat, n=L)  # [H_k, L]

@@ -142,6 +142,16 @@ def test_s4_float32_kernel_at_path_x_length_is_the_float64_one():
     assert (k32.double() - k64).abs().max() < 1e-5 * k64.abs().max()
 
 
+def test_cauchy_backward_is_the_derivative():
+    from longsynth.models_ref.s4 import Cauchy
+
+    torch.manual_seed(8)
+    num = torch.randn(2, 4, 5, dtype=torch.complex128, requires_grad=True)
+    g = torch.complex(-torch.rand(2, 5, dtype=torch.float64), torch.randn(2, 5, dtype=torch.float64)).requires_grad_()
+    w = torch.polar(torch.ones(7, dtype=torch.float64), -2 * torch.pi * torch.arange(7, dtype=torch.float64) / 12)
+    assert torch.autograd.gradcheck(lambda a, b: Cauchy.apply(a, b, w, 3), (num, g))
+
+
 def test_s4_kernel_grad_flows_through_chunks_and_matches_unchunked():
     torch.manual_seed(2)
     grads = []
