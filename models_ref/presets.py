@@ -253,3 +253,4 @@ for _proto, _figs in {"lra-listops": (.5960, .6047, .6220), "lra-pathfinder": (.
     for _model, _v in zip(("s4", "s4d", "essm"), _figs):
         PAPER[_proto][_model] = {"accuracy": _v}
     PAPER_SOURCE[_proto] += "; S4 paper Table 4 (S4, updated results); eSSM paper Table 2 (S4D, eSSM)"
+EXTRA_COLUMNS = ("s4", "s4d", "essm")  # shown after COLUMNS in a report whose protocols have their figures
