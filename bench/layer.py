@@ -1,8 +1,14 @@
 """DLR layer benchmark: forward+backward tokens/s and peak memory, chunked vs materialising,
-and against the authors' own layer.
+and against the authors' own layer; and the S4 family against DLR.
 
     python bench/layer.py [--device cpu|cuda] [--reps 2] [--json bench/results/layer.json]
     python bench/layer.py --authors-src /tmp/dlr-src [--json bench/results/layer_authors.json]
+    python bench/layer.py --family [--json bench/results/layer_family.json]
+
+``--family``: S4, S4D and eSSM (docs/models.md) against DLR at L = 1024, 16K (Path-X) and 64K,
+H = 128, batch 1, each at its paper's state size (DLR N 1024, DLR paper Table 6; S4 and S4D
+N 64, S4 paper Table 11; eSSM 8 heads of N 256, eSSM paper Table 10), unidirectional; the
+forward alone (no autograd) is timed beside forward+backward.
 
 ``--authors-src PATH``: a checkout of github.com/ag1988/dlr (for example
 ``git --git-dir=... archive HEAD src | tar -x -C PATH``). Their DLR layer (``DSS`` with
@@ -39,6 +45,10 @@ CONFIGS = {
     "pf512": dict(H=64, N=2048, L=262144, klen=32768, B=1),
     "pf512-fullkernel": dict(H=64, N=2048, L=262144, klen=None, B=1),
 }
+FAMILY = {"dlr": dict(N=1024), "s4": dict(N=64), "s4d": dict(N=64), "essm": dict(N=256, heads=8)}
+for _L, _tag in ((1024, "1k"), (16384, "16k"), (65536, "64k")):
+    CONFIGS[f"family-{_tag}"] = dict(H=128, N=None, L=_L, klen=None, B=1)
+FAMILY_PLAN = [(impl, f"family-{tag}") for tag in ("1k", "16k", "64k") for impl in FAMILY]
 PLAN = [("chunked", "pf128"), ("naive", "pf128"), ("chunked", "pf512"), ("naive", "pf512"),
         ("chunked", "pf512-fullkernel")]
 AUTHORS_PLAN = [("chunked", "pf128"), ("authors", "pf128"), ("chunked", "pf512"), ("authors", "pf512"),
@@ -78,8 +88,18 @@ def authors_layer(src, c):
     return layer, mod.has_pykeops
 
 
+def family_layer(impl, c):
+    """One layer of the S4 family (or DLR) at the sizes of ``FAMILY``."""
+    from longsynth.models_ref.model import Block, ModelConfig
+
+    cfg = ModelConfig(d_input=1, d_output=1, H=c["H"], layer=impl, dt_min=1e-3, dt_max=1e-1, **FAMILY[impl])
+    return Block(cfg).layer
+
+
 def analytic_bytes(impl, c):
     """Bytes of the kernel-side tensors one forward materialises (complex64 = 8 bytes)."""
+    if impl in FAMILY:
+        return None
     Lk = c["klen"] or c["L"]
     if impl == "naive":
         return {"P [N, Lk]": 8 * c["N"] * Lk, "K [H, Lk]": 8 * c["H"] * Lk,
@@ -109,6 +129,10 @@ def run_one(impl, name, device, reps, threads, authors_src=None):
         layer = layer.to(device)
         extra["pykeops"] = keops
         call = lambda u: layer(u)[0]  # noqa: E731  their forward returns (y, state)
+    elif impl in FAMILY:
+        layer = family_layer(impl, c).to(device)
+        call = layer
+        extra.update(FAMILY[impl])
     else:
         layer = DLR(c["H"], c["N"], max_kernel_length=c["klen"], dt_min=1e-4, dt_max=1e-1).to(device)
         call = layer
@@ -137,10 +161,25 @@ def run_one(impl, name, device, reps, threads, authors_src=None):
         if i:  # the first step is a warm-up
             times.append(time.perf_counter() - t)
     sec = sorted(times)[len(times) // 2]
+    if impl in FAMILY:  # the forward alone, after the forward+backward peak was taken
+        peak_fb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
+        fwd = []
+        with torch.no_grad():
+            for i in range(reps + 1):
+                sync()
+                t = time.perf_counter()
+                call(u)
+                sync()
+                if i:
+                    fwd.append(time.perf_counter() - t)
+        f = sorted(fwd)[len(fwd) // 2]
+        extra.update(forward_s=f, forward_tokens_per_s=c["B"] * c["L"] / f)
     out = {"impl": impl, "config": name, **c, **extra, "device": device, "threads": threads,
            "step_s": sec, "tokens_per_s": c["B"] * c["L"] / sec}
     if device == "cuda":
         out["peak_bytes"] = torch.cuda.max_memory_allocated() - base_cuda
+    elif impl in FAMILY:
+        out["peak_bytes"] = peak_fb
     else:
         out["peak_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
     print(json.dumps(out))
@@ -153,6 +192,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "layer.json"))
     ap.add_argument("--authors-src", default=None, help="checkout of ag1988/dlr: time their DLR layer beside ours")
+    ap.add_argument("--family", action="store_true", help="S4, S4D and eSSM against DLR at L = 1K, 16K, 64K")
     ap.add_argument("--configs", nargs="+", default=None, help=f"subset of {list(CONFIGS)}")
     ap.add_argument("--mem-cap-gib", type=float, default=16.0, help="address-space cap per run (CPU)")
     ap.add_argument("--one", nargs=2, metavar=("IMPL", "CONFIG"), help=argparse.SUPPRESS)
@@ -170,6 +210,8 @@ def main():
     if args.authors_src:
         load_authors(args.authors_src)  # fail early, in one line, on a wrong path or a missing package
         plan = AUTHORS_PLAN
+    if args.family:
+        plan = FAMILY_PLAN
     if args.configs:
         plan = [(i, n) for i, n in plan if n in args.configs]
     results = []
@@ -185,10 +227,13 @@ def main():
             else:
                 r = {"impl": impl, "config": name, **CONFIGS[name], "device": device,
                      "failed": (p.stderr.strip().splitlines() or ["killed"])[-1][:200]}
-            r["analytic_bytes"] = analytic_bytes("naive" if impl == "authors" else impl, CONFIGS[name])
+            if impl not in FAMILY:
+                r["analytic_bytes"] = analytic_bytes("naive" if impl == "authors" else impl, CONFIGS[name])
             results.append(r)
             peak = f"{r['peak_bytes'] / 2**20:9.0f} MiB" if "peak_bytes" in r else "        -"
             speed = f"{r['tokens_per_s']:12.0f} tok/s  {r['step_s']:7.3f} s" if "step_s" in r else r["failed"]
+            if "forward_s" in r:
+                speed += f"  (forward {r['forward_tokens_per_s']:10.0f} tok/s {r['forward_s']:7.3f} s)"
             print(f"{device:4s} {impl:8s} {name:17s} {speed}  peak {peak}", flush=True)
     meta = {"host": platform.node(), "cpu": platform.processor() or platform.machine(),
             "torch": torch.__version__, "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,

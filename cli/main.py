@@ -437,8 +437,8 @@ def _lrs(ctx, param, value):
 def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, out):
     """Run MODEL through the papers' protocols and report it beside the papers' figures.
 
-    MODEL is a built-in name (dlr, dss, attention, attention-ff, local-attention, dlr-prod,
-    dlr-real, dlr-6), path/to/file.py:function or package.module:function;
+    MODEL is a built-in name (dlr, dss, s4, s4d, essm, attention, attention-ff, local-attention,
+    dlr-prod, dlr-real, dlr-6), path/to/file.py:function or package.module:function;
     a function takes a longsynth.ModelSpec and returns a torch.nn.Module mapping
     [B, T, d_input] (or tokens [B, T]) to [B, T, d_output] (docs/evaluate.md).
     """

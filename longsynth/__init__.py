@@ -43,8 +43,9 @@ def evaluate(model, suite, *, out, scale="tiny", steps=None, lrs=None, seeds=1, 
     """Run ``model`` through ``suite``'s protocols; returns a Report (``table()``, ``to_markdown()``).
 
     ``model``: a factory ``f(ModelSpec) -> torch.nn.Module``, a built-in name (``"dlr"``,
-    ``"dss"``), ``"path/to/file.py:function"`` or ``"package.module:function"``. The other
-    arguments are ``longsynth evaluate``'s options (docs/evaluate.md). Needs torch.
+    ``"dss"``, ``"s4"``, ``"s4d"``, ``"essm"``), ``"path/to/file.py:function"`` or
+    ``"package.module:function"``. The other arguments are ``longsynth evaluate``'s options
+    (docs/evaluate.md). Needs torch.
     """
     from longsynth.models_ref.evaluate import Settings
     from longsynth.models_ref.evaluate import evaluate as run

@@ -3,8 +3,10 @@
 A factory is ``factory(spec: longsynth.ModelSpec) -> torch.nn.Module`` (docs/evaluate.md).
 ``load(text)`` resolves what the command line names:
 
-- a built-in name (``dlr``, ``dss``): the reference model stack with the architecture of
-  ``presets.ARCHITECTURES`` for the spec's protocol and scale;
+- a built-in name (``dlr``, ``dss``, ``s4``, ``s4d``, ``essm`` and the DLR paper's baselines
+  ``attention``, ``attention-ff``, ``local-attention``, ``dlr-prod``, ``dlr-real``, ``dlr-6``):
+  the reference model stack with the preset of ``presets.architecture`` for the spec's
+  protocol and scale;
 - ``path/to/file.py:function``: a function in a Python file (the user's code, run as the
   user asked);
 - ``package.module:function``: a function of an importable module.
@@ -25,6 +27,9 @@ from longsynth.models_ref.model import Model, ModelConfig
 from longsynth.models_ref.presets import VARIANTS, architecture
 
 
+BIDIRECTIONAL = ("dlr", "dlr-real", "s4", "s4d", "essm", "attention", "local-attention")  # with a bidirectional form
+
+
 class Reference:
     """A built-in reference model: ``Reference("dlr")(spec)`` -> Model with the preset of
     the spec's protocol and scale (``presets.architecture``)."""
@@ -41,10 +46,11 @@ class Reference:
 
     def config(self, spec):
         """The ModelConfig for a spec: the preset's architecture, the data's channels, and
-        the protocol's direction (DSS_exp is causal only, which a bidirectional protocol allows)."""
+        the protocol's direction: the layers of ``BIDIRECTIONAL`` run both ways where the protocol
+        is not causal (DSS_exp is causal only, which a bidirectional protocol allows)."""
         io = dict(d_input=spec.d_input or 1, d_output=spec.d_output, vocab_size=spec.vocab_size)
         arch = {"layer": self.layer, **self.preset(spec)["arch"]}
-        bidirectional = not spec.causal and arch["layer"] != "dss"
+        bidirectional = not spec.causal and arch["layer"] in BIDIRECTIONAL
         return ModelConfig(bidirectional=bidirectional, **io, **arch)
 
     def lr(self, spec):
@@ -54,8 +60,8 @@ class Reference:
         return Model(self.config(spec))
 
 
-BUILTIN = {name: Reference(name) for name in ("dlr", "dss", "dlr-prod", "dlr-real", "dlr-6", "attention",
-                                               "attention-ff", "local-attention")}
+BUILTIN = {name: Reference(name) for name in ("dlr", "dss", "s4", "s4d", "essm", "dlr-prod", "dlr-real", "dlr-6",
+                                               "attention", "attention-ff", "local-attention")}
 
 
 def _sha256(path):

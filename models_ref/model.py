@@ -26,8 +26,11 @@ from longsynth.errors import LongsynthError
 from longsynth.models_ref.attention import Attention, FeedForward
 from longsynth.models_ref.dlr import DLR, DLRReal
 from longsynth.models_ref.dss import DSSExp
+from longsynth.models_ref.essm import ESSM
+from longsynth.models_ref.s4 import S4
+from longsynth.models_ref.s4d import INITS, S4D
 
-LAYERS = ("dlr", "dss", "dlr-real", "attention", "local-attention")
+LAYERS = ("dlr", "dss", "s4", "s4d", "essm", "dlr-real", "attention", "local-attention")
 KERNELS = ("real", "prod")
 NORMS = ("layer", "batch")
 
@@ -39,9 +42,9 @@ class ModelConfig:
     H: int = 128
     N: int = 1024
     n_layers: int = 1
-    layer: str = "dlr"  # "dlr" | "dss" | "dlr-real" (DLR-R) | "attention" | "local-attention"
+    layer: str = "dlr"  # "dlr" | "dss" | "s4" | "s4d" | "essm" | "dlr-real" | "attention" | "local-attention"
     kernel: str = "real"  # DLR kernel cast: "real" (Re K) | "prod" (Re K * Im K)
-    bidirectional: bool = False  # all but dss; attention: not causal
+    bidirectional: bool = False  # all layers but dss; attention: not causal
     max_kernel_length: int | None = None
     dt_min: float = 5e-4
     dt_max: float = 5e-1
@@ -52,7 +55,9 @@ class ModelConfig:
     dropout: float = 0.0
     chunk: int | None = None  # kernel chunk length (None: automatic)
     norm: str = "layer"  # "layer": LayerNorm over H per position | "batch": BatchNorm over (B, L) per channel
-    heads: int = 4  # attention heads (the paper's ATTENTION block: 4)
+    init: str = "legs"  # s4d only: "legs" (S4D-LegS) | "lin" (S4D-Lin)
+    heads: int = 1  # essm only: s, the number of diagonal blocks (heads); divides H
+    attention_heads: int = 4  # attention heads (the paper's ATTENTION block: 4)
     attention_chunk: int = 1024  # local-attention: chunk length (the paper's LOCALATTENTION: 1024)
     ff_layers: int = 0  # feed-forward sublayers after each block (Table 4's ATTENTION + 2xFF: 2)
     ff_width: int = 2048  # their hidden width
@@ -68,6 +73,12 @@ class ModelConfig:
             raise LongsynthError("layer: dss supports only kernel='real', bidirectional=False")
         if self.layer != "dlr" and self.kernel != "real":
             raise LongsynthError(f"kernel: the prod cast is DLR's; {self.layer} has kernel='real' only")
+        if self.layer in ("s4", "s4d") and self.N % 2:
+            raise LongsynthError(f"N: {self.layer} keeps N/2 conjugate pairs, N must be even, got {self.N}")
+        if self.init not in INITS:
+            raise LongsynthError(f"init: must be one of {INITS}, got {self.init!r}")
+        if self.heads < 1 or self.H % self.heads:
+            raise LongsynthError(f"heads: must be >= 1 and divide H = {self.H}, got {self.heads}")
         for name in ("d_input", "d_output", "H", "N", "n_layers"):
             if getattr(self, name) < 1:
                 raise LongsynthError(f"{name}: must be >= 1, got {getattr(self, name)}")
@@ -134,8 +145,15 @@ def make_layer(cfg: ModelConfig):
         return DLRReal(cfg.H, cfg.N, bidirectional=cfg.bidirectional, **ssm)
     if cfg.layer == "dss":
         return DSSExp(cfg.H, cfg.N, **ssm)
+    if cfg.layer == "s4":  # the S4 family (docs/models.md): s4, s4d, essm
+        return S4(cfg.H, cfg.N, bidirectional=cfg.bidirectional, **ssm)
+    if cfg.layer == "s4d":
+        return S4D(cfg.H, cfg.N, init=cfg.init, bidirectional=cfg.bidirectional, **ssm)
+    if cfg.layer == "essm":
+        ssm.pop("chunk")
+        return ESSM(cfg.H, cfg.N, heads=cfg.heads, bidirectional=cfg.bidirectional, **ssm)
     chunk = cfg.attention_chunk if cfg.layer == "local-attention" else None
-    return Attention(cfg.H, cfg.heads, causal=not cfg.bidirectional, chunk=chunk)
+    return Attention(cfg.H, cfg.attention_heads, causal=not cfg.bidirectional, chunk=chunk)
 
 
 class Block(nn.Module):

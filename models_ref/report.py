@@ -13,7 +13,7 @@ import json
 import os
 import statistics
 
-from longsynth.models_ref.presets import COLUMNS, PAPER_SOURCE, own_figures, paper_figures
+from longsynth.models_ref.presets import COLUMNS, EXTRA_COLUMNS, PAPER_SOURCE, own_figures, paper_figures
 
 METRIC_NAMES = {"r2": "R^2", "accuracy": "accuracy", "macro_f1": "macro F1"}
 TOLERANCE = 0.1  # a reference model is consistent with the paper within this much
@@ -38,6 +38,12 @@ class Report:
     def model(self):
         return self.identity["model"]
 
+    @property
+    def columns(self):
+        """COLUMNS, then each of EXTRA_COLUMNS that has a figure in one of the runs' protocols."""
+        extra = [c for c in EXTRA_COLUMNS if any(c in (r.get("paper_columns") or {}) for r in self.runs)]
+        return (*COLUMNS, *extra)
+
     def rows(self):
         """One dict per task, in the order the runs were planned."""
         tasks = list(dict.fromkeys(r["task"] for r in self.runs))
@@ -52,7 +58,7 @@ class Report:
         best_lr = max(val, key=val.get)
         tests = [r["test"][metric] for r in by_lr[best_lr] if r.get("test")]
         figures = runs[0].get("paper_columns") or {}
-        paper = {c: (_column(figures, c) or {}).get(metric) for c in COLUMNS}
+        paper = {c: (_column(figures, c) or {}).get(metric) for c in self.columns}
         row = {"task": task, "protocol": runs[0]["protocol"], "metric": metric, "best_lr": best_lr,
                "lrs": sorted(by_lr), "val": val[best_lr], "test_mean": statistics.fmean(tests) if tests else None,
                "test_std": statistics.stdev(tests) if len(tests) > 1 else 0.0, "seeds": len(tests),
@@ -90,12 +96,13 @@ class Report:
 
     def table(self):
         """Plain-text table of the rows (what the CLI prints)."""
-        head = ["task", "metric", self.model[-28:], "lr", *COLUMNS, "verdict"]
+        head = ["task", "metric", self.model[-28:], "lr", *self.columns, "verdict"]
         lines = [head]
         for r in self.rows():
             mine = "-" if r["test_mean"] is None else f"{r['test_mean']:.3f} ± {r['test_std']:.3f} (n={r['seeds']})"
             lines.append([r["task"], METRIC_NAMES.get(r["metric"], r["metric"]), mine, f"{r['best_lr']:g}",
-                          *("-" if r["paper"][c] is None else f"{r['paper'][c]:.2f}" for c in COLUMNS), r["verdict"]])
+                          *("-" if r["paper"][c] is None else f"{r['paper'][c]:.2f}" for c in self.columns),
+                          r["verdict"]])
         widths = [max(len(str(row[i])) for row in lines) for i in range(len(head))]
         return "\n".join("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in lines)
 
@@ -109,11 +116,11 @@ class Report:
             out += ["The tiny scale shrinks the papers' recipes (atomic tasks at L = 512 and 600 steps; select "
                     "and mips at L = 128; not 4096 and 40K: docs/evaluate.md), so the papers' figures are "
                     "a reference, not a target.", ""]
-        out += [f"| task | metric | {self.model} | best lr | " + " | ".join(f"paper {c}" for c in COLUMNS)
-                + " | verdict |", "|---" * (5 + len(COLUMNS)) + "|"]
+        out += [f"| task | metric | {self.model} | best lr | " + " | ".join(f"paper {c}" for c in self.columns)
+                + " | verdict |", "|---" * (5 + len(self.columns)) + "|"]
         for r in self.rows():
             mine = "-" if r["test_mean"] is None else f"{r['test_mean']:.3f} ± {r['test_std']:.3f}"
-            paper = " | ".join("-" if r["paper"][c] is None else f"{r['paper'][c]:.2f}" for c in COLUMNS)
+            paper = " | ".join("-" if r["paper"][c] is None else f"{r['paper'][c]:.2f}" for c in self.columns)
             out.append(f"| {r['task']} | {METRIC_NAMES.get(r['metric'], r['metric'])} | {mine} | {r['best_lr']:g} | "
                        f"{paper} | {r['verdict']} |")
         sources = sorted({r["paper_source"] for r in self.rows() if r["paper_source"]})
@@ -137,7 +144,8 @@ class Report:
         name = os.path.basename(self.model)
         fig, ax = plt.subplots(figsize=(10, 1.4 + 0.62 * n), dpi=110)
         series = [(f"{name} (this run)", "#1f4e8c")] + [
-            (f"paper {c}", col) for c, col in zip(COLUMNS, ("#9ecae1", "#c7c7c7", "#fdae6b"))]
+            (f"paper {c}", col) for c, col in zip(self.columns, ("#9ecae1", "#c7c7c7", "#fdae6b", "#a1d99b", "#bcbddc",
+                                                               "#fdd0a2"))]
         h = 0.8 / len(series)
         lo = 0.0
         for k, (label, color) in enumerate(series):
@@ -147,7 +155,7 @@ class Report:
                 errs = [r["test_std"] for r in rows]
                 ax.barh(ys, vals, height=h, color=color, xerr=errs, capsize=2, label=label)
             else:
-                vals = [r["paper"][COLUMNS[k - 1]] for r in rows]
+                vals = [r["paper"][self.columns[k - 1]] for r in rows]
                 ax.barh([y for y, v in zip(ys, vals) if v is not None], [v for v in vals if v is not None],
                         height=h, color=color, label=label)
             lo = min([lo] + [v for v in vals if v is not None])

@@ -190,7 +190,7 @@ def test_model_shapes(layer, bidirectional):
     tok = Model(ModelConfig(d_input=1, d_output=10, H=8, N=4, vocab_size=16, prenorm=True))
     assert tok(torch.randint(0, 16, (2, 20))).shape == (2, 20, 10)
     with pytest.raises(ValueError):
-        ModelConfig(d_input=1, d_output=1, layer="s4")
+        ModelConfig(d_input=1, d_output=1, layer="s5")  # not a built-in layer
     with pytest.raises(ValueError):
         ModelConfig(d_input=1, d_output=1, kernel="imag")
 
@@ -667,7 +667,7 @@ def test_validate_on_the_fly_writes_a_certificate(tmp_path):
     ck = torch.load(out / "checkpoints" / "last.pt", weights_only=True)
     assert ck["step"] == 4 and ck["model_config"] == m["model_config"]
     with pytest.raises(ValueError):
-        validate("cumsum", model="s4", report_dir=str(out))
+        validate("cumsum", model="s5", report_dir=str(out))  # not a built-in model
 
 
 def test_validate_stored_dataset(tmp_path):
