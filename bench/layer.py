@@ -4,11 +4,14 @@ and against the authors' own layer; and the S4 family against DLR.
     python bench/layer.py [--device cpu|cuda] [--reps 2] [--json bench/results/layer.json]
     python bench/layer.py --authors-src /tmp/dlr-src [--json bench/results/layer_authors.json]
     python bench/layer.py --family [--json bench/results/layer_family.json]
+    python bench/layer.py --baselines [--json bench/results/layer_baselines.json]
 
 ``--family``: S4, S4D and eSSM (docs/models.md) against DLR at L = 1024, 16K (Path-X) and 64K,
 H = 128, batch 1, each at its paper's state size (DLR N 1024, DLR paper Table 6; S4 and S4D
 N 64, S4 paper Table 11; eSSM 8 heads of N 256, eSSM paper Table 10), unidirectional; the
-forward alone (no autograd) is timed beside forward+backward.
+forward alone (no autograd) is timed beside forward+backward. ``--baselines``: the DLR paper's
+ATTENTION (4 heads, rotary) and LOCALATTENTION (chunks of 1024) layers against a DLR layer of
+N 4096 at H 128 and L = 512, 4096, 16K (its Table 1 times attention at 6.3x DLR at L = 4096).
 
 ``--authors-src PATH``: a checkout of github.com/ag1988/dlr (for example
 ``git --git-dir=... archive HEAD src | tar -x -C PATH``). Their DLR layer (``DSS`` with
@@ -45,10 +48,14 @@ CONFIGS = {
     "pf512": dict(H=64, N=2048, L=262144, klen=32768, B=1),
     "pf512-fullkernel": dict(H=64, N=2048, L=262144, klen=None, B=1),
 }
-FAMILY = {"dlr": dict(N=1024), "s4": dict(N=64), "s4d": dict(N=64), "essm": dict(N=256, heads=8)}
-for _L, _tag in ((1024, "1k"), (16384, "16k"), (65536, "64k")):
+FAMILY = {"dlr": dict(N=1024), "s4": dict(N=64), "s4d": dict(N=64), "essm": dict(N=256, heads=8),
+          # --baselines: the DLR paper's Table 1 layers at H 128 (DLR N 4096; attention 4 heads; local chunk 1024)
+          "dlr-4096": dict(layer="dlr", N=4096), "attention": dict(), "local-attention": dict(attention_chunk=1024)}
+for _L, _tag in ((512, "512"), (1024, "1k"), (4096, "4k"), (16384, "16k"), (65536, "64k")):
     CONFIGS[f"family-{_tag}"] = dict(H=128, N=None, L=_L, klen=None, B=1)
-FAMILY_PLAN = [(impl, f"family-{tag}") for tag in ("1k", "16k", "64k") for impl in FAMILY]
+FAMILY_PLAN = [(impl, f"family-{tag}") for tag in ("1k", "16k", "64k") for impl in ("dlr", "s4", "s4d", "essm")]
+BASELINES_PLAN = [(impl, f"family-{tag}") for tag in ("512", "4k", "16k")
+                  for impl in ("dlr-4096", "attention", "local-attention")]
 PLAN = [("chunked", "pf128"), ("naive", "pf128"), ("chunked", "pf512"), ("naive", "pf512"),
         ("chunked", "pf512-fullkernel")]
 AUTHORS_PLAN = [("chunked", "pf128"), ("authors", "pf128"), ("chunked", "pf512"), ("authors", "pf512"),
@@ -92,7 +99,8 @@ def family_layer(impl, c):
     """One layer of the S4 family (or DLR) at the sizes of ``FAMILY``."""
     from longsynth.models_ref.model import Block, ModelConfig
 
-    cfg = ModelConfig(d_input=1, d_output=1, H=c["H"], layer=impl, dt_min=1e-3, dt_max=1e-1, **FAMILY[impl])
+    fields = {"layer": impl, **FAMILY[impl]}
+    cfg = ModelConfig(d_input=1, d_output=1, H=c["H"], dt_min=1e-3, dt_max=1e-1, **fields)
     return Block(cfg).layer
 
 
@@ -193,6 +201,8 @@ def main():
     ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "layer.json"))
     ap.add_argument("--authors-src", default=None, help="checkout of ag1988/dlr: time their DLR layer beside ours")
     ap.add_argument("--family", action="store_true", help="S4, S4D and eSSM against DLR at L = 1K, 16K, 64K")
+    ap.add_argument("--baselines", action="store_true",
+                    help="attention and local attention against DLR (N 4096) at L = 512, 4K, 16K (Table 1's sizes)")
     ap.add_argument("--configs", nargs="+", default=None, help=f"subset of {list(CONFIGS)}")
     ap.add_argument("--mem-cap-gib", type=float, default=16.0, help="address-space cap per run (CPU)")
     ap.add_argument("--one", nargs=2, metavar=("IMPL", "CONFIG"), help=argparse.SUPPRESS)
@@ -212,6 +222,8 @@ def main():
         plan = AUTHORS_PLAN
     if args.family:
         plan = FAMILY_PLAN
+    if args.baselines:
+        plan = BASELINES_PLAN
     if args.configs:
         plan = [(i, n) for i, n in plan if n in args.configs]
     results = []
