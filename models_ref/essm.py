@@ -19,7 +19,7 @@ GELU(y) * sigmoid(W_g GELU(y)) of the paper's appendix E.1.
 
 Initialisation (section 4.5, appendix B.3): Lambda from the eigenvalues of the normal part of
 HiPPO-LegS (those with Im > 0 of a 2N-state LegS, models_ref/s4.py ``legs_nplr``), its real part
-kept <= -1e-3 by clipping (f_+); B ~ N(0, 1/h), C ~ truncated N(0, 1/N); D = 1;
+kept <= -1e-3 by clipping (f_+); B ~ N(0, 1/h), C ~ N(0, 1/N) truncated at 2 std; D = 1;
 log Delta ~ U[log dt_min, log dt_max] per state. Only torch is imported here.
 """
 import math
@@ -54,7 +54,9 @@ class ESSM(SSMLayer):
         self.register("Lambda_re", Lam.real.expand(heads, -1).clone(), lr)  # [s, N]  clipped to <= RE_MAX
         self.register("Lambda_im", Lam.imag.expand(heads, -1).clone(), lr)  # [s, N]
         self.register("B", torch.randn(heads, N, h) / math.sqrt(h), lr)  # [s, N, h]
-        self.register("C", nn.init.trunc_normal_(torch.empty(heads, h, N), std=1 / math.sqrt(N)), None)  # [s, h, N]
+        std = 1 / math.sqrt(N)
+        C = nn.init.trunc_normal_(torch.empty(heads, h, N), std=std, a=-2 * std, b=2 * std)  # [s, h, N]  within 2 std
+        self.register("C", C, None)  # [s, h, N]
         self.register("D", torch.ones(heads, h), None)  # [s, h]
         self.gate = nn.Linear(H, H)  # W_g of the activation GELU(y) * sigmoid(W_g GELU(y))
 
