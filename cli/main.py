@@ -91,7 +91,10 @@ class TaskGroup(click.Group):
 
     def resolve_command(self, ctx, args):
         if args and args[0] not in registry.all_tasks() and not args[0].startswith("-"):
-            raise click.UsageError(f"unknown task {args[0]!r}; choose from {', '.join(api.tasks())}")
+            try:
+                registry.get(args[0])
+            except LongsynthError as e:  # the registry's line, with its nearest name
+                raise click.UsageError(str(e).removeprefix("task: ")) from None
         return super().resolve_command(ctx, args)
 
 

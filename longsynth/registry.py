@@ -33,5 +33,9 @@ def get(name):
     """The Task called ``name``; ValueError listing the known tasks otherwise."""
     tasks = all_tasks()
     if name not in tasks:
-        raise LongsynthError(f"task: unknown task {name!r}; choose from {', '.join(tasks)}")
+        import difflib
+
+        near = difflib.get_close_matches(str(name), tasks, n=1)
+        hint = f"did you mean {near[0]}? " if near else ""
+        raise LongsynthError(f"task: unknown task {name!r}; {hint}choose from {', '.join(tasks)}")
     return tasks[name]

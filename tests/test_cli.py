@@ -86,7 +86,7 @@ def test_corrupt_shard_is_one_line_error(runner, dataset, tmp_path):
         (["gen", "cumsum", "-n", "10", "-o", "{tmp}/file.txt/x"], "cannot create directory"),
         (["gen", "cumsum", "-n", "10", "-o", "{tmp}/file.txt"], "file.txt' is a file"),
         (["info", "{tmp}"], "no manifest.json; not a longsynth dataset directory"),
-        (["verify", "{tmp}/missing"], "no manifest.json"),
+        (["verify", "{tmp}/missing"], "missing: does not exist"),
         (["show", "{tmp}/missing"], "is neither a task"),
     ],
 )
@@ -153,3 +153,15 @@ def test_validate_writes_certificate_that_info_shows(runner, tmp_path):
     assert "on-the-fly validation covers atomic tasks" in one_error_line(r)
     r = runner.invoke(cli, ["validate", "cumsum", "--steps", "0"])
     assert "--steps must be >= 1" in one_error_line(r)
+
+
+def test_a_mistyped_task_gets_the_nearest_name_and_a_missing_folder_does_not_exist(tmp_path):
+    """One line each: "did you mean" for a near task name; "does not exist" for a missing path
+    (not "no manifest.json", which is for a folder that holds no dataset)."""
+    r = CliRunner().invoke(cli, ["gen", "cumsun", "-o", str(tmp_path / "x")])
+    assert r.exit_code != 0 and "unknown task 'cumsun'; did you mean cumsum?" in r.output
+    r = CliRunner().invoke(cli, ["info", str(tmp_path / "nowhere")])
+    assert r.exit_code == 1 and r.output.strip() == f"Error: {tmp_path / 'nowhere'}: does not exist"
+    (tmp_path / "empty").mkdir()
+    r = CliRunner().invoke(cli, ["info", str(tmp_path / "empty")])
+    assert r.exit_code == 1 and "no manifest.json; not a longsynth dataset directory" in r.output

@@ -237,6 +237,8 @@ def read_manifest(root):
     try:
         raw = safe.read_json(path, path)
     except FileNotFoundError:
+        if not os.path.lexists(root):
+            raise LongsynthError(f"{root}: does not exist") from None
         raise LongsynthError(f"{root}: no {MANIFEST}; not a longsynth dataset directory") from None
     except OSError as e:
         raise LongsynthError(f"{path}: unreadable manifest ({e.strerror or e})") from None
