@@ -36,6 +36,10 @@ def friendly(fn):
             raise click.ClickException(str(e)) from None
         except BrokenPipeError:  # output piped into head & co.
             return None
+        except RuntimeError as e:
+            if isinstance(e.__context__, KeyboardInterrupt):  # a lock the interrupt broke: it is the interrupt
+                raise KeyboardInterrupt from None
+            raise
         except OSError as e:
             where = f"{e.filename}: " if getattr(e, "filename", None) else ""
             raise click.ClickException(f"{where}{e.strerror or e}") from None

@@ -20,13 +20,16 @@ ROW_GROUP_BYTES, the unit that a streaming reader fetches.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import re
 import shutil
+import signal
 import struct
 import tempfile
+import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -262,10 +265,25 @@ def _write_file(dataset, f, path, feats, schema, options, group, pool, done, sto
     return nbytes
 
 
+@contextlib.contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM wait until the block ends (Unix; elsewhere a no-op): the
+    KeyboardInterrupt they raise then lands between two statements of ours, not inside a
+    thread pool's internal lock, which it would leave broken."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _write_files(dataset, files, paths, feats, schema, options, group, progress):
     """Every file on its own thread (Parquet encoding and zlib release the GIL); progress
     is reported from this thread only, as the writers count rows."""
-    import threading
     from concurrent.futures import FIRST_EXCEPTION, wait
 
     lock, counted, stop = threading.Lock(), [0], threading.Event()
@@ -276,8 +294,9 @@ def _write_files(dataset, files, paths, feats, schema, options, group, progress)
 
     workers = os.cpu_count() or 1
     with ThreadPoolExecutor(workers) as pool, ThreadPoolExecutor(max(1, min(workers, len(files)))) as writers:
-        futures = {writers.submit(_write_file, dataset, f, paths[f.rel], feats, schema, options, group, pool, done,
-                                  stop): f for f in files}
+        with _signals_held():  # Ctrl-C / SIGTERM inside the executor's locks would break them
+            futures = {writers.submit(_write_file, dataset, f, paths[f.rel], feats, schema, options, group, pool,
+                                      done, stop): f for f in files}
         pending, reported = set(futures), 0
         try:
             while pending:
