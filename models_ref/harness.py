@@ -27,7 +27,7 @@ import torch.distributed as dist
 from longsynth import plot, registry
 from longsynth.errors import LongsynthError
 from longsynth.models_ref import factories
-from longsynth.models_ref.presets import PAPER_SOURCE, own_figures, paper_figures
+from longsynth.models_ref.presets import PAPER_SOURCE, TOLERANCE, own_figures, paper_figures
 from longsynth.models_ref.protocol import (manifest_digest, on_the_fly_sources, protocol_for_dataset, resolve,
                                            stored_sources)
 from longsynth.models_ref.trainer import PRIMARY, train
@@ -231,12 +231,12 @@ def resolve_lr(job, factory, spec, protocol):
 
 
 def verdict(test, paper, primary):
-    """'consistent with the paper' when the test metric is within 0.1 of the paper's figure."""
+    """'consistent with the paper' when the test metric is within TOLERANCE of the paper's figure."""
     if test is None or paper is None or primary not in paper:
         return None
     gap = test[primary] - paper[primary]
     return {"metric": primary, "test": test[primary], "paper": paper[primary], "gap": gap,
-            "consistent": abs(gap) <= 0.1}
+            "consistent": abs(gap) <= TOLERANCE}
 
 
 def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, world=1):

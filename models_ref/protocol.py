@@ -14,7 +14,6 @@ evaluation). ``sources(...)`` builds its data:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 
 import torch
@@ -197,8 +196,9 @@ def stored_sources(root, batch_size, eval_batches, seed=0, rank=0, world=1):
 
 def manifest_digest(root):
     """SHA-256 of a dataset's manifest.json: what a checkpoint trained on it records."""
-    with open(os.path.join(root, "manifest.json"), "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+    from longsynth.store import file_sha256
+
+    return file_sha256(os.path.join(root, "manifest.json"))  # the store's hash: never follows a link
 
 
 def on_the_fly_sources(protocol, batch_size, seed=0, rank=0, world=1):

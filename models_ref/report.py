@@ -13,10 +13,9 @@ import json
 import os
 import statistics
 
-from longsynth.models_ref.presets import COLUMNS, EXTRA_COLUMNS, PAPER_SOURCE, own_figures, paper_figures
+from longsynth.models_ref.presets import COLUMNS, EXTRA_COLUMNS, PAPER_SOURCE, TOLERANCE, own_figures, paper_figures
 
 METRIC_NAMES = {"r2": "R^2", "accuracy": "accuracy", "macro_f1": "macro F1"}
-TOLERANCE = 0.1  # a reference model is consistent with the paper within this much
 
 
 def _column(figures, name):
