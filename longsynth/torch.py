@@ -41,7 +41,7 @@ from torch.utils.data import DistributedSampler, IterableDataset, get_worker_inf
 
 from longsynth.api import resolve
 from longsynth.errors import LongsynthError
-from longsynth.generators.listops import PAD_ID  # 15: one past the ListOps vocabulary
+from longsynth.generators.listops_tree import PAD_ID  # 15: one past the ListOps vocabulary
 from longsynth.store import open as _open_dataset
 
 IGNORE_INDEX = -100  # targets the loss must skip (torch.nn.CrossEntropyLoss default)

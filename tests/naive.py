@@ -492,7 +492,7 @@ def listops_longest(max_args, max_depth):
 
 def listops_sample(seed, split, index, min_length, max_length, max_args, max_depth):
     """Token ids of sample ``index``, straight from the documented draw order (revision 2)
-    in generators/listops.py: node by node in pure Python, the tree built level by level,
+    in generators/listops_tree.py: node by node in pure Python, the tree built level by level,
     then written out recursively in preorder and labelled from a bit reservoir."""
     rng = Stream(seed, split, index)
     M = listops_longest(max_args, max_depth)

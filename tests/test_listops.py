@@ -10,6 +10,8 @@ from scipy import stats
 import longsynth
 from longsynth import exports, registry, store
 from longsynth.generators import listops as lo
+from longsynth.generators import listops_show
+from longsynth.generators import listops_tree as tree
 from longsynth.rng import stream
 from longsynth.task import Ragged, unpack
 
@@ -47,7 +49,7 @@ def check_against_evaluator(task, s, params):
 def test_vocab_is_fixed_and_ordered():
     assert longsynth.vocab("listops-subtrees") == naive.LISTOPS_VOCAB
     assert longsynth.vocab("listops") == naive.LISTOPS_VOCAB
-    assert len(lo.VOCAB) == 15
+    assert len(tree.VOCAB) == 15
 
 
 def test_worked_example_from_tasks_md():
@@ -59,7 +61,7 @@ def test_worked_example_from_tasks_md():
     assert ev["heights"] == [1, 2, 3]
     assert [naive.LISTOPS_VOCAB[o] for o in ev["operators"]] == ["[SM", "[MED", "[MAX"]
     assert ev["lengths"] == [5, 9, 15] and ev["closes"] == [8, 11, 14] and ev["root"] == 6
-    shown = lo.render(ids, ev["targets"]).split("\n")
+    shown = listops_show.render(ids, ev["targets"]).split("\n")
     assert shown[0].split() == text.split()
     for word, tag in zip(text.split(), shown[1].split()):
         assert shown[0].index(word) >= 0 and len(tag) == 1
@@ -76,7 +78,7 @@ def test_operator_values_from_digit_counts():
         args = rng.integers(0, 10, size=rng.integers(2, 17)).tolist()
         hist = np.bincount(args, minlength=10).astype(np.int64)
         for op in range(4):
-            got = lo._close_value(op, len(args), hist, 0)
+            got = tree._close_value(op, len(args), hist, 0)
             assert got == naive.listops_apply(op, args), (op, args)
     assert naive.listops_apply(2, [0, 3]) == 1 == int(np.median([0, 3]))
 
@@ -105,15 +107,15 @@ def test_length_pass_and_shape_pass_draw_identically():
                                 (4, 30, 2, 4), (2, 5, 3, 2), (4, 12, 4, 3), (30, 400, 16, 6),
                                 (30, 400, 7, 6), (100, 3000, 3, 12)]:
         cfg = lo.ListOpsConfig(mn, mx, args, depth)
-        cap = lo.caps(mx, args, depth)
+        cap = tree.caps(mx, args, depth)
         kids = np.empty(mx, dtype=np.uint8)
         starts = np.zeros(depth + 1, dtype=np.int64)
         accepted = 0
         for index in range(40):
             sa, sb = stream(1, 1, index), stream(1, 1, index)
             for _ in range(2000):
-                na = lo.attempt_length(sa, mn, mx, args, depth, cap)
-                nb = lo.attempt_shape(sb, mn, mx, args, depth, cap, kids, starts)
+                na = tree.attempt_length(sa, mn, mx, args, depth, cap)
+                nb = tree.attempt_shape(sb, mn, mx, args, depth, cap, kids, starts)
                 assert na == nb and np.array_equal(sa, sb)
                 if na:
                     accepted += 1
@@ -143,7 +145,7 @@ def test_upper_bound_caps_are_longest_subtrees():
     """cap[d] + 1 is the length of the full tree below depth d (every node an operator with
     max_args arguments), clipped at max_length: the early rejection bound is attained."""
     for args, depth, mx in [(9, 15, 8180), (3, 5, 10_000), (2, 4, 100)]:
-        cap = lo.caps(mx, args, depth)
+        cap = tree.caps(mx, args, depth)
         for d in range(1, depth + 1):
             full = 1
             for _ in range(depth - d):
@@ -186,7 +188,7 @@ def _categories(rows, cfg):
 def small_draws():
     n = 20000
     t, cfg, seed, code, fixed = longsynth.api.resolve("listops-subtrees", 7, "train", SMALL)
-    p = lo.generate_padded(cfg, seed, code, 0, n)
+    p = tree.generate_padded(cfg, seed, code, 0, n)
     toks = [p["tokens"][i, : p["lengths"][i]] for i in range(n)]
     ours = [(op, ar, int(p["heights"][i, p["ncloses"][i] - 1]), n_)
             for i, (op, ar, _, n_) in enumerate(_stats_of(toks))]
@@ -392,7 +394,7 @@ def test_show_and_show_dataset(stored, tmp_path):
     task.show(ss, task.make_config(**SMALL), str(tmp_path / "s.txt"))  # the expressions, as text
     text = (tmp_path / "s.txt").read_text()
     first = text.split("\n")[1:3]
-    tokens = [lo.VOCAB[t] for t in ss[0]["inputs"].tolist()]
+    tokens = [tree.VOCAB[t] for t in ss[0]["inputs"].tolist()]
     assert first[0].split() == tokens[: len(first[0].split())]
     classic = registry.get("listops")
     cs = samples("listops", SMALL, 1)

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from longsynth.errors import LongsynthError
-from longsynth.generators.listops import CLOSE, VOCAB
+from longsynth.generators.listops_tree import CLOSE, VOCAB
 from longsynth.store import PendingFiles
 
 
