@@ -7,7 +7,7 @@
 """
 import os as _os
 
-__version__ = "0.1.0"
+from longsynth._version import __version__
 
 # setuptools maps generators/, cli/ and models_ref/ of the repository to
 # longsynth.generators, .cli and .models_ref. Imported straight from a source checkout

@@ -5,6 +5,8 @@ library's internal failure) keeps its traceback. ``LongsynthError`` derives from
 ``ValueError`` and ``MissingKeyError`` also from ``KeyError``, so library callers that
 catch the built-in types keep working.
 """
+import os
+import re
 
 
 class LongsynthError(ValueError):
@@ -19,3 +21,12 @@ class DamagedDataError(LongsynthError):
 
 class MissingKeyError(LongsynthError, KeyError):
     """A split or key the dataset does not have."""
+
+
+def os_reason(e):
+    """One line for an OSError: the errno HDF5 buries in a multi-line message, else strerror."""
+    text = str(e)
+    m = re.search(r"errno = (\d+)", text)
+    if m and int(m.group(1)):
+        return os.strerror(int(m.group(1)))
+    return " ".join((e.strerror or text).split())

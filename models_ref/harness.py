@@ -119,11 +119,11 @@ def prepare(job, rank=0, world=1):
         digest = manifest_digest(ds.root)
         data_info = {"dataset": ds.root, "params": ds.manifest["params"], "seed": ds.seed, "manifest_sha256": digest}
         if ds.task.family == "listops":
-            import longsynth
+            from longsynth.api import vocab
             from longsynth.torch import PAD_ID
 
             # one embedding row more than the vocabulary: pad_collate pads with PAD_ID = len(vocab)
-            vocab_size = max(len(longsynth.vocab(ds.task.name, **ds.manifest["params"])), PAD_ID) + 1
+            vocab_size = max(len(vocab(ds.task.name, **ds.manifest["params"])), PAD_ID) + 1
     else:
         *sources, params = on_the_fly_sources(proto, B, rank=rank, world=world)
         data_info = {"task": proto.task, "params": params, "seed": 0, "on_the_fly": True}

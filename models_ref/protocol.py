@@ -196,7 +196,7 @@ def stored_sources(root, batch_size, eval_batches, seed=0, rank=0, world=1):
 
 def manifest_digest(root):
     """SHA-256 of a dataset's manifest.json: what a checkpoint trained on it records."""
-    from longsynth.store import file_sha256
+    from longsynth.files import file_sha256
 
     return file_sha256(os.path.join(root, "manifest.json"))  # the store's hash: never follows a link
 

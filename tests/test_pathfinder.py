@@ -319,7 +319,7 @@ def test_export_mixes_with_theirs_and_a_failure_leaves_nothing(tmp_path, monkeyp
     out = tmp_path / "dlr"
     (out / "metadata").mkdir(parents=True)
     np.save(out / "metadata" / "39.npy", np.array([["imgs/39", "sample_0.png", "0", "1"]]))  # one of their 40 batches
-    store.export(str(root), "dlr-pathfinder", str(out))
+    exports.export(str(root), "dlr-pathfinder", str(out))
     assert sorted(os.listdir(out / "metadata")) == ["39.npy", "40.npy"]  # ours continue after theirs
     assert sorted(os.listdir(out / "imgs" / "40")) == ["sample_0.png", "sample_1.png", "sample_2.png"]
     before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
@@ -335,7 +335,7 @@ def test_export_mixes_with_theirs_and_a_failure_leaves_nothing(tmp_path, monkeyp
     export_record = dlr_pathfinder.export_record
     monkeypatch.setattr(dlr_pathfinder, "export_record", failing)
     with pytest.raises(OSError):
-        store.export(str(root), "dlr-pathfinder", str(out))
+        exports.export(str(root), "dlr-pathfinder", str(out))
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before  # no trace of the failed export
 
 

@@ -12,6 +12,7 @@ import longsynth
 from longsynth import store
 from longsynth.store import build, pool, shards
 from longsynth.cli.main import cli
+from longsynth.errors import os_reason
 
 P = {"L": 32}
 
@@ -176,9 +177,9 @@ def test_workers_are_capped_by_cores_and_shards(tmp_path, monkeypatch):
 
 HOLD = """
 import sys, time
-from longsynth import store
-store._make_dir(sys.argv[1])
-store.DirLock(sys.argv[1]).acquire()
+from longsynth.store.manifest import DirLock, _make_dir
+_make_dir(sys.argv[1])
+DirLock(sys.argv[1]).acquire()
 print("locked", flush=True)
 time.sleep(60)
 """
@@ -450,6 +451,6 @@ def test_hdf5_disk_full_message_becomes_one_line():
     3 MB tmpfs); gen must print one line."""
     msg = ("Can't close file (file write failed: time = Mon Nov 23 16:24:40 2026\n, filename = '/x/.train-00000.h5.tmp', "
            "file descriptor = 8, errno = 28, error message = 'No space left on device', buf = 0x55, total write size = 2048)")
-    assert store._os_reason(OSError(msg)) == "No space left on device"
-    assert store._os_reason(OSError(13, "Permission denied")) == "Permission denied"
-    assert "\n" not in store._os_reason(OSError("two\nlines"))
+    assert os_reason(OSError(msg)) == "No space left on device"
+    assert os_reason(OSError(13, "Permission denied")) == "Permission denied"
+    assert "\n" not in os_reason(OSError("two\nlines"))

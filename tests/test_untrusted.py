@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 import longsynth
-from longsynth import store
+from longsynth import exports, store
+from longsynth.files import file_sha256
 from longsynth.cli.main import cli
 
 P = {"L": 32}
@@ -161,7 +162,7 @@ def test_authors_pickles_are_read_with_their_types_only(tmp_path):
     root = tmp_path / "ds"
     store.generate(str(root), "pathfinder-seg", {"size": 128}, seed=4, splits={"train": 2}, shard_size=2, workers=1)
     out = tmp_path / "dlr"
-    store.export(str(root), "dlr-pathfinder", str(out))
+    exports.export(str(root), "dlr-pathfinder", str(out))
     assert len(fidelity.read_authors(str(out))) == 2  # what the exporter (and the authors) write still reads
     marker = tmp_path / "ran"
     with open(out / "paths" / "0" / "sample_1.pkl", "wb") as f:
@@ -282,7 +283,7 @@ def relist(root, name):
         for s in m["splits"].values():
             for rec in s["shards"]:
                 if rec["file"] == name:
-                    rec["bytes"], rec["sha256"] = os.path.getsize(path), store.file_sha256(path)
+                    rec["bytes"], rec["sha256"] = os.path.getsize(path), file_sha256(path)
 
     edit_manifest(root, change)
 

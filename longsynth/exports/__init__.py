@@ -70,7 +70,7 @@ def export(root, fmt, out, progress=None):
     import shutil
 
     from longsynth import store
-    from longsynth.store import safe
+    from longsynth import safe
 
     ds = store.open(root)
     try:

@@ -6,12 +6,12 @@ not stored keys: each main path's layer is redrawn from the stored ``dashes`` an
 with the renderer's own stamps, and checked against the stored ``targets``.
 """
 import os
-import tempfile
 import pickle
 
 import numpy as np
 
 from longsynth.errors import LongsynthError
+from longsynth.files import PendingFiles
 from longsynth.generators import pathfinder_render as render
 from longsynth.generators.pathfinder import params
 
@@ -69,12 +69,10 @@ def write(dataset, out_dir, progress):
     continue after the largest batch already in out_dir, so ours mix with theirs. Their
     loader makes its own 80/10/10 split of everything it finds.
 
-    Everything is written under a new out_dir/.longsynth-export-* and moved into place at the
-    end, batch folders first and each batch's metadata last (their loader finds images
-    through metadata only), so a failed export leaves nothing behind.
+    Staged with PendingFiles and renamed into place at the end, batch folders first and each
+    batch's metadata last (their loader finds images through metadata only), so a failed
+    export leaves nothing behind.
     """
-    import shutil
-
     from PIL import Image
 
     cfg = dataset.config
@@ -82,22 +80,21 @@ def write(dataset, out_dir, progress):
     taken = [int(f[:-4]) for f in os.listdir(meta_dir) if f.endswith(".npy") and f[:-4].isdigit()] \
         if os.path.isdir(meta_dir) else []
     first = max(taken) + 1 if taken else 0
-    os.makedirs(out_dir, exist_ok=True)
-    stage = tempfile.mkdtemp(prefix=".longsynth-export-", dir=out_dir)  # made here, never a planted link
     rows = {}
-    try:
+    folders = {}
+    with PendingFiles() as pending:
         i = 0
         for split, sp in dataset.splits.items():
             for j in range(len(sp)):
                 s = sp[j]
                 b, k = divmod(i, EXPORT_BATCH)
                 b += first
-                for sub in ("imgs", "paths"):
-                    os.makedirs(os.path.join(stage, sub, str(b)), exist_ok=True)
+                if b not in folders:
+                    folders[b] = {sub: pending.folder(os.path.join(out_dir, sub, str(b))) for sub in ("imgs", "paths")}
                 name = f"sample_{k}"
                 Image.fromarray(np.asarray(s["inputs"], dtype=np.uint8), mode="L").save(
-                    os.path.join(stage, "imgs", str(b), name + ".png"))
-                with open(os.path.join(stage, "paths", str(b), name + ".pkl"), "wb") as f:
+                    os.path.join(folders[b]["imgs"], name + ".png"))
+                with open(os.path.join(folders[b]["paths"], name + ".pkl"), "wb") as f:
                     pickle.dump(export_record(s, cfg), f, protocol=4)
                 rows.setdefault(b, []).append([f"imgs/{b}", name + ".png", k, int(bool(s["connected"])),
                                                cfg.continuity, cfg.contour_length, cfg.distractor_length,
@@ -105,20 +102,6 @@ def write(dataset, out_dir, progress):
                 i += 1
                 if progress is not None:
                     progress(1)
-        os.makedirs(os.path.join(stage, "metadata"), exist_ok=True)
         for b, r in rows.items():
-            np.save(os.path.join(stage, "metadata", f"{b}.npy"), np.array(r))
-        taken = [p for b in rows for p in (os.path.join(out_dir, "imgs", str(b)), os.path.join(out_dir, "paths", str(b)),
-                                           os.path.join(meta_dir, f"{b}.npy")) if os.path.lexists(p)]
-        if taken:  # checked before anything moves: a failed export leaves no image under a final name
-            raise LongsynthError(f"{taken[0]}: already exists (another export into {out_dir} at the same time?); "
-                                 f"nothing was written")
-        for sub in ("imgs", "paths", "metadata"):
-            os.makedirs(os.path.join(out_dir, sub), exist_ok=True)
-        for b in rows:
-            for sub in ("imgs", "paths"):
-                os.replace(os.path.join(stage, sub, str(b)), os.path.join(out_dir, sub, str(b)))
-        for b in rows:
-            os.replace(os.path.join(stage, "metadata", f"{b}.npy"), os.path.join(meta_dir, f"{b}.npy"))
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+            with open(pending.path(os.path.join(meta_dir, f"{b}.npy"), new=True), "wb") as f:
+                np.save(f, np.array(r))

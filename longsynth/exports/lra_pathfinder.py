@@ -17,11 +17,11 @@ field 3 as the label, and split everything 80/10/10 with their own seed: our tra
 test membership is not carried over (train, then val, then test are written in order).
 """
 import os
-import tempfile
 
 import numpy as np
 
 from longsynth.errors import LongsynthError
+from longsynth.files import PendingFiles
 from longsynth.generators.lra_pathfinder import DIRS
 
 EXPORT_BATCH = 1000  # images per imgs/<b> folder
@@ -42,11 +42,9 @@ def metadata_line(b, k, label, cfg, margin):
 def write(dataset, out_dir, progress):
     """All splits (train, val, test order) under out_dir/<difficulty folder>/, in batches of
     EXPORT_BATCH images numbered after the largest batch already there (so two datasets of
-    one difficulty can be put together). Written under a temporary folder and moved into
-    place at the end, each batch's metadata last (the loaders find images through metadata
-    only), so a failed export leaves nothing behind."""
-    import shutil
-
+    one difficulty can be put together). Staged with PendingFiles and renamed into place at
+    the end, each batch's metadata last (the loaders find images through metadata only), so
+    a failed export leaves nothing behind."""
     from PIL import Image
 
     cfg = dataset.config
@@ -57,39 +55,23 @@ def write(dataset, out_dir, progress):
     taken = [int(f[:-4]) for f in os.listdir(meta_dir) if f.endswith(".npy") and f[:-4].isdigit()] \
         if os.path.isdir(meta_dir) else []
     first = max(taken) + 1 if taken else 0
-    os.makedirs(root, exist_ok=True)
-    stage = tempfile.mkdtemp(prefix=".longsynth-export-", dir=root)  # made here, never a planted link
     lines = {}
-    try:
+    folders = {}
+    with PendingFiles() as pending:
         i = 0
         for split, sp in dataset.splits.items():
             for _, block in sp.iter_blocks(keys=["inputs", "targets", "margin"]):
                 for j in range(len(block["targets"])):
                     b, k = divmod(i, EXPORT_BATCH)
                     b += first
-                    folder = os.path.join(stage, "imgs", str(b))
-                    if k == 0:
-                        os.makedirs(folder, exist_ok=True)
+                    if b not in folders:
+                        folders[b] = pending.folder(os.path.join(root, "imgs", str(b)))
                     Image.fromarray(np.asarray(block["inputs"][j], dtype=np.uint8), mode="L").save(
-                        os.path.join(folder, f"sample_{k}.png"))
+                        os.path.join(folders[b], f"sample_{k}.png"))
                     lines.setdefault(b, []).append(metadata_line(b, k, block["targets"][j], cfg, block["margin"][j]))
                     i += 1
                 if progress is not None:
                     progress(len(block["targets"]))
-        os.makedirs(os.path.join(stage, "metadata"), exist_ok=True)
         for b, rows in lines.items():
-            with open(os.path.join(stage, "metadata", f"{b}.npy"), "w", encoding="utf-8") as f:
+            with open(pending.path(os.path.join(meta_dir, f"{b}.npy"), new=True), "w", encoding="utf-8") as f:
                 f.write("\n".join(rows) + "\n")
-        taken = [p for b in lines for p in (os.path.join(root, "imgs", str(b)), os.path.join(meta_dir, f"{b}.npy"))
-                 if os.path.lexists(p)]
-        if taken:  # checked before anything moves: a failed export leaves no image under a final name
-            raise LongsynthError(f"{taken[0]}: already exists (another export into {out_dir} at the same time?); "
-                                 f"nothing was written")
-        os.makedirs(os.path.join(root, "imgs"), exist_ok=True)
-        os.makedirs(meta_dir, exist_ok=True)
-        for b in lines:
-            os.replace(os.path.join(stage, "imgs", str(b)), os.path.join(root, "imgs", str(b)))
-        for b in lines:
-            os.replace(os.path.join(stage, "metadata", f"{b}.npy"), os.path.join(meta_dir, f"{b}.npy"))
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)

@@ -16,7 +16,7 @@ from numba import njit
 
 from longsynth.errors import LongsynthError
 from longsynth.generators.listops_tree import CLOSE, VOCAB
-from longsynth.store import PendingFiles
+from longsynth.files import PendingFiles
 
 
 @njit(cache=True, boundscheck=True)

@@ -11,7 +11,7 @@ the same ``generate`` keeps the shards whose SHA-256 matches the manifest and re
 rest, so a killed run finishes byte-identical to an uninterrupted one.
 
 This package is the public face; the work is split along its seams:
-    layout    file names, keys, digests, shard sizing, atomic files
+    layout    file names, keys, digests, shard sizing
     manifest  planning (shard jobs), sizes, the directory lock, manifest and card
     shards    write_shard: one job in, one shard record out
     pool      the local executor (this process or a pool of spawned processes)
@@ -21,22 +21,23 @@ This package is the public face; the work is split along its seams:
     checks    verify, info, certificates
     schema    the manifest, validated field by field (docs/format.md, "manifest.json")
     identity  a shard's identity and layout, checked when it is opened
-    safe      confinement: plain names, regular files opened without following links, bounded JSON
+
+Atomic and staged writes and file hashing (``longsynth.files``) and confinement - plain
+names, regular files opened without following links, bounded JSON (``longsynth.safe``) -
+sit below the store, shared with the exporters (``longsynth.exports``), which read
+datasets through this package.
 """
 from longsynth.errors import DamagedDataError, LongsynthError, MissingKeyError
 from longsynth.rng import SPLITS, split_code
 from longsynth.store.layout import (BLOCK_BYTES, CARD, CHECK_KEY, COMPRESSIONS, DIGEST_KEY, FORMAT, FORMAT_VERSION,
                                     LOCK, MANIFEST, MAX_COUNT, OURS_RE, RAGGED_ROWS, SHARD_BYTES, SHARD_RE, TMP_RE,
-                                    PendingFiles, atomic_write_text, block_digests, default_shard_size, file_sha256,
-                                    sample_bytes, sample_digest)
+                                    block_digests, default_shard_size, sample_bytes, sample_digest)
 from longsynth.store.manifest import (DirLock, ShardJob, config_of, dataset_card, default_splits, estimate_bytes,
                                       human, parse_splits, plan, read_manifest, versions)
-from longsynth.store.manifest import _make_dir  # noqa: F401 (scripts that hold a lock, tests)
 from longsynth.store.shards import write_shard
 from longsynth.store.pool import LocalPool
 from longsynth.store.read import Dataset, Split, open
 from longsynth.store.build import generate
-from longsynth.store.build import _os_reason  # noqa: F401 (tests)
 from longsynth.store.checks import info, latest_certificate, verify
 
 
@@ -48,19 +49,11 @@ def connect(address, timeout=None):
     return cluster.connect(address, timeout)
 
 
-def export(root, fmt, out, progress=None):
-    """Write the dataset in ``root`` in export format ``fmt`` to ``out`` (longsynth.exports)."""
-    from longsynth import exports
-
-    return exports.export(root, fmt, out, progress)
-
-
 __all__ = [
     "BLOCK_BYTES", "CARD", "CHECK_KEY", "COMPRESSIONS", "DIGEST_KEY", "FORMAT", "FORMAT_VERSION", "LOCK", "MANIFEST",
     "MAX_COUNT", "OURS_RE", "RAGGED_ROWS", "SHARD_BYTES", "SHARD_RE", "SPLITS", "TMP_RE", "DamagedDataError",
-    "Dataset", "DirLock", "LocalPool", "LongsynthError", "MissingKeyError", "PendingFiles", "ShardJob", "Split",
-    "atomic_write_text", "block_digests", "config_of", "connect", "dataset_card", "default_shard_size", "default_splits",
-    "estimate_bytes", "export", "file_sha256", "generate", "human", "info", "latest_certificate", "open",
-    "parse_splits", "plan", "read_manifest", "sample_bytes", "sample_digest", "split_code", "verify", "versions",
-    "write_shard",
+    "Dataset", "DirLock", "LocalPool", "LongsynthError", "MissingKeyError", "ShardJob", "Split", "block_digests",
+    "config_of", "connect", "dataset_card", "default_shard_size", "default_splits", "estimate_bytes", "generate",
+    "human", "info", "latest_certificate", "open", "parse_splits", "plan", "read_manifest", "sample_bytes",
+    "sample_digest", "split_code", "verify", "versions", "write_shard",
 ]

@@ -10,16 +10,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import re
 
 from longsynth import registry
 from longsynth.api import check_seed
-from longsynth.errors import LongsynthError
-from longsynth.store.layout import (CARD, COMPRESSIONS, DIGEST_KEY, MAX_COUNT, atomic_write_text,
-                                    default_shard_size)
+from longsynth.errors import LongsynthError, os_reason
+from longsynth.files import atomic_write_text
+from longsynth.store.layout import CARD, COMPRESSIONS, DIGEST_KEY, MAX_COUNT, default_shard_size
 from longsynth.store.manifest import (DirLock, _free_bytes, _make_dir, _new_manifest, _our_bytes, _prepare_dir,
                                       _write_manifest, dataset_card, default_splits, estimate_bytes, human, plan)
-from longsynth.store import safe
+from longsynth import safe
 from longsynth.store.pool import LocalPool
 from longsynth.store.read import Dataset
 
@@ -141,16 +140,6 @@ def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compressio
         atomic_write_text(os.path.join(root, CARD), dataset_card(t, cfg, manifest))
         _write_manifest(root, manifest)
     except OSError as e:
-        raise LongsynthError(f"{root}: write failed ({_os_reason(e)}); rerun the same command to resume") from None
+        raise LongsynthError(f"{root}: write failed ({os_reason(e)}); rerun the same command to resume") from None
     manifest["timings"] = timings
     return manifest
-
-
-def _os_reason(e):
-    """One line for an OSError: the errno HDF5 buries in a multi-line message, else strerror."""
-    text = str(e)
-    m = re.search(r"errno = (\d+)", text)
-    if m and int(m.group(1)):
-        return os.strerror(int(m.group(1)))
-    return " ".join((e.strerror or text).split())
-

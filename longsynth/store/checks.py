@@ -12,8 +12,10 @@ import numpy as np
 from longsynth import registry
 from longsynth.errors import DamagedDataError, LongsynthError
 from longsynth.rng import SPLITS, split_code
-from longsynth.store import identity, safe
-from longsynth.store.layout import DIGEST_KEY, file_sha256, sample_digest
+from longsynth import safe
+from longsynth.store import identity
+from longsynth.files import file_sha256
+from longsynth.store.layout import DIGEST_KEY, sample_digest
 from longsynth.store.manifest import _jsonable, read_manifest
 from longsynth.store.read import open
 from longsynth.task import Ragged

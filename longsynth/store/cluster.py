@@ -64,7 +64,7 @@ def connect(address, timeout=None):
 
 def _scheduler_file_address(path):
     """The ``address`` a scheduler file names; LongsynthError for anything else."""
-    from longsynth.store import safe
+    from longsynth import safe
 
     data = safe.read_json(path, f"{path} (scheduler file)", limit=1 << 20)
     if not isinstance(data, dict) or not isinstance(data.get("address"), str):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from longsynth.store import safe
+from longsynth import safe
 from longsynth.store.layout import CHECK_KEY, DIGEST_KEY, FORMAT
 
 

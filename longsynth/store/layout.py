@@ -1,12 +1,11 @@
-"""What a dataset directory holds and how its bytes are named: file names, keys, digests,
-shard sizing and atomic file writes. Everything else in the store builds on these; nothing
-here knows about jobs, executors or readers.
+"""What a dataset directory holds and how its bytes are named: file names, keys, digests
+and shard sizing. Everything else in the store builds on these; nothing here knows about
+jobs, executors or readers. Atomic and staged file writes and file hashing, which the
+exporters share, are in ``longsynth.files``.
 """
 from __future__ import annotations
 
-import builtins
 import hashlib
-import os
 import re
 
 import numpy as np
@@ -86,95 +85,3 @@ def sample_bytes(task, cfg):
 
 def default_shard_size(task, cfg):
     return int(max(1, min(100_000, SHARD_BYTES // sample_bytes(task, cfg))))
-
-
-def file_sha256(path):
-    h = hashlib.sha256()
-    buf = bytearray(1 << 20)  # one buffer, read into: no fresh 4 MB object (and page faults) per read
-    view = memoryview(buf)
-    from longsynth.store import safe
-
-    with os.fdopen(safe.open_regular(path), "rb", buffering=0) as f:  # a link or a FIFO is never read
-        while n := f.readinto(buf):
-            h.update(view[:n])
-    return h.hexdigest()
-
-
-# ---------------------------------------------------------------- atomic files
-
-
-def _fsync_dir(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write_text(path, text):
-    """Write ``text`` to ``path`` through ``.{name}.tmp`` + fsync + rename. The temporary
-    file is created anew (O_EXCL: a link planted under its name is never followed) and
-    removed again if the write is interrupted."""
-    d, name = os.path.split(path)
-    tmp = os.path.join(d, f".{name}.tmp")
-    if os.path.lexists(tmp):
-        os.remove(tmp)
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        with builtins.open(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.remove(tmp)
-        raise
-    _fsync_dir(d or ".")
-
-
-class PendingFiles:
-    """Files written under temporary names and renamed to their final names together.
-
-        with PendingFiles() as pending:
-            with open(pending.path("out/a.tsv"), "wb") as f: ...
-            with open(pending.path("out/b.tsv"), "wb") as f: ...
-
-    On success every file is fsynced and renamed; on any failure the temporary files are
-    removed, so no final name ever holds a partial file.
-    """
-
-    def __init__(self):
-        self.items = []
-
-    def path(self, final):
-        """The temporary name to write ``final`` under, created here, empty (O_EXCL: a link
-        planted under that name is removed, never followed)."""
-        d, name = os.path.split(final)
-        tmp = os.path.join(d, f".{name}.tmp")
-        if os.path.lexists(tmp):
-            os.remove(tmp)
-        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644))
-        self.items.append((tmp, final))
-        return tmp
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, exc, tb):
-        if kind is None:
-            for tmp, final in self.items:
-                with builtins.open(tmp, "rb+") as f:
-                    os.fsync(f.fileno())
-            for tmp, final in self.items:
-                os.replace(tmp, final)
-            for d in {os.path.dirname(final) for _, final in self.items}:
-                _fsync_dir(d or ".")
-            return False
-        for tmp, _ in self.items:
-            try:
-                os.remove(tmp)
-            except FileNotFoundError:
-                pass
-        return False
-

@@ -13,11 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from longsynth._version import __version__
 from longsynth.errors import LongsynthError
 from longsynth.rng import SPLITS, split_code
-from longsynth.store import identity, safe, schema
-from longsynth.store.layout import (FORMAT, FORMAT_VERSION, LOCK, MANIFEST, OURS_RE, atomic_write_text,
-                                    file_sha256)
+from longsynth import safe
+from longsynth.store import identity, schema
+from longsynth.files import atomic_write_text, file_sha256
+from longsynth.store.layout import FORMAT, FORMAT_VERSION, LOCK, MANIFEST, OURS_RE
 
 # ---------------------------------------------------------------- plan
 
@@ -197,19 +199,13 @@ def versions():
     import numba
 
     return {
-        "longsynth": _package_version(),
+        "longsynth": __version__,
         "python": ".".join(map(str, sys.version_info[:3])),
         "numpy": np.__version__,
         "numba": numba.__version__,
         "h5py": h5py.__version__,
         "hdf5": h5py.version.hdf5_version,
     }
-
-
-def _package_version():
-    import longsynth
-
-    return longsynth.__version__
 
 
 def _jsonable(value):

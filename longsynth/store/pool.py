@@ -13,7 +13,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
-from longsynth.errors import LongsynthError
+from longsynth.errors import LongsynthError, os_reason
 
 from longsynth.store import shards
 
@@ -66,9 +66,8 @@ def _pool_write(job):
     try:
         return shards.write_shard(job, _count)
     except OSError as e:
-        from longsynth.store.build import _os_reason
 
-        raise LongsynthError(f"{job.root}: write failed ({_os_reason(e)}); rerun the same command to resume") from None
+        raise LongsynthError(f"{job.root}: write failed ({os_reason(e)}); rerun the same command to resume") from None
 
 
 def _worker_init(counter, parent):

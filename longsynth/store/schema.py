@@ -15,7 +15,7 @@ import re
 
 from longsynth.errors import LongsynthError
 from longsynth.rng import SPLITS
-from longsynth.store import safe
+from longsynth import safe
 from longsynth.store.layout import COMPRESSIONS, FORMAT, FORMAT_VERSION, MAX_COUNT
 
 MAX_SEED = 2**63 - 1

@@ -12,12 +12,12 @@ import time
 
 import numpy as np
 
-from longsynth import checksum, registry
-from longsynth.rng import split_code
+from longsynth import checksum, registry, safe
 from longsynth.errors import LongsynthError
-from longsynth.store import safe
+from longsynth.files import file_sha256
+from longsynth.rng import split_code
 from longsynth.store.layout import (LOCK, BLOCK_BYTES, CHECK_KEY, DIGEST_KEY, FORMAT, FORMAT_VERSION, RAGGED_ROWS,
-                                    block_digests, file_sha256, sample_bytes)
+                                    block_digests, sample_bytes)
 from longsynth.task import Ragged
 
 def _h5_options(compression):

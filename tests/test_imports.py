@@ -1,0 +1,124 @@
+"""The package's import graph has no cycle, and every module imports on its own.
+
+A cycle among our modules makes import order matter: a module imported first from one side
+sees the other half-initialised. The graph is read from the source (ast), lazy imports
+inside functions included, since they run sooner or later; importing a submodule is an
+edge to that submodule, not to the package that holds it.
+"""
+import ast
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# source folder -> installed package name (pyproject.toml, [tool.setuptools] package-dir)
+ROOTS = {"longsynth": "longsynth", "generators": "longsynth.generators", "cli": "longsynth.cli",
+         "models_ref": "longsynth.models_ref"}
+
+
+def modules():
+    """{installed module name: source path} for every module of the package."""
+    found = {}
+    for folder, package in ROOTS.items():
+        for dirpath, dirnames, filenames in os.walk(os.path.join(REPO, folder)):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            rel = os.path.relpath(dirpath, os.path.join(REPO, folder))
+            prefix = package if rel == "." else package + "." + rel.replace(os.sep, ".")
+            for f in filenames:
+                if f.endswith(".py"):
+                    found[prefix if f == "__init__.py" else f"{prefix}.{f[:-3]}"] = os.path.join(dirpath, f)
+    return found
+
+
+def imports(name, path, known):
+    """Our modules that module ``name`` imports, anywhere in its source."""
+    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+    out = set()
+
+    def add(target):
+        while target and target not in known:  # `import a.b.c` of a name inside a.b: the module a.b
+            target = target.rpartition(".")[0]
+        if target and target != name:
+            out.add(target)
+
+    for node in ast.walk(ast.parse(open(path, encoding="utf-8").read(), path)):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                add(a.name)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                add(sub if sub in known else base)
+    return out
+
+
+def cycles(graph):
+    """Strongly connected components of more than one module (Tarjan), and self-loops."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def graph():
+    known = modules()
+    return {name: imports(name, path, known) for name, path in known.items()}
+
+
+def test_the_graph_is_read():
+    """The walk finds the modules and edges it must: a graph of nothing has no cycle either."""
+    g = graph()
+    assert {"longsynth", "longsynth.store", "longsynth.store.layout", "longsynth.generators.listops",
+            "longsynth.cli.main", "longsynth.models_ref.dlr", "longsynth.files", "longsynth._version"} <= set(g)
+    assert "longsynth.files" in g["longsynth.store.manifest"]  # from longsynth.files import ...
+    assert "longsynth.safe" in g["longsynth.files"]  # from longsynth import safe: the submodule
+    assert "longsynth.store.read" in g["longsynth.store"]  # from longsynth.store.read import Dataset
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_cycle():
+    found = cycles(graph())
+    assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+@pytest.mark.parametrize("name", sorted(m for m in modules() if not m.endswith(".__main__")))
+def test_each_module_imports_alone(name):
+    """In a fresh interpreter, with nothing imported before it (an optional library that
+    is not installed is skipped; ``longsynth.__main__`` runs the command line, not tried)."""
+    r = subprocess.run([sys.executable, "-c", f"import importlib; importlib.import_module({name!r})"],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"})
+    missing = "ModuleNotFoundError: No module named"
+    if r.returncode and missing in r.stderr and "'longsynth" not in r.stderr.rsplit(missing, 1)[1]:
+        pytest.skip(r.stderr.strip().splitlines()[-1])
+    assert r.returncode == 0, r.stderr[-2000:]
