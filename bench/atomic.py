@@ -18,13 +18,13 @@ figures without that effect. The layer used is recorded in the JSON.
 import argparse
 import json
 import os
-import platform
 import time
 
 import numba
 import numpy as np
 
 import longsynth
+from _common import finish, machine
 
 L = 4096
 BATCH = 16
@@ -72,6 +72,7 @@ def main():
                     help="ratios from samples per CPU-second (and NumPy's draws per CPU-second)")
     ap.add_argument("--threading-layer", default="default", choices=["default", "omp", "workqueue", "tbb"])
     args = ap.parse_args()
+    record = machine()
     numba.config.THREADING_LAYER = args.threading_layer
     tasks = args.tasks.split(",")
     np_wall, np_cpu = numpy_normals(args.seconds, args.rounds)
@@ -116,8 +117,7 @@ def main():
     result = {"L": L, "batch": BATCH, "numpy_normals_per_s": np_wall, "numpy_normals_per_cpu_s": np_cpu,
               "ratios_from": "cpu_seconds" if args.per_cpu_second else "wall_clock",
               "rows": rows, "threading_layer": layer,
-              "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(),
-                          "load_avg": os.getloadavg(), "numba": numba.__version__, "numpy": np.__version__},
+              "machine": finish(record),
               "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:

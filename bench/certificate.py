@@ -13,7 +13,6 @@ curves.png there (TASK-dlr-tiny[-permuted].json, ...-control-MODEL.json).
 import argparse
 import json
 import os
-import platform
 import shutil
 import tempfile
 import time
@@ -21,6 +20,7 @@ import time
 import torch
 
 from longsynth.models_ref.validate import validate
+from _common import finish, machine
 
 
 def certify(task, broken, keep):
@@ -38,8 +38,9 @@ def certify(task, broken, keep):
         shutil.copy(os.path.join(d, "metrics.json"), os.path.join(keep, name + ".json"))
         shutil.copy(os.path.join(d, "curves.png"), os.path.join(keep, name + ".png"))
         if c.get("model"):
-            shutil.copy(os.path.join(c["report_dir"], "metrics.json"), os.path.join(keep, f"{name}-control-{c['model']}.json"))
-            shutil.copy(os.path.join(c["report_dir"], "curves.png"), os.path.join(keep, f"{name}-control-{c['model']}.png"))
+            stem = os.path.join(keep, f"{name}-control-{c['model']}")
+            shutil.copy(os.path.join(c["report_dir"], "metrics.json"), stem + ".json")
+            shutil.copy(os.path.join(c["report_dir"], "curves.png"), stem + ".png")
     shutil.rmtree(d)
     return row
 
@@ -51,6 +52,7 @@ def main():
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--keep", default=None, help="copy the certificates (metrics.json, curves.png) here")
     a = ap.parse_args()
+    record = machine(torch=torch.__version__)
     torch.set_num_threads(1)
     rows = []
     plan = [(t, False) for t in a.tasks.split(",") if t] + [(t, True) for t in a.broken.split(",") if t]
@@ -66,8 +68,7 @@ def main():
     if a.json:
         os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
         with open(a.json, "w") as f:
-            json.dump({"machine": {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine(),
-                                   "torch": torch.__version__}, "rows": rows}, f, indent=1)
+            json.dump({"machine": finish(record), "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

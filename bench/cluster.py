@@ -24,6 +24,7 @@ import tempfile
 import time
 
 from longsynth import registry, store
+from _common import finish, machine
 
 
 def _cpu_s():
@@ -66,7 +67,7 @@ def main():
     n = splits["train"]
     base = tempfile.mkdtemp(prefix="longsynth-cluster-")
     root = os.path.join(base, "d")
-    out = {"task": args.task, "params": params, "shard_size": shard, "samples": n, "cores": os.cpu_count()}
+    out = {"task": args.task, "params": params, "shard_size": shard, "samples": n, "machine": machine()}
     try:
         timed(root, args.task, params, {"train": shard}, workers=1)  # warm this process
         for k in (1, 2):
@@ -100,7 +101,7 @@ def main():
     if args.json:
         os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
         with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+            json.dump({**out, "machine": finish(out["machine"])}, f, indent=1)
 
 
 if __name__ == "__main__":

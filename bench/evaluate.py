@@ -14,7 +14,6 @@
 import argparse
 import json
 import os
-import platform
 import shutil
 import tempfile
 import time
@@ -24,6 +23,7 @@ import torch
 from longsynth.models_ref import factories
 from longsynth.models_ref.evaluate import Settings, evaluate, execute
 from longsynth.models_ref.harness import Job
+from _common import finish, machine
 
 
 class _FirstStep:
@@ -100,8 +100,7 @@ def main():
     assert metrics[1] == metrics[2], "--jobs 1 and --jobs 2 disagree"
     w1, w2 = min(walls[1]), min(walls[2])
     print(f"sweep of 4 runs x {a.steps} steps: --jobs 1 {w1:.1f} s, --jobs 2 {w2:.1f} s: {w1 / w2:.2f}x")
-    out = {"machine": {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine(),
-                       "torch": torch.__version__},
+    out = {"machine": finish(machine(torch=torch.__version__)),
            "overhead": rows, "sweep": {"steps": a.steps, "runs": 4, "jobs1_s": round(w1, 2), "jobs2_s": round(w2, 2),
                                        "speedup": round(w1 / w2, 2), "walls": walls}}
     if a.json:

@@ -18,7 +18,6 @@ measured too: it bounds any export.
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import time
 import longsynth
 from longsynth import exports, store
 from longsynth.task import Ragged
+from _common import finish, machine
 
 DATASETS = [
     ("cumsum-4096", ["cumsum", "--L", "4096", "-n", "4000"]),
@@ -103,8 +103,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="runs per figure; the best is kept")
     args = ap.parse_args()
     os.makedirs(args.data, exist_ok=True)
-    results = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                           "longsynth": longsynth.__file__}, "datasets": {}}
+    results = {"machine": machine(), "longsynth_path": longsynth.__file__, "datasets": {}}
     with tempfile.TemporaryDirectory(dir=args.data) as scratch:
         results["machine"]["disk_fsync_MB_s"] = max(disk_rate(scratch) for _ in range(args.rounds)) / 1e6
         print(f"disk: {results['machine']['disk_fsync_MB_s']:.0f} MB/s fsynced sequential write")
@@ -127,6 +126,7 @@ def main():
                   f"export hf {export:7,.0f}/s ({export_cpu:7,.0f}/CPU s)  export/read {export / read:5.2f}  "
                   f"({stored / 1e6:.0f} MB stored, {size / 1e6:.0f} MB exported)")
     os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+    finish(results["machine"])
     with open(args.json, "w") as f:
         json.dump(results, f, indent=1)
 

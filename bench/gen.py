@@ -16,6 +16,7 @@ import tempfile
 import time
 
 from longsynth import store
+from _common import finish, machine
 
 
 def run(task, params, num_samples, workers, compression):
@@ -65,16 +66,19 @@ def main():
     ap.add_argument("--compression", default="none")
     ap.add_argument("--json", default="bench/results/gen.json")
     args = ap.parse_args()
+    record = machine()
     params = {"L": args.L}
     run(args.task, params, 200, 1, args.compression)  # compile / load the numba cache once
     rows = [run(args.task, params, args.num_samples, w, args.compression) for w in (1, 2)]
-    print(f"{'task':10s} {'L':>6s} {'workers':>7s} {'samples/s':>10s} {'MB/s':>8s} {'write %':>8s} {'hash %':>7s} {'gen %':>6s} {'fsync %':>7s} {'h5 MB/s':>8s} {'raw MB/s':>8s}")
+    print(f"{'task':10s} {'L':>6s} {'workers':>7s} {'samples/s':>10s} {'MB/s':>8s} {'write %':>8s} {'hash %':>7s} "
+          f"{'gen %':>6s} {'fsync %':>7s} {'h5 MB/s':>8s} {'raw MB/s':>8s}")
     for r in rows:
         print(f"{r['task']:10s} {args.L:6d} {r['workers']:7d} {r['samples_per_s']:10,.0f} {r['mb_per_s']:8.1f} "
-              f"{100 * r['write_share']:7.1f}% {100 * r['hash_share']:6.1f}% {100 * r['generate_share']:5.1f}% {100 * r['sync_share']:6.1f}% {r['hdf5_write_mb_s']:8.0f} {r['raw_write_mb_s']:8.0f}")
+              f"{100 * r['write_share']:7.1f}% {100 * r['hash_share']:6.1f}% {100 * r['generate_share']:5.1f}% "
+              f"{100 * r['sync_share']:6.1f}% {r['hdf5_write_mb_s']:8.0f} {r['raw_write_mb_s']:8.0f}")
     os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
     with open(args.json, "w") as f:
-        json.dump(rows, f, indent=1)
+        json.dump({"machine": finish(record), "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -37,11 +37,12 @@ analytic size of what it would materialise.
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
+
+from _common import finish, machine
 
 CONFIGS = {
     "pf128": dict(H=128, N=1024, L=16384, klen=None, B=1),
@@ -209,6 +210,8 @@ def main():
     args = ap.parse_args()
     import torch
 
+    record = machine(torch=torch.__version__)
+
     devices = [args.device] if args.device else (["cuda"] if torch.cuda.is_available() else []) + ["cpu"]
     if args.one:
         if devices[0] == "cpu" and args.mem_cap_gib:
@@ -247,9 +250,9 @@ def main():
             if "forward_s" in r:
                 speed += f"  (forward {r['forward_tokens_per_s']:10.0f} tok/s {r['forward_s']:7.3f} s)"
             print(f"{device:4s} {impl:8s} {name:17s} {speed}  peak {peak}", flush=True)
-    meta = {"host": platform.node(), "cpu": platform.processor() or platform.machine(),
-            "torch": torch.__version__, "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-            "time": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv), "results": results}
+    cuda = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    meta = {"machine": finish({**record, "cuda": cuda}), "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "command": " ".join(sys.argv), "results": results}
     for name in sorted({n for _, n in plan}):  # ours / theirs, measured in the same run
         by = {r["impl"]: r for r in results if r["config"] == name and "tokens_per_s" in r}
         if "chunked" in by and "authors" in by:

@@ -24,6 +24,7 @@ import numba
 from longsynth import registry, store
 from longsynth.generators import listops as lo
 from longsynth.generators.listops_tree import generate_padded
+from _common import finish, machine
 
 SETTINGS = {"paper": ("listops-subtrees", {}), "lra": ("listops", {})}
 
@@ -93,7 +94,7 @@ def main():
     ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "listops.json"))
     args = ap.parse_args()
     counts = {"paper": args.paper, "lra": args.lra}
-    results = {"cpus": os.cpu_count(), "load_avg_start": os.getloadavg()}
+    results = {"machine": machine()}
     for name, (task, params) in SETTINGS.items():
         n = counts[name]
         r = {"task": task, "params": params, "kernel": kernel(task, params, n)}
@@ -117,13 +118,13 @@ def main():
         results["paper"]["pool_startup"]["wall_s"] + 100_000 / (2 * results["paper"]["end_to_end_1w"]["per_cpu_s"]))
     results["peak_rss_mb_self"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     results["peak_rss_mb_worker"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    results["load_avg_end"] = os.getloadavg()
+    finish(results["machine"])
     print(f"paper 100K on 2 workers: {results['paper_100k_2_workers_s_extrapolated']:.0f} s extrapolated from wall "
           f"time, {results['paper_100k_2_cores_s_from_cpu_rate']:.0f} s for 2 uncontended cores "
           f"(pool start-up + 100K at twice the 1-worker per-CPU-second rate)")
     print(f"peak RSS: {results['peak_rss_mb_self']:.0f} MB (this process), "
-          f"{results['peak_rss_mb_worker']:.0f} MB (largest worker); load {results['load_avg_start']} -> "
-          f"{results['load_avg_end']}")
+          f"{results['peak_rss_mb_worker']:.0f} MB (largest worker); load {results['machine']['load_avg_start']} -> "
+          f"{results['machine']['load_avg_end']}")
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(results, f, indent=1)

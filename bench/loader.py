@@ -22,7 +22,6 @@ import gc
 import json
 import multiprocessing
 import os
-import platform
 import sys
 import time
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ import longsynth
 from longsynth import registry
 from longsynth.store import generate
 from longsynth.task import KeySpec, Task, param
+from _common import finish, machine
 
 # (label, task, params, samples stored, batch size): the stored configurations
 STORED = [
@@ -210,9 +210,8 @@ def main():
     torch.set_num_threads(args.torch_threads)
     os.makedirs(args.data, exist_ok=True)
     tasks = registry.all_tasks()
-    results = {"host": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                        "load_avg_1m": os.getloadavg()[0],
-                        "torch_threads": args.torch_threads}, "stored": [], "onthefly": [], "notes": []}
+    results = {"machine": machine(torch=torch.__version__, torch_threads=args.torch_threads), "stored": [],
+               "onthefly": [], "notes": []}
     print(f"longsynth {longsynth.__version__}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     for label, task, params, num, bs in STORED:
         if task not in tasks:
@@ -235,7 +234,7 @@ def main():
             results["notes"].append(note)
             continue
         results["onthefly"] += bench_onthefly(label, task, params, bs, workers, args.max_batches)
-    results["host"]["load_avg_1m_end"] = os.getloadavg()[0]
+    finish(results["machine"])
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w", encoding="utf-8") as f:
         json.dump(results, f, indent=1)

@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from _common import finish, machine
+
 
 class Constant(Dataset):
     def __init__(self, dtype):
@@ -34,6 +36,7 @@ def main():
     ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "loader_ipc.json"))
     ap.add_argument("--batches", type=int, default=60)
     args = ap.parse_args()
+    record = machine(torch=torch.__version__)
     torch.set_num_threads(1)
     rows = []
     for dtype in ("uint8", "float32"):
@@ -51,7 +54,7 @@ def main():
             print(f"512x512 {dtype:7s} batch {bs:2d}: {rate:7.0f} samples/s through one worker ({mb:6.0f} MB/s)")
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
-        json.dump(rows, f, indent=1)
+        json.dump({"machine": finish(record), "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

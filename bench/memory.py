@@ -14,11 +14,12 @@ points that fit.
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
+
+from _common import finish, machine
 
 
 def rss_bytes():
@@ -78,6 +79,7 @@ def main():
     ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "memory.json"))
     ap.add_argument("--one", nargs=2, type=int, metavar=("LAYERS", "CKPT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    record = machine()
     if args.one:
         one(args.one[0], bool(args.one[1]), args.batch, args.L, args.device, args.threads, args.amp)
         return
@@ -85,7 +87,8 @@ def main():
     results = []
     for layers in args.layers:
         for c in ckpts:
-            cmd = [sys.executable, __file__, "--one", str(layers), str(c), "--batch", str(args.batch), "--L", str(args.L),
+            cmd = [sys.executable, __file__, "--one", str(layers), str(c), "--batch", str(args.batch),
+                   "--L", str(args.L),
                    "--device", args.device, "--threads", str(args.threads)] + (["--amp"] if args.amp else [])
             p = subprocess.run(cmd, capture_output=True, text=True)
             if p.returncode == 0:
@@ -97,7 +100,7 @@ def main():
             peak = f"{r['peak_bytes'] / 2**30:6.2f} GiB" if "peak_bytes" in r else r["failed"]
             print(f"layers {layers:2d} checkpoint {'on ' if c else 'off'}  "
                   f"{r.get('step_s', float('nan')):7.1f} s  peak {peak}", flush=True)
-    meta = {"host": platform.node(), "cpu": platform.processor() or platform.machine(), "command": " ".join(sys.argv),
+    meta = {"machine": finish(record), "command": " ".join(sys.argv),
             "time": time.strftime("%Y-%m-%d %H:%M:%S"), "results": results}
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:

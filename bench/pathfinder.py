@@ -19,7 +19,6 @@ Writes all figures as JSON (default bench/results/pathfinder.json).
 import argparse
 import json
 import os
-import platform
 import resource
 import shutil
 import tempfile
@@ -28,8 +27,8 @@ import time
 import numba
 import numpy as np
 
-import longsynth
 from longsynth import registry, store
+from _common import finish, machine
 
 TASK = "pathfinder-seg"
 COUNTS = {128: 4000, 256: 1500, 512: 400}  # images per end-to-end run at --scale 1
@@ -107,8 +106,7 @@ def main():
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the image counts")
     ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "pathfinder.json"))
     args = ap.parse_args()
-    results = {"task": TASK, "machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-               "loadavg": os.getloadavg(), "longsynth": longsynth.__version__, "sizes": {}}
+    results = {"task": TASK, "machine": machine(), "sizes": {}}
     for size in [int(s) for s in args.sizes.split(",")]:
         n = max(8, int(COUNTS[size] * args.scale))
         k1, k1cpu = kernel(size, n, 1)
@@ -128,7 +126,7 @@ def main():
         for w, e in (("1 worker ", e1), ("2 workers", e2)):
             print(f"          end to end, {w}: {e['wall_img_s']:7.1f} img/s wall, {e['per_core_img_s']:7.1f} per core "
                   f"(median shard), {e['per_cpu_second_img_s']:7.1f} per CPU second (all processes, start-up included)")
-    results["loadavg_end"] = os.getloadavg()
+    finish(results["machine"])
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(results, f, indent=1)

@@ -20,6 +20,7 @@ import torch
 import torch.nn as nn
 
 import longsynth
+from _common import finish, machine
 
 
 def load(ds, split, n):
@@ -51,6 +52,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    record = machine(torch=torch.__version__)
     ds = longsynth.open(args.root)
     if ds.task.name != "pathfinder":
         raise SystemExit(f"{args.root}: a {ds.task.name} dataset; this control is for the pathfinder task")
@@ -83,7 +85,7 @@ def main():
     if args.json:
         os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
         with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+            json.dump({**out, "machine": finish(record)}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from torch.utils.data import DataLoader
 
 import longsynth
 from longsynth.torch import ShardDataset, pad_collate
+from _common import finish, machine
 
 
 def rate(root, encode, batches, batch_size):
@@ -41,14 +42,14 @@ def main():
     ap.add_argument("--json", default=None, help="also write the figures here")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    out = {"root": args.root, "longsynth": longsynth.__file__}
+    out = {"root": args.root, "longsynth_path": longsynth.__file__, "machine": machine(torch=torch.__version__)}
     for encode in (True, False):
         wall, cpu = rate(args.root, encode, args.batches, args.batch_size)
         out[f"encode_{encode}"] = {"wall_samples_s": wall, "cpu_samples_s": cpu}
         print(f"{args.root} encode={encode!s:5s} {wall:9.0f} samples/s wall {cpu:9.0f} per CPU second")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(out, fh, indent=1)
+            json.dump({**out, "machine": finish(out["machine"])}, fh, indent=1)
 
 
 if __name__ == "__main__":

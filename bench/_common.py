@@ -1,0 +1,32 @@
+"""What every benchmark records about the machine it ran on, under the same keys.
+
+    from _common import machine, finish
+    results = {"machine": machine(), ...}   # at the start
+    finish(results["machine"])              # at the end: the load average then
+
+Scripts run as ``python bench/NAME.py``, so this folder is on ``sys.path``. The keys:
+``host`` (node name), ``processor``, ``cpus`` (os.cpu_count()), ``platform``, ``python``,
+``numpy``, ``numba``, ``longsynth`` (version), ``load_avg_start`` / ``load_avg_end`` (1, 5,
+15 min; the machine may be shared), and whatever a script adds (``torch``, ``device``).
+"""
+import os
+import platform
+
+import numba
+import numpy as np
+
+import longsynth
+
+
+def machine(**extra):
+    """The machine record (a dict) of a benchmark starting now; ``extra`` keys are added."""
+    return {"host": platform.node(), "processor": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+            "numpy": np.__version__, "numba": numba.__version__, "longsynth": longsynth.__version__,
+            "load_avg_start": list(os.getloadavg()), **extra}
+
+
+def finish(record):
+    """Add the load average at the end of the run to a record from machine(); returns it."""
+    record["load_avg_end"] = list(os.getloadavg())
+    return record
