@@ -6,6 +6,7 @@ workers); it depends only on the job, so any process that sees ``job.root`` can 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import os
 import time
@@ -19,6 +20,7 @@ from longsynth.rng import split_code
 from longsynth.store.layout import (LOCK, BLOCK_BYTES, CHECK_KEY, DIGEST_KEY, FORMAT, FORMAT_VERSION, RAGGED_ROWS,
                                     block_digests, sample_bytes)
 from longsynth.task import Ragged
+
 
 def _h5_options(compression):
     if compression == "gzip":
@@ -59,6 +61,111 @@ def _under_live_lock(root):
     return False
 
 
+class _Timers:
+    """Seconds per step of writing a shard, the timing ``write_shard`` returns: generating
+    samples, writing them (HDF5, file close included), hashing (per-sample digests and
+    checksums, the file's SHA-256) and fsync."""
+
+    def __init__(self):
+        self.seconds = {"generate_s": 0.0, "write_s": 0.0, "hash_s": 0.0, "sync_s": 0.0}
+
+    @contextlib.contextmanager
+    def __call__(self, step):
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[step] += time.perf_counter() - t
+
+
+def _write_header(f, job, task):
+    """The shard's identity as attributes (docs/format.md, "Shards").
+
+    Strings as fixed-length bytes: stored in the attribute itself, so a reader checks them
+    without touching HDF5's global heap, which a damaged file can send into an endless loop.
+    """
+    f.attrs["format"] = np.bytes_(FORMAT)
+    f.attrs["format_version"] = FORMAT_VERSION
+    f.attrs["task"] = np.bytes_(job.task)
+    f.attrs["task_revision"] = task.revision
+    if job.generation is not None:
+        f.attrs["generation"] = np.bytes_(job.generation)
+    f.attrs["params"] = np.bytes_(json.dumps(job.params, sort_keys=True))
+    f.attrs["seed"] = job.seed
+    f.attrs["split"] = np.bytes_(job.split)
+    f.attrs["start"] = job.start
+    f.attrs["count"] = job.count
+
+
+def _create_keys(f, specs, job):
+    """One HDF5 dataset per fixed-shape key, a group of ``values`` and ``offsets`` per ragged
+    key; returns {key: dataset or (values, offsets)}."""
+    opts = _h5_options(job.compression)
+    dsets = {}
+    for k, spec in specs.items():
+        shape = tuple(spec.shape)
+        if spec.ragged:
+            g = f.create_group(k, track_order=False)
+            rows = max(1, RAGGED_ROWS // max(1, int(np.prod(spec.shape, dtype=np.int64))))
+            dsets[k] = (
+                g.create_dataset("values", shape=(0,) + shape, maxshape=(None,) + shape, dtype=spec.dtype,
+                                 chunks=(rows,) + shape, track_times=False, **opts),
+                g.create_dataset("offsets", shape=(job.count + 1,), dtype="int64", track_times=False),
+            )
+            dsets[k][1][0] = 0
+        else:
+            dsets[k] = f.create_dataset(k, shape=(job.count,) + shape, dtype=spec.dtype, chunks=_chunks(spec, job),
+                                        track_times=False, **opts)
+    return dsets
+
+
+def _block_checks(data, n, order, digests, checks):
+    """Per-sample SHA-256 digests and per-key checksums of a generated block of n samples."""
+    digests[:] = block_digests(data, n)
+    for c, k in enumerate(order):
+        col = data[k]
+        if isinstance(col, Ragged):
+            checksum.fill_ragged(col.values, col.offsets, n, checks, c)
+        else:
+            checksum.fill_rows(col, n, checks, c)
+
+
+def _write_block(dsets, data, lo, n):
+    """A generated block of n samples into the shard's datasets at sample lo."""
+    for k, col in data.items():
+        if isinstance(col, Ragged):
+            values, offsets = dsets[k]
+            base = offsets[lo]
+            values.resize(base + col.values.shape[0], axis=0)
+            values[base:] = col.values
+            offsets[lo + 1 : lo + n + 1] = base + col.offsets[1:]
+        else:
+            dsets[k][lo : lo + n] = col
+
+
+def _write_samples(dsets, job, task, cfg, timers, progress):
+    """Generate the job's samples block by block into ``dsets``; returns (digests uint8
+    [count, 32], checks uint64 [count, keys in sorted order, 2])."""
+    code = split_code(job.split)
+    fixed = task.fixed_draws(cfg, job.seed)
+    order = sorted(task.keys(cfg))
+    block = max(1, min(job.count, BLOCK_BYTES // sample_bytes(task, cfg)))
+    digests = np.empty((job.count, 32), dtype=np.uint8)
+    checks = np.zeros((job.count, len(order), 2), dtype=np.uint64)
+    buffers = task.allocate(cfg, block) if task.fill is not None else None  # one allocation per shard
+    for lo in range(0, job.count, block):
+        n = min(block, job.count - lo)
+        with timers("generate_s"):
+            data = task.generate(cfg, job.seed, code, job.start + lo, n, fixed, buffers)
+        with timers("hash_s"):
+            _block_checks(data, n, order, digests[lo : lo + n], checks[lo : lo + n])
+        with timers("write_s"):
+            _write_block(dsets, data, lo, n)
+        if progress is not None:
+            progress(n)
+    return digests, checks
+
+
 def write_shard(job, progress=None, attempt=None):
     """Generate and write one shard atomically; returns its manifest record and timings.
 
@@ -72,90 +179,24 @@ def write_shard(job, progress=None, attempt=None):
 
     task = registry.get(job.task)
     cfg = task.make_config(**job.params)
-    code = split_code(job.split)
-    fixed = task.fixed_draws(cfg, job.seed)
-    specs = task.keys(cfg)
     final = os.path.join(job.root, job.name)
     tmp = os.path.join(job.root, f".{job.name}.tmp" if attempt is None else f".{job.name}.{attempt}.tmp")
-    block = max(1, min(job.count, BLOCK_BYTES // sample_bytes(task, cfg)))
-    opts = _h5_options(job.compression)
-    t_gen = t_write = t_hash = 0.0
-    digests = np.empty((job.count, 32), dtype=np.uint8)
-    order = sorted(specs)
-    checks = np.zeros((job.count, len(order), 2), dtype=np.uint64)
-    buffers = task.allocate(cfg, block) if task.fill is not None else None  # one allocation per shard
+    timers = _Timers()
     try:
         if os.path.lexists(tmp):  # left by a killed attempt; "x" below never follows a link
             os.remove(tmp)
         with h5py.File(tmp, "x", libver="earliest", track_order=False) as f:
-            # strings as fixed-length bytes: stored in the attribute itself, so a reader checks
-            # them without touching HDF5's global heap, which a damaged file can send into an
-            # endless loop (docs/format.md, "Shards")
-            f.attrs["format"] = np.bytes_(FORMAT)
-            f.attrs["format_version"] = FORMAT_VERSION
-            f.attrs["task"] = np.bytes_(job.task)
-            f.attrs["task_revision"] = task.revision
-            if job.generation is not None:
-                f.attrs["generation"] = np.bytes_(job.generation)
-            f.attrs["params"] = np.bytes_(json.dumps(job.params, sort_keys=True))
-            f.attrs["seed"] = job.seed
-            f.attrs["split"] = np.bytes_(job.split)
-            f.attrs["start"] = job.start
-            f.attrs["count"] = job.count
-            dsets = {}
-            for k, spec in specs.items():
-                if spec.ragged:
-                    g = f.create_group(k, track_order=False)
-                    rows = max(1, RAGGED_ROWS // max(1, int(np.prod(spec.shape, dtype=np.int64))))
-                    dsets[k] = (
-                        g.create_dataset("values", shape=(0,) + tuple(spec.shape), maxshape=(None,) + tuple(spec.shape),
-                                         dtype=spec.dtype, chunks=(rows,) + tuple(spec.shape), track_times=False, **opts),
-                        g.create_dataset("offsets", shape=(job.count + 1,), dtype="int64", track_times=False),
-                    )
-                    dsets[k][1][0] = 0
-                else:
-                    shape = (job.count,) + tuple(spec.shape)
-                    dsets[k] = f.create_dataset(k, shape=shape, dtype=spec.dtype, chunks=_chunks(spec, job),
-                                                track_times=False, **opts)
-            for lo in range(0, job.count, block):
-                n = min(block, job.count - lo)
-                t0 = time.perf_counter()
-                data = task.generate(cfg, job.seed, code, job.start + lo, n, fixed, buffers)
-                t1 = time.perf_counter()
-                digests[lo : lo + n] = block_digests(data, n)
-                for c, k in enumerate(order):
-                    col = data[k]
-                    if isinstance(col, Ragged):
-                        checksum.fill_ragged(col.values, col.offsets, n, checks[lo : lo + n], c)
-                    else:
-                        checksum.fill_rows(col, n, checks[lo : lo + n], c)
-                t2 = time.perf_counter()
-                for k, col in data.items():
-                    if isinstance(col, Ragged):
-                        values, offsets = dsets[k]
-                        base = offsets[lo]
-                        values.resize(base + col.values.shape[0], axis=0)
-                        values[base:] = col.values
-                        offsets[lo + 1 : lo + n + 1] = base + col.offsets[1:]
-                    else:
-                        dsets[k][lo : lo + n] = col
-                t3 = time.perf_counter()
-                t_gen += t1 - t0
-                t_hash += t2 - t1
-                t_write += t3 - t2
-                if progress is not None:
-                    progress(n)
-            t0 = time.perf_counter()
-            f.create_dataset(DIGEST_KEY, data=digests, track_times=False)
-            f.create_dataset(CHECK_KEY, data=checks, track_times=False)
-        t1 = time.perf_counter()
-        with builtins.open(tmp, "rb+") as fh:
+            _write_header(f, job, task)
+            dsets = _create_keys(f, task.keys(cfg), job)
+            digests, checks = _write_samples(dsets, job, task, cfg, timers, progress)
+            with timers("write_s"):  # the index and closing the file (HDF5 flushes its caches)
+                f.create_dataset(DIGEST_KEY, data=digests, track_times=False)
+                f.create_dataset(CHECK_KEY, data=checks, track_times=False)
+                f.close()
+        with timers("sync_s"), builtins.open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
-        t2 = time.perf_counter()
-        sha = file_sha256(tmp)
-        t_hash += time.perf_counter() - t2
-        t_write += t1 - t0
-        t_sync = t2 - t1
+        with timers("hash_s"):
+            sha = file_sha256(tmp)
         if attempt is not None and not _under_live_lock(job.root):
             raise LongsynthError(f"{job.root}: no gen holds the folder's lock any more (its process died); "
                                  f"{job.name} not written")
@@ -164,13 +205,6 @@ def write_shard(job, progress=None, attempt=None):
         if os.path.lexists(tmp):
             os.remove(tmp)
         raise
-    record = {
-        "file": job.name,
-        "start": job.start,
-        "count": job.count,
-        "bytes": os.path.getsize(final),
-        "sha256": sha,
-    }
-    timing = {"generate_s": t_gen, "write_s": t_write, "hash_s": t_hash, "sync_s": t_sync}
-    return record, digests, timing
-
+    record = {"file": job.name, "start": job.start, "count": job.count, "bytes": os.path.getsize(final),
+              "sha256": sha}
+    return record, digests, timers.seconds
