@@ -1,4 +1,4 @@
-"""Throughput of the 11 atomic generators (issue 3): samples/s at L = 4096, batches of 16.
+"""Throughput of the 11 atomic generators: samples/s at L = 4096, batches of 16.
 
     python bench/atomic.py [--json bench/results/atomic.json] [--seconds 0.5] [--rounds 5]
                            [--threading-layer default|omp|workqueue|tbb]
@@ -9,7 +9,7 @@ round is reported (the machine may be shared). With 1 thread it also reports sam
 CPU-second of this process (less sensitive to other load on a shared machine), and the
 ratios use the wall-clock figure unless ``--per-cpu-second`` is given. In the same run it measures NumPy's
 ``standard_normal`` rate (single thread), prints the ratios to the authors' reference
-figures (issue 3) and, for the noise-bound tasks, normal draws/s against NumPy's rate.
+figures (measured once here) and, for the noise-bound tasks, normal draws/s against NumPy's rate.
 
 On an oversubscribed machine the OpenMP layer's active waiting can make 2 threads far
 slower than 1 (each batch ends at a barrier); ``--threading-layer workqueue`` shows the
@@ -28,7 +28,7 @@ from _common import finish, machine
 
 L = 4096
 BATCH = 16
-# the authors' torch generator, one thread, batches of 16, L = 4096 (issue 3), samples/s
+# the authors' torch generator, one thread, batches of 16, L = 4096, measured once on this machine, samples/s
 REFERENCE = {"shift": 6475, "cumsum": 18840, "cummax": 19197, "reverse": 12906, "sort": 3479,
              "select": 11015, "select-fixed": 14728, "mips": 14.1, "context-shift": 9939,
              "solve": 2623, "solve-fixed": 2781}

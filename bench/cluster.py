@@ -1,4 +1,4 @@
-"""Dask executor against the local pool (issue 15): the overhead of one Dask worker over
+"""Dask executor against the local pool: the overhead of one Dask worker over
 one local worker at the default shard size, and the speed-up of two Dask workers over one.
 
     python bench/cluster.py [--task cumsum] [--L 4096] [--shards 8] [--repeats 3] [--json bench/results/cluster.json]

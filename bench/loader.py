@@ -1,4 +1,4 @@
-"""PyTorch loader throughput (issue 6): samples/s and MB/s from a warm page cache.
+"""PyTorch loader throughput: samples/s and MB/s from a warm page cache.
 
     python bench/loader.py [--json bench/results/loader.json] [--workers 0,1,2]
 

@@ -1,4 +1,4 @@
-"""Peak memory and time of one training step of the reference model (issue 13).
+"""Peak memory and time of one training step of the reference model.
 
     python bench/memory.py --layers 1 2 --checkpoint both [--batch 2] [--L 262144] [--json PATH]
 

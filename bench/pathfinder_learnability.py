@@ -1,4 +1,4 @@
-"""Is a classic Pathfinder dataset learnable? A small CNN as a control (issue 14).
+"""Is a classic Pathfinder dataset learnable? A small CNN as a control.
 
     python bench/pathfinder_learnability.py DIR [--steps 2000] [--train 40000] [--json bench/results/learnability.json]
 

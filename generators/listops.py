@@ -1,6 +1,6 @@
 """ListOps-Subtrees (per-`]` tagging) and classic LRA ListOps (root value).
 
-Definition (TASKS.md, "ListOps-Subtrees"): trees of the LRA process. A node at depth
+Definition (docs/tasks/listops.md, "Definition"): trees of the LRA process. A node at depth
 d < max_depth is an operator with probability 1/4, otherwise a leaf; at d = max_depth it
 is a leaf (the root has depth 1). A leaf is a digit uniform in 0..9; an operator has an
 argument count uniform in 2..max_args and an operator uniform in MIN, MAX, MED, SM (sum

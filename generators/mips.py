@@ -1,7 +1,7 @@
 """MIPS: causal maximum inner product search over unit queries and keys.
 
-Definition (TASKS.md): q, k, v in R^{L x D} (D = 4 by default), every row i.i.d. N(0, 1)
-and scaled to unit Euclidean norm. Inputs [L, 3D] float32, row i = (q_i, k_i, v_i).
+Definition (docs/tasks/atomic.md, "mips"): q, k, v in R^{L x D} (D = 4 by default),
+every row i.i.d. N(0, 1) and scaled to unit Euclidean norm. Inputs [L, 3D] float32, row i = (q_i, k_i, v_i).
 Targets [L, D] float32, y_i = v_{i*} with i* = argmax_{j <= i} <q_i, k_j> (causal), ties
 to the smallest j.
 

@@ -1,8 +1,9 @@
 """Noise-driven atomic tasks: shift, cumsum, cummax, reverse, sort, context-shift.
 
-All six start from "normalised noise" (TASKS.md): i.i.d. N(0, 1) draws divided by their
-maximum absolute value, so max |x_i| == 1 exactly, stored as float32. Inputs are
-[T, 1], targets [T', C'] (float32); the loader appends the positional channels.
+All six start from "normalised noise" (docs/tasks/atomic.md, "Conventions"): i.i.d.
+N(0, 1) draws divided by their maximum absolute value, so max |x_i| == 1 exactly, stored
+as float32. Inputs are [T, 1], targets [T', C'] (float32); the loader appends the
+positional channels.
 
 Definitions and shapes (L is the sequence length):
     shift          in [L, 1] x;  out [L, C], y[i, j] = x[i - o_j] (0 where i < o_j),

@@ -1,7 +1,7 @@
 """Select and select-fixed: copy M values from (random or fixed) marked positions.
 
-Definition (TASKS.md): v in R^{L+M} normalised noise (N(0, 1) draws divided by their
-max |v_i|); M distinct positions i_1 < ... < i_M drawn uniformly among 0..L+M-1; v is
+Definition (docs/tasks/atomic.md, "select"): v in R^{L+M} normalised noise (N(0, 1)
+draws divided by their max |v_i|); M distinct positions i_1 < ... < i_M drawn uniformly among 0..L+M-1; v is
 padded with M zeros. Inputs [L + 2M, 2] float32: channel 0 the padded v, channel 1 1.0
 at the selected positions and 0 elsewhere. Targets [M, 1], y_j = v_{i_j}. Extra key
 ``positions`` int64 [M] (i_1..i_M, ascending). In select-fixed the positions are drawn once

@@ -1,7 +1,8 @@
 """Solve and solve-fixed: read a linear system A X = B, output X.
 
-Definition (TASKS.md, following the authors' code): N is the largest integer with
-N^2 + 2N <= L (N = 63 at L = 4096), so the N rightmost outputs lie in the zero padding.
+Definition (docs/tasks/atomic.md, "solve"; the authors' code, not the paper's text): N is
+the largest integer with N^2 + 2N <= L (N = 63 at L = 4096), so the N rightmost outputs
+lie in the zero padding.
 A is a Haar-random orthonormal N x N matrix: the Q factor of the QR decomposition of a
 Gaussian matrix G with the sign fix Q <- Q diag(sign(diag R)) (equivalently: the R with
 positive diagonal). X is a random unit vector, B = A X. Input [L, 1] float32:

@@ -18,7 +18,7 @@ Draws:
     normal(s)          ziggurat, 256 layers (Marsaglia & Tsang), one u64 per fast draw:
                        bits 0-7 layer, bit 8 sign, bits 9-60 the 52-bit abscissa
     normal_fill(s, x)  x[i] = normal(s) for i in order
-    unit_inf_noise     normals divided by their max |x| (TASKS.md "normalised noise")
+    unit_inf_noise     normals divided by their max |x| (docs/tasks/atomic.md, "Conventions")
 Bits: popcount(x) counts the set bits of a uint64 (ListOps counts 32 decisions per word).
 """
 import math

@@ -1,4 +1,4 @@
-"""DLR: diagonal linear RNN layer (Gupta, Mehta, Berant 2022, section 2; MODELS.md).
+"""DLR: diagonal linear RNN layer (Gupta, Mehta, Berant 2022, section 2; docs/models.md).
 
     x_k = diag(Lambda) x_{k-1} + 1 u_k,   y_k = Re <W, x_k>   (per coordinate h)
 

@@ -1,4 +1,4 @@
-"""DSS_exp: discretised diagonal state space layer (Gupta, Gu, Berant 2022; MODELS.md).
+"""DSS_exp: discretised diagonal state space layer (Gupta, Gu, Berant 2022; docs/models.md).
 
     dx/dt = diag(Lambda) x + 1 u,  y = Re <W, x>,  zero-order hold with step dt_h:
     K_h[k] = Re( sum_n W_hn (exp(dt_h Lambda_n) - 1) / Lambda_n * exp(dt_h Lambda_n k) )

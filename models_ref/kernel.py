@@ -1,4 +1,4 @@
-"""What DLR and DSS_exp share (MODELS.md): parameter registration, kernel length, the real
+"""What DLR and DSS_exp share (docs/models.md): parameter registration, kernel length, the real
 cast, the FFT convolution and the layer around it.
 
 A layer subclasses :class:`SSMLayer` and defines ``complex_kernel(L) -> [H_k, L]``; the

@@ -1,4 +1,4 @@
-"""The paper's metrics, per batch (TASKS.md, MODELS.md); the trainer averages over batches.
+"""The paper's metrics, per batch (docs/models.md, "Metrics"); the trainer averages over batches.
 Beside them, the exact metrics of a whole evaluation set from summed counts
 (``confusion``, ``macro_from_confusion``, ``r2_from_sums``), which do not depend on the
 batch size and add up across batches and ranks.

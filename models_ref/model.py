@@ -1,4 +1,4 @@
-"""The reference model stack (MODELS.md "Model and training").
+"""The reference model stack (docs/models.md, "Model stack" and "Training").
 
 encoder (Linear(d_input, H), or Embedding(vocab_size, H) for token inputs)
 -> n_layers blocks -> decoder Linear(H, d_output) per position: [B, T, d_output], the

@@ -1,6 +1,6 @@
 """Slow, independent NumPy / pure-Python twins of every longsynth kernel.
 
-Written from ../shared/TASKS.md and the documented reproducibility contract (the key ->
+Written from the task definitions in docs/tasks/ and the documented reproducibility contract (the key ->
 stream construction in ``longsynth/rng.py``'s docstring and each generator's documented
 draw order), never from the kernels' code. Pure Python integers throughout the RNG, so
 an error in the Numba uint64 arithmetic cannot hide here.
@@ -90,7 +90,7 @@ class Stream:
         return np.array([self.normal() for _ in range(n)], dtype=np.float64)
 
     def unit_inf_noise(self, n, dtype=np.float32):
-        """n normals divided by their max |value| (TASKS.md 'normalised noise')."""
+        """n normals divided by their max |value| (docs/tasks/atomic.md, 'Conventions')."""
         x = self.normals(n)
         return (x / np.abs(x).max()).astype(dtype)
 
@@ -112,14 +112,14 @@ ZX, ZR = _ziggurat_edges()
 
 
 def cumsum(seed, split, index, L):
-    """TASKS.md: x normalised noise; y_i = (i+1)^-1/2 sum_{j<=i} x_j. Returns inputs, targets."""
+    """docs/tasks/atomic.md: x normalised noise; y_i = (i+1)^-1/2 sum_{j<=i} x_j. Returns inputs, targets."""
     x = Stream(seed, SPLITS[split], index).unit_inf_noise(L)
     y = np.cumsum(x.astype(np.float64)) / np.sqrt(np.arange(1, L + 1))
     return {"inputs": x[:, None], "targets": y.astype(np.float32)[:, None]}
 
 
-# ---------------------------------------------------------------- atomic tasks (issue 3)
-# Written from TASKS.md and the draw orders documented in generators/{noise,select,mips,
+# ---------------------------------------------------------------- atomic tasks
+# Written from docs/tasks/atomic.md and the draw orders documented in generators/{noise,select,mips,
 # solve}.py. Each returns the sample dict (inputs, targets, extras) as the kernel should.
 
 
@@ -277,12 +277,12 @@ def solve_fixed(seed, split, index, L):
 
 
 # ---------------------------------------------------------------- pathfinder-seg (image formation)
-# Written from TASKS.md's "image formation is the authors'" paragraph: given the drawn
+# Written from docs/tasks/pathfinder.md, "How an image is made" (the authors' image formation): given the drawn
 # geometry (dashes, markers) the image and labels follow; never from the renderer's stamps.
 
 
 def pathfinder_compose(dashes, markers, margin, connected, L, thickness, aa, contrast, radius, contour_length, size):
-    """Image and labels from the drawn geometry, by the authors' image formation (TASKS.md):
+    """Image and labels from the drawn geometry, by the authors' image formation (docs/tasks/pathfinder.md):
     every dash a PIL line of width round(thickness aa) on a float canvas aa times finer,
     of side 2 R aa + 1 (R = L + ceil(thickness) + margin) with the line's start at its
     centre, reduced to 2R + 1 with PIL's LANCZOS and centred on the dash's start pixel,
@@ -387,7 +387,7 @@ LISTOPS_CLOSE = 4
 
 
 def listops_apply(op, args):
-    """TASKS.md: MIN, MAX, MED = int(numpy.median(args)), SM = sum mod 10."""
+    """docs/tasks/listops.md: MIN, MAX, MED = int(numpy.median(args)), SM = sum mod 10."""
     name = LISTOPS_VOCAB[op]
     if name == "[MIN":
         return min(args)
@@ -448,7 +448,7 @@ def listops_evaluate(tokens):
 
 
 def listops_tree(rng, depth, max_depth, max_args):
-    """One tree of the LRA process, straight from TASKS.md (recursive, Python ``random``).
+    """One tree of the LRA process, straight from docs/tasks/listops.md (recursive, Python ``random``).
 
     Returns (tokens, operator of the root or None for a leaf, root arity, height).
     """

@@ -1,4 +1,4 @@
-"""The 11 atomic tasks: kernels vs the NumPy twins, TASKS.md properties, API/store identity."""
+"""The 11 atomic tasks: kernels vs the NumPy twins, the definitions' properties, API/store identity."""
 import math
 
 import numpy as np
@@ -87,7 +87,7 @@ def test_registry_lists_the_atomic_tasks():
         assert "L" in t.config.__dataclass_fields__
 
 
-# ---------------------------------------------------------------- properties from TASKS.md
+# ---------------------------------------------------------------- properties from docs/tasks/atomic.md
 
 
 def _noise_part(task, s, L):

@@ -1,4 +1,4 @@
-"""Reference DLR / DSS_exp layers, model stack, metrics and trainer (issue 7). CPU only."""
+"""Reference DLR / DSS_exp layers, model stack, metrics and trainer. CPU only."""
 import math
 import os
 
@@ -440,7 +440,7 @@ def test_tiny_dlr_preset_trains_ssm_parameters_slower():
 
 
 def _with_pos(x):
-    """Append the positional channels cos(2 pi i / T), sin(2 pi i / T) (TASKS.md)."""
+    """Append the positional channels cos(2 pi i / T), sin(2 pi i / T) (docs/tasks/atomic.md, "Conventions")."""
     B, L, _ = x.shape
     a = 2 * math.pi * torch.arange(L) / L
     return torch.cat([x, torch.cos(a)[None, :, None].expand(B, L, 1),
@@ -448,7 +448,7 @@ def _with_pos(x):
 
 
 def _shift_batch(step, B=16, L=128, C=8, stream=0):
-    """TASKS.md shift: y_ij = x_{i - jL/C} (zero before the start), x normalised noise."""
+    """docs/tasks/atomic.md shift: y_ij = x_{i - jL/C} (zero before the start), x normalised noise."""
     g = torch.Generator().manual_seed(1000 * stream + step)
     x = torch.randn(B, L, generator=g)
     x = x / x.abs().amax(1, keepdim=True)
@@ -707,7 +707,7 @@ def test_mask_figure(tmp_path):
     assert im.getpixel((x, 4 + (32 + 4) + 2 * r)) == (0, 0, 0)  # prediction row: background
 
 
-# ---------------------------------------------------------------- issue 13: exact metrics, DDP, memory flags
+# ---------------------------------------------------------------- paper scale: exact metrics, DDP, memory flags
 
 
 class _Fixed(torch.nn.Module):

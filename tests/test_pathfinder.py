@@ -1,4 +1,4 @@
-"""pathfinder-seg: image-level checks of TASKS.md's definition (never the renderer's internals).
+"""pathfinder-seg: image-level checks of the definition in docs/tasks/pathfinder.md (never the renderer's internals).
 
 Most checks run on 128 px batches; a few 256 / 512 images cover the other presets.
 """
@@ -120,7 +120,7 @@ def _paths(s, cfg):
 
 @pytest.mark.parametrize("size", SIZES)
 def test_paths_follow_the_dash_rules(batches, size):
-    """TASKS.md: dashes of paddle_length; each next dash starts about 2 margin beyond the
+    """docs/tasks/pathfinder.md: dashes of paddle_length; each next dash starts about 2 margin beyond the
     previous one's front (the pivot sits margin beyond it, the circle of radius
     paddle_length + margin about the pivot); turns at most pi / (2 continuity)."""
     cfg = cfg_of(size)
