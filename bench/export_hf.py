@@ -1,6 +1,6 @@
 """Export rate of `--format hf` against the read rate of `longsynth.open`, on the same data.
 
-    python bench/export_hf.py [--data DIR] [--json bench/results/export_hf.json] [--rounds 3]
+    python bench/export_hf.py [--data DIR] [--json bench/results/export_hf.json] [--rounds 3] [--workers 1,2]
 
 Three datasets (generated into --data when absent): cumsum L=4096 (4,000 samples),
 listops-subtrees (1,000) and pathfinder-seg 256 (1,000). For each, in one process:
@@ -8,8 +8,10 @@ listops-subtrees (1,000) and pathfinder-seg 256 (1,000). For each, in one proces
 - read: every sample of every split through `longsynth.open(DIR)[split][i]` (checked
   reads), after one untimed pass so both sides read from the page cache;
 - blocks: the same through `Split.iter_blocks` (what the export reads);
-- export: `longsynth.exports.export(DIR, "hf", OUT)` into a fresh directory on the same
-  disk, fsyncs included (the export's files are durable when it returns).
+- export: `longsynth.exports.export(DIR, "hf", OUT, workers=W)` into a fresh directory on
+  the same disk, fsyncs included (the export's files are durable when it returns), for
+  each W of --workers (1, the default: threads of this process; more: that many spawned
+  writer processes, their start-up included).
 
 Each figure is the best of --rounds runs, in samples/s of wall time and per CPU second
 (all threads); the ratio is export over read, wall time. The disk's fsynced write rate is
@@ -69,12 +71,12 @@ def block_rate(root):
     return n / dt
 
 
-def export_rate(root, scratch):
+def export_rate(root, scratch, workers):
     out = os.path.join(scratch, "hf")
     shutil.rmtree(out, ignore_errors=True)
     n = sum(m["count"] for m in store.read_manifest(root)["splits"].values())
     t, c = time.perf_counter(), time.process_time()
-    exports.export(root, "hf", out)
+    exports.export(root, "hf", out, workers=workers)
     dt, dc = time.perf_counter() - t, time.process_time() - c
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(out) for f in fs)
     shutil.rmtree(out)
@@ -101,7 +103,9 @@ def main():
     ap.add_argument("--data", default="data/bench-export", help="where the three datasets are (made when absent)")
     ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "export_hf.json"))
     ap.add_argument("--rounds", type=int, default=3, help="runs per figure; the best is kept")
+    ap.add_argument("--workers", default="1,2", help="export --workers values to time")
     args = ap.parse_args()
+    counts = [int(w) for w in args.workers.split(",")]
     os.makedirs(args.data, exist_ok=True)
     results = {"machine": machine(), "longsynth_path": longsynth.__file__, "datasets": {}}
     with tempfile.TemporaryDirectory(dir=args.data) as scratch:
@@ -116,15 +120,20 @@ def main():
             reads = [read_rate(root) for _ in range(args.rounds)]
             read, read_cpu = max(r[0] for r in reads), max(r[1] for r in reads)
             blocks = max(block_rate(root) for _ in range(args.rounds))
-            runs = [export_rate(root, scratch) for _ in range(args.rounds)]
-            export, export_cpu, size = max(r[0] for r in runs), max(r[1] for r in runs), runs[0][2]
-            results["datasets"][name] = {"stored_bytes": stored, "export_bytes": size, "read_samples_s": read,
-                                         "read_samples_per_cpu_s": read_cpu, "blocks_samples_s": blocks,
-                                         "export_samples_s": export, "export_samples_per_cpu_s": export_cpu,
-                                         "export_over_read": export / read}
+            row = {"stored_bytes": stored, "read_samples_s": read, "read_samples_per_cpu_s": read_cpu,
+                   "blocks_samples_s": blocks, "workers": {}}
             print(f"{name:20s} read {read:8,.0f}/s ({read_cpu:8,.0f}/CPU s)  blocks {blocks:8,.0f}/s  "
-                  f"export hf {export:7,.0f}/s ({export_cpu:7,.0f}/CPU s)  export/read {export / read:5.2f}  "
-                  f"({stored / 1e6:.0f} MB stored, {size / 1e6:.0f} MB exported)")
+                  f"({stored / 1e6:.0f} MB stored)")
+            for w in counts:
+                runs = [export_rate(root, scratch, w) for _ in range(args.rounds)]
+                export, export_cpu, size = max(r[0] for r in runs), max(r[1] for r in runs), runs[0][2]
+                row["export_bytes"] = size
+                row["workers"][w] = {"export_samples_s": export, "export_samples_per_main_cpu_s": export_cpu,
+                                     "export_over_read": export / read}
+                print(f"{'':20s} export hf --workers {w}: {export:7,.0f}/s "
+                      f"({export_cpu:7,.0f} per CPU s of this process)  export/read {export / read:5.2f}  "
+                      f"({size / 1e6:.0f} MB exported)")
+            results["datasets"][name] = row
     os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
     finish(results["machine"])
     with open(args.json, "w") as f:

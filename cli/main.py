@@ -354,11 +354,13 @@ def _export_help():
 @click.argument("root", type=click.Path(exists=True, file_okay=False))
 @click.option("--format", "fmt", required=True, help=f"export format: {', '.join(exports.FORMATS)}")
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="directory to write")
+@click.option("--workers", "-j", type=int, default=None,
+              help="writer processes, hf only, at most one per file [default: threads of this process]")
 @friendly
-def export(root, fmt, out):
+def export(root, fmt, out, workers):
     bar = Progress(f"export {fmt}")
     try:
-        out = exports.export(root, fmt, out, bar)
+        out = exports.export(root, fmt, out, bar, workers=workers)
     finally:
         bar.close()
     click.echo(f"wrote {fmt} to {out}")

@@ -22,6 +22,7 @@ from huggingface_hub import DatasetCard
 import longsynth
 from longsynth import exports, store
 from longsynth.cli.main import cli
+from longsynth.errors import LongsynthError
 from longsynth.exports import hf
 
 from test_reliability import flip_sample_byte, one_error_line
@@ -211,6 +212,37 @@ def test_files_and_row_groups_and_reexport(tmp_path, monkeypatch):
     check_split(got["train"].with_format("numpy"), ds["train"], ds.manifest["splits"]["train"]["digest"])
 
 
+@pytest.mark.parametrize("name", ["cumsum", "listops-subtrees", "pathfinder-seg"])
+def test_workers_change_no_byte(tmp_path, monkeypatch, name):
+    """--workers 1 (threads of one process), 2 and 3 (spawned processes, each writing whole
+    files) write the same bytes, with files and row groups split small so that every worker
+    has several; progress counts every row whatever writes it."""
+    root = gen(tmp_path / "d", name)
+    monkeypatch.setattr(hf, "ROW_GROUP_ROWS", 2)
+    monkeypatch.setattr(hf, "MIN_FILE_BYTES", 1)
+    monkeypatch.setattr(hf, "MIN_FILES", 4)
+    trees = []
+    for workers in (1, 2, 3):
+        seen = []
+        exports.export(str(root), "hf", str(tmp_path / f"hf{workers}"), lambda n, total=None: seen.append(n),
+                       workers=workers)
+        assert sum(n for n in seen[1:]) == sum(CASES[name][2].values())
+        trees.append(tree(tmp_path / f"hf{workers}"))
+    assert len([f for f in trees[0] if f.startswith("data/train-")]) >= 3
+    assert trees[0] == trees[1] == trees[2]
+
+
+def test_workers_are_checked(tmp_path):
+    root = gen(tmp_path / "d", "listops")
+    with pytest.raises(LongsynthError, match="--workers: must be an integer >= 1, got 0"):
+        exports.export(str(root), "hf", str(tmp_path / "hf"), workers=0)
+    with pytest.raises(LongsynthError, match="--workers: --format lra-tsv writes on one process"):
+        exports.export(str(root), "lra-tsv", str(tmp_path / "tsv"), workers=2)
+    assert not (tmp_path / "hf").exists() and not (tmp_path / "tsv").exists()
+    exports.export(str(root), "lra-tsv", str(tmp_path / "tsv"), workers=1)
+    assert sorted(os.listdir(tmp_path / "tsv")) == ["basic_test.tsv", "basic_train.tsv", "basic_val.tsv"]
+
+
 def test_empty_split_is_left_out(tmp_path):
     root = tmp_path / "d"
     store.generate(str(root), "cumsum", {"L": 8}, seed=1, splits={"train": 5, "val": 0, "test": 2}, workers=1)
@@ -258,8 +290,8 @@ def test_failed_export_leaves_no_partial_file(tmp_path, monkeypatch, existing):
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(self, table, row_group_size=row_group_size)
 
-    monkeypatch.setattr(pq.ParquetWriter, "write_table", failing)
-    r = CliRunner().invoke(cli, ["export", str(root), "--format", "hf", "--out", str(out)])
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", failing)  # reaches this process only: --workers 1
+    r = CliRunner().invoke(cli, ["export", str(root), "--format", "hf", "--out", str(out), "--workers", "1"])
     assert one_error_line(r) == "Error: No space left on device"
     assert (tree(out) == before) if existing else not out.exists()
 

@@ -28,6 +28,7 @@ class Format:
     tasks: tuple | None = None  # names of the tasks it can write; None: every task
     needs: tuple = ()  # modules it imports beyond longsynth's own dependencies
     install: str = ""  # the command that installs them
+    parallel: bool = False  # its write takes workers= (processes); the others write on this one
 
 
 FORMATS = {f.name: f for f in [
@@ -37,7 +38,7 @@ FORMATS = {f.name: f for f in [
     Format("lra-pathfinder", "lra_pathfinder", "Pathfinder / Path-X in LRA's release layout (imgs/, text metadata/)",
            tasks=("pathfinder",)),
     Format("hf", "hf", "Hugging Face datasets: Parquet files per split and a dataset card (README.md)",
-           needs=("datasets", "pyarrow", "huggingface_hub"), install='pip install "longsynth[hf]"'),
+           needs=("datasets", "pyarrow", "huggingface_hub"), install='pip install "longsynth[hf]"', parallel=True),
 ]}
 
 
@@ -60,18 +61,26 @@ def writer(name, task=None):
     return importlib.import_module(f"{__name__}.{fmt.module}").write
 
 
-def export(root, fmt, out, progress=None):
+def export(root, fmt, out, progress=None, workers=None):
     """Write the dataset in ``root`` in export format ``fmt`` to directory ``out``.
 
     ``progress(None, total=N)`` is called once first, then ``progress(n)`` as samples are
-    written. A failed export leaves no partial file under a final name, and a directory it
-    created is removed again.
+    written. ``workers``: processes for a format that writes in parallel (``hf``; None: the
+    format's default), which never change what is written; other formats refuse more
+    than one. A
+    failed export leaves no partial file under a final name, and a directory it created is
+    removed again.
     """
     import shutil
 
     from longsynth import store
     from longsynth import safe
 
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise LongsynthError(f"--workers: must be an integer >= 1, got {workers!r}")
+    parallel = FORMATS[fmt].parallel if fmt in FORMATS else False
+    if workers is not None and workers > 1 and not parallel:
+        raise LongsynthError(f"--workers: --format {fmt} writes on one process; give --workers 1 or leave it out")
     ds = store.open(root)
     try:
         write = writer(fmt, ds.task.name)
@@ -80,7 +89,10 @@ def export(root, fmt, out, progress=None):
         if progress is not None:
             progress(None, total=sum(len(s) for s in ds.splits.values()))
         try:
-            write(ds, out, progress)
+            if parallel:
+                write(ds, out, progress, workers=workers)
+            else:
+                write(ds, out, progress)
         except BaseException:
             if not existed:
                 shutil.rmtree(out, ignore_errors=True)

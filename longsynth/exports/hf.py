@@ -282,9 +282,13 @@ def _signals_held():
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _write_files(dataset, files, paths, feats, schema, options, group, progress):
-    """Every file on its own thread (Parquet encoding and zlib release the GIL); progress
-    is reported from this thread only, as the writers count rows."""
+def _write_files(dataset, files, paths, feats, schema, options, group, progress, workers):
+    """Every file on its own thread (Parquet encoding and zlib release the GIL), or, with
+    ``workers`` > 1, on a pool of that many processes (reading, Arrow conversion and the
+    Python between them hold the GIL). Progress is reported from this thread only, as the
+    writers count rows. Which process writes a file changes nothing in it."""
+    if workers > 1 and len(files) > 1:
+        return _write_files_pool(dataset, files, paths, group, progress, workers)
     from concurrent.futures import FIRST_EXCEPTION, wait
 
     lock, counted, stop = threading.Lock(), [0], threading.Event()
@@ -293,8 +297,8 @@ def _write_files(dataset, files, paths, feats, schema, options, group, progress)
         with lock:
             counted[0] += n
 
-    workers = os.cpu_count() or 1
-    with ThreadPoolExecutor(workers) as pool, ThreadPoolExecutor(max(1, min(workers, len(files)))) as writers:
+    cores = os.cpu_count() or 1
+    with ThreadPoolExecutor(cores) as pool, ThreadPoolExecutor(max(1, min(cores, len(files)))) as writers:
         with _signals_held():  # Ctrl-C / SIGTERM inside the executor's locks would break them
             futures = {writers.submit(_write_file, dataset, f, paths[f.rel], feats, schema, options, group, pool,
                                       done, stop): f for f in files}
@@ -313,6 +317,72 @@ def _write_files(dataset, files, paths, feats, schema, options, group, progress)
             stop.set()
             for fut in pending:
                 fut.cancel()
+            raise
+    return {f.rel: fut.result() for fut, f in futures.items()}
+
+
+_COUNTER = None  # in a pool worker: the parent's shared count of rows written
+_STOP = None  # in a pool worker: set by the parent when a file failed
+
+
+def _pool_init(counter, stop, parent):
+    from longsynth.store.pool import die_with_parent
+
+    global _COUNTER, _STOP
+    _COUNTER, _STOP = counter, stop
+    die_with_parent(parent)
+
+
+def _pool_count(n):
+    with _COUNTER.get_lock():
+        _COUNTER.value += n
+
+
+def _pool_write_file(root, manifest, f, path, group, threads):
+    """_write_file in a pool worker, on the dataset's own handles and features."""
+    ds = Dataset(root, manifest)
+    try:
+        feats = features(ds.task, ds.task.keys(ds.config))
+        schema = feats.arrow_schema
+        with ThreadPoolExecutor(threads) as pool:
+            return _write_file(ds, f, path, feats, schema, _parquet_options(schema), group, pool, _pool_count, _STOP)
+    finally:
+        ds.close()
+
+
+def _write_files_pool(dataset, files, paths, group, progress, workers):
+    """The files on ``workers`` spawned processes (as ``gen``'s pool: fork is unsafe once
+    Numba or Arrow run threads in the parent), each with its share of the cores for PNGs."""
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+
+    from longsynth.store.pool import SpawnableMain, stop_workers
+
+    ctx = mp.get_context("spawn")
+    counter, stop = ctx.Value("q", 0), ctx.Event()
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    seen = 0
+    with SpawnableMain(), ProcessPoolExecutor(workers, mp_context=ctx, initializer=_pool_init,
+                                              initargs=(counter, stop, os.getpid())) as writers:
+        with _signals_held():
+            futures = {writers.submit(_pool_write_file, dataset.root, dataset.manifest, f, paths[f.rel], group,
+                                      threads): f for f in files}
+        pending = set(futures)
+        try:
+            while pending:
+                finished, pending = wait(pending, timeout=0.25, return_when=FIRST_EXCEPTION)
+                for fut in finished:
+                    fut.result()
+                if progress is not None:
+                    now = counter.value
+                    progress(now - seen)
+                    seen = now
+        except BaseException as e:
+            stop.set()
+            for fut in pending:
+                fut.cancel()
+            if isinstance(e, KeyboardInterrupt):
+                stop_workers(writers)
             raise
     return {f.rel: fut.result() for fut, f in futures.items()}
 
@@ -361,8 +431,15 @@ def _remove_own(out, rel):
         pass
 
 
-def write(dataset, out, progress):
-    """Every split of ``dataset`` as Parquet files under out/data, with the card and preview."""
+def write(dataset, out, progress, workers=None):
+    """Every split of ``dataset`` as Parquet files under out/data, with the card and preview.
+
+    ``workers``: processes that write the Parquet files, at most one per file (None or 1:
+    threads of this process). The files are the same bytes whatever it is. Threads are the
+    default because they were faster on every export measured (docs/benchmarks.md,
+    "Hugging Face export"): a spawned writer needs about 2 s to start (a fresh interpreter
+    importing pyarrow, datasets and the task registry), and the threads of one process
+    already keep two cores busy, as Parquet encoding and zlib release the GIL."""
     old = _previous_files(out)
     feats = features(dataset.task, dataset.task.keys(dataset.config))
     schema = feats.arrow_schema
@@ -375,7 +452,9 @@ def write(dataset, out, progress):
             paths = {f.rel: pending.path(os.path.join(out, f.rel)) for f in files}
             if shown is not None:  # drawn while the Parquet files are written
                 drawing = side.submit(_preview, dataset, shown, pending.path(os.path.join(out, "preview.png")))
-            nbytes = _write_files(dataset, files, paths, feats, schema, _parquet_options(schema), group, progress)
+            workers = max(1, min(workers or 1, len(files)))
+            nbytes = _write_files(dataset, files, paths, feats, schema, _parquet_options(schema), group, progress,
+                                  workers)
             if shown is not None:
                 drawing.result()
             sizes = {rel: os.path.getsize(path) for rel, path in paths.items()}

@@ -73,7 +73,7 @@ def _pool_write(job):
 def _worker_init(counter, parent):
     global _PROGRESS
     _PROGRESS = counter
-    _die_with_parent(parent)
+    die_with_parent(parent)
     # a worker's failure reaches the parent as an exception; the "Exception ignored"
     # tracebacks h5py's finalisers print after a failed write (disk full) would only
     # bury the parent's one-line message
@@ -87,7 +87,7 @@ def _worker_init(counter, parent):
     set_num_threads(1)
 
 
-def _die_with_parent(parent):
+def die_with_parent(parent):
     """Exit when the process ``parent`` dies (a kill -9 of `gen` must not leave workers).
 
     Linux: the kernel sends SIGKILL on the parent's death (PR_SET_PDEATHSIG). Everywhere,
@@ -112,7 +112,7 @@ def _die_with_parent(parent):
     threading.Thread(target=watch, name="longsynth-parent-watch", daemon=True).start()
 
 
-class _SpawnableMain:
+class SpawnableMain:
     """Hide ``__main__.__file__`` while workers spawn when it names no real file (stdin).
 
     Spawned workers re-import the parent's main script by path; ``python - <<EOF`` has
@@ -159,7 +159,7 @@ def _run_pool(jobs, workers, progress, done):
     jobs = iter(jobs)
     futures = {}
     try:
-        with _SpawnableMain(), ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
+        with SpawnableMain(), ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
                                                    initargs=(counter, os.getpid())) as pool:
             futures.update({pool.submit(_pool_write, job): job for job in itertools.islice(jobs, 2 * workers)})
             pending = set(futures)
@@ -184,7 +184,7 @@ def _run_pool(jobs, workers, progress, done):
                 for fut in pending:
                     fut.cancel()
                 if isinstance(e, KeyboardInterrupt):  # Ctrl-C reaches the workers too; SIGTERM only us
-                    _stop_workers(pool)
+                    stop_workers(pool)
                 raise
     except BaseException:
         # the pool is down: temporary files of the shards it did not finish (a worker that
@@ -193,7 +193,7 @@ def _run_pool(jobs, workers, progress, done):
         raise
 
 
-def _stop_workers(pool):
+def stop_workers(pool):
     """Terminate the pool's workers now rather than let them finish their shards (what
     Ctrl-C does to them; SIGTERM, handled as Ctrl-C, reaches only this process)."""
     stop = getattr(pool, "terminate_workers", None)  # Python 3.14+
