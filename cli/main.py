@@ -15,6 +15,7 @@ import time
 import click
 
 from longsynth import api, exports, registry, store
+from longsynth.progress import Bar, Samples, count
 from longsynth.errors import LongsynthError
 from longsynth.task import field_kind
 
@@ -102,29 +103,6 @@ class TaskGroup(click.Group):
         return super().resolve_command(ctx, args)
 
 
-class Progress:
-    """click progress bar fed by ``progress(n)`` / ``progress(None, total=N)`` callbacks."""
-
-    def __init__(self, label):
-        self.label, self.bar, self.t0, self.done = label, None, time.perf_counter(), 0
-
-    def __call__(self, n, total=None):
-        if n is None:
-            self.bar = click.progressbar(length=total, label=self.label, show_pos=True,
-                                         item_show_func=lambda s: s, file=sys.stderr)
-            self.bar.__enter__()
-            self.t0 = time.perf_counter()
-            return
-        self.done += n
-        rate = self.done / max(time.perf_counter() - self.t0, 1e-9)
-        if self.bar is not None and n:
-            self.bar.update(n, f"{rate:,.0f}/s")
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-
-
 # ---------------------------------------------------------------- commands
 
 
@@ -156,13 +134,19 @@ def _make_gen(task):
         counts = store.parse_splits(splits) if splits is not None else None
         command = canonical_command(task, params, out, num_samples, splits, seed, shard_size, compression)
         client = store.connect(dask) if dask is not None else None
-        bar = Progress(f"{task.name}")
+        bar = Samples(f"gen {task.name}")
         t0 = time.perf_counter()
         try:
             m = store.generate(out, task.name, params, seed=seed, splits=counts, num_samples=num_samples,
                                shard_size=shard_size, compression=compression, workers=workers,
                                overwrite=overwrite, command=command, progress=bar,
                                notify=lambda line: click.echo(line, err=True), client=client)
+        except (KeyboardInterrupt, RuntimeError) as e:  # Ctrl-C, SIGTERM (or a pool lock it broke)
+            if isinstance(e, RuntimeError) and not isinstance(e.__context__, KeyboardInterrupt):
+                raise
+            bar.close()
+            click.echo(_interrupted(out, command), err=True)
+            raise SystemExit(130) from None
         finally:
             bar.close()
             if client is not None:
@@ -171,8 +155,8 @@ def _make_gen(task):
         n = sum(m["counts"].values())
         size = sum(r["bytes"] for s in m["splits"].values() for r in s["shards"])
         shards = sum(len(s["shards"]) for s in m["splits"].values())
-        counts_text = ", ".join(f"{s} {c}" for s, c in m["counts"].items())
-        click.echo(f"{task.name}: {n} samples ({counts_text}) in {shards} shards, {size / 1e6:.1f} MB, "
+        counts_text = ", ".join(f"{s} {count(c)}" for s, c in m["counts"].items())
+        click.echo(f"{task.name}: {count(n)} samples ({counts_text}) in {count(shards)} shards, {store.human(size)}, "
                    f"{dt:.1f} s -> {os.path.abspath(out)}")
         if "audit" in m:
             click.echo(f"audit: {json.dumps(m['audit'])}")
@@ -193,6 +177,17 @@ def _make_gen(task):
                           "file; --out must be shared with its workers (needs longsynth[dask])"),
     ]
     return click.Command(task.name, callback=run, params=params, help=f"Generate {task.name}: {task.summary}.")
+
+
+def _interrupted(out, command):
+    """The line after Ctrl-C: what is kept and how to resume."""
+    try:
+        m = store.read_manifest(out)
+        written = sum(r["count"] for sp in m["splits"].values() for r in sp["shards"])
+        kept = f"{count(written)} of {count(sum(sp['count'] for sp in m['splits'].values()))} samples kept"
+    except (LongsynthError, OSError):
+        kept = "nothing kept"
+    return f"interrupted: {kept}; rerun the same command to resume: {command}"
 
 
 def canonical_command(task, params, out, num_samples, splits, seed, shard_size, compression):
@@ -219,10 +214,13 @@ cli.add_command(TaskGroup("gen", make=_make_gen, help="Generate a dataset: longs
 @cli.command()
 @click.argument("root", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+@click.option("--samples", type=click.IntRange(1), default=None,
+              help="statistics over the first N samples of each split [default: every sample]")
 @friendly
-def info(root, as_json):
-    """Configuration, counts, sizes, keys and value statistics of a dataset."""
-    s = store.info(root)
+def info(root, as_json, samples):
+    """Configuration, counts, sizes, keys, value statistics and class balance of a dataset."""
+    with Samples("info") as bar:
+        s = store.info(root, samples=samples, progress=None if as_json else bar)
     if as_json:
         click.echo(json.dumps(s, indent=1))
         return
@@ -232,13 +230,21 @@ def info(root, as_json):
     if s["command"]:
         click.echo(f"made by: {s['command']}")
     for split, sp in s["splits"].items():
-        click.echo(f"  {split:5s} {sp['count']:>9,} samples  {sp['shards']:>4} shards  {sp['bytes'] / 1e6:10.1f} MB  "
-                   f"digest {str(sp['digest'])[:16]}")
+        click.echo(f"  {split:5s} {count(sp['count']):>9s} samples  {count(sp['shards']):>4s} shards  "
+                   f"{store.human(sp['bytes']):>9s}  digest {str(sp['digest'])[:16]}")
+    if "stats_samples" in s:
+        per = ", ".join(f"{k} {count(v)}" for k, v in s["stats_per_split"].items())
+        whole = all(v == s["splits"][k]["count"] for k, v in s["stats_per_split"].items())
+        click.echo(f"statistics over {'all ' if whole else ''}{count(s['stats_samples'])} samples ({per}):")
     for k, spec in s["keys"].items():
         shape = ("[n, " if spec["ragged"] else "[") + ", ".join(map(str, spec["shape"])) + "]"
         st = s["stats"].get(k)
         stats = f"  min {st['min']:.4g} max {st['max']:.4g} mean {st['mean']:.4g} std {st['std']:.4g}" if st else ""
         click.echo(f"  {k:16s} {spec['dtype']:8s} {shape:14s}{stats}")
+    if s.get("balance"):
+        click.echo("class balance of targets (share of each value):")
+        for split, shares in s["balance"].items():
+            click.echo(f"  {split:5s} " + "  ".join(f"{v}: {100 * p:.1f}%" for v, p in shares.items()))
     if "validation" in s:
         v = s["validation"]
         click.echo(f"validation: {json.dumps(v.get('final', v.get('metrics', {})))} ({v['path']})")
@@ -251,17 +257,26 @@ def info(root, as_json):
               help="indices per split checked by --deep (>= 1)")
 @friendly
 def verify(root, deep, samples):
-    """Check checksums, structure and digests of a stored dataset."""
+    """Check checksums, structure and digests of a stored dataset; an unfinished one is
+    told apart from a damaged one."""
     m = store.read_manifest(root)
     shards = sum(len(s["shards"]) for s in m["splits"].values())
-    with click.progressbar(length=shards, label="verify", file=sys.stderr,
-                           item_show_func=lambda name: name) as bar:
-        problems = store.verify(root, deep=deep, samples=samples, progress=lambda name: bar.update(1, name))
-    if problems:
-        for p in problems:
+    with Bar(total=shards, desc="verify", unit="shards") as bar:
+        def step(name):
+            bar.set_postfix_str(name, refresh=False)
+            bar.update(1)
+
+        c = store.check(root, deep=deep, samples=samples, progress=step)
+    if c.damage:
+        for p in c.damage:
             click.echo(p, err=True)
-        raise click.ClickException(f"{root}: {len(problems)} problem(s) found")
-    click.echo(f"OK: {shards} shards, {sum(m['counts'].values())} samples"
+        raise click.ClickException(f"{root}: damaged: {len(c.damage)} problem(s) found"
+                                   + ("" if c.complete else " (and the dataset is incomplete)"))
+    if not c.complete:
+        made = f": {m['command']}" if m.get("command") else ""
+        raise click.ClickException(f"{root}: incomplete, not damaged: {count(c.written)} of {count(c.total)} samples "
+                                   f"written and intact; rerun its gen command to resume{made}")
+    click.echo(f"OK: {count(shards)} shards, {count(c.total)} samples"
                + (f", {samples} samples per split regenerated and identical" if deep else ""))
 
 
@@ -356,7 +371,7 @@ def _export_help():
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="directory to write")
 @friendly
 def export(root, fmt, out):
-    bar = Progress(f"export {fmt}")
+    bar = Samples(f"export {fmt}")
     try:
         out = exports.export(root, fmt, out, bar)
     finally:

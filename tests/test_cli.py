@@ -69,7 +69,7 @@ def test_corrupt_shard_is_one_line_error(runner, dataset, tmp_path):
     data[-100] ^= 0xFF
     shard.write_bytes(bytes(data))
     r = runner.invoke(cli, ["verify", str(bad)])
-    assert re.fullmatch(rf"Error: {re.escape(str(bad))}: \d problem\(s\) found", one_error_line(r))
+    assert re.fullmatch(rf"Error: {re.escape(str(bad))}: damaged: \d problem\(s\) found", one_error_line(r))
     assert "train-00001.h5: SHA-256 mismatch" in r.output
 
 

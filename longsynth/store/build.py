@@ -40,8 +40,9 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
     """Write (or resume) a dataset of ``task`` in ``root``; returns the final manifest.
 
     ``progress(n)`` is called with the number of samples finished since the last call,
-    ``progress(None, total=N)`` once first. ``notify(line)`` receives one-line notes: the
-    expected size, workers capped, empty splits, the Dask dashboard. Identical output for
+    ``progress(None, total=N, done=K)`` once first (K samples kept by a resumed run).
+    ``notify(line)`` receives one-line notes: the expected size, a resumed run's count,
+    workers capped, empty splits, the Dask dashboard. Identical output for
     any ``workers``, and with ``client``.
 
     ``client``: a ``distributed.Client``; each shard is then one Dask task on its cluster
@@ -106,13 +107,13 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
     lock = DirLock(root).acquire()
     try:
         return _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compression, executor,
-                                overwrite, manifest, progress)
+                                overwrite, manifest, progress, note)
     finally:
         lock.release()
 
 
 def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compression, executor, overwrite,
-                     manifest, progress):
+                     manifest, progress, note):
     keep = _prepare_dir(root, manifest, overwrite)
     for split, rec in keep.values():
         manifest["splits"][split]["shards"].append(rec)
@@ -122,9 +123,13 @@ def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compressio
                 if j.name not in keep)
         n_jobs = sum(-(-n // shard_size) for n in splits.values()) - len(keep)
         total = sum(splits.values())
+        kept = sum(rec["count"] for _, rec in keep.values())
+        if kept == total:
+            note(f"already complete: {total:,} of {total:,} samples written; nothing to generate")
+        elif kept:
+            note(f"resuming: {kept:,} of {total:,} samples already written")
         if progress is not None:
-            progress(None, total=total)
-            progress(sum(rec["count"] for _, rec in keep.values()))
+            progress(None, total=total, done=kept)
         timings = []
 
         def done(job, record, timing):

@@ -14,7 +14,7 @@ from longsynth.errors import DamagedDataError, LongsynthError, MissingKeyError
 from longsynth.rng import SPLITS
 from longsynth.store import identity
 from longsynth.store.layout import CHECK_KEY, DIGEST_KEY, sample_digest
-from longsynth.store.manifest import read_manifest
+from longsynth.store.manifest import read_manifest, writer
 from longsynth.task import Ragged
 
 class Split:
@@ -312,6 +312,9 @@ class Dataset:
         self.root = os.path.abspath(root)
         self.manifest = read_manifest(self.root) if manifest is None else manifest
         if not self.manifest.get("complete"):
+            pid = writer(self.root)
+            if pid is not None:
+                raise LongsynthError(f"{root}: is being written by process {pid}; open it when that gen has finished")
             raise LongsynthError(f"{root}: dataset is incomplete; rerun its gen command to resume")
         self.task = registry.get(self.manifest["task"])
         self.config = self.task.make_config(**self.manifest["params"])
