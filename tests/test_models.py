@@ -809,7 +809,7 @@ def test_ddp_two_cpu_processes_follow_one_process(tmp_path):
     env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
            "-m", "longsynth", "validate", root, "--steps", "20", "--batch-size", "4",
-           "--report-dir", str(tmp_path / "two")]
+           "--report-dir", str(tmp_path / "two"), "--json"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-3000:])
     assert p.stdout.count('"report_dir"') == 1, (p.stdout[-2000:], p.stderr[-3000:])  # rank 0 alone reports

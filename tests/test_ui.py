@@ -105,3 +105,64 @@ def test_a_dataset_being_written_is_named_as_such(tmp_path):
         assert "problem" not in r.output
     with pytest.raises(store.LongsynthError, match="dataset is incomplete; rerun its gen command to resume"):
         store.open(str(root))  # the writer is gone: a stopped gen, to be resumed
+
+
+def test_validate_ends_in_a_summary_and_short_runs_scale_their_schedule(tmp_path):
+    pytest.importorskip("torch")
+    r = CliRunner().invoke(cli, ["validate", "listops-subtrees", "--steps", "2"])  # a stored-only task: one line
+    assert r.exit_code == 1
+    root = tmp_path / "ls"
+    store.generate(str(root), "listops-subtrees", {"min_length": 20, "max_length": 60, "max_depth": 4}, seed=1,
+                   splits={"train": 64, "val": 16, "test": 16}, workers=1)
+    r = CliRunner().invoke(cli, ["validate", str(root), "--steps", "30", "--report-dir", str(tmp_path / "rep")])
+    assert r.exit_code == 0, r.output
+    out = r.stdout.splitlines()
+    assert not r.stdout.lstrip().startswith("{")  # not a JSON dump
+    assert out[0].startswith(f"dlr on {root} (listops-subtrees, tiny): 30 steps (the protocol's 300 scaled: "
+                             "warmup 3, an evaluation every 10)"), out
+    m = json.loads((tmp_path / "rep" / "metrics.json").read_text())
+    assert (m["train_config"]["warmup_steps"], m["train_config"]["eval_every"]) == (3, 10)
+    assert [v["step"] for v in json.loads((tmp_path / "rep" / "history.json").read_text())["val"]] == [10, 20, 30]
+    acc = m["test"]["accuracy"]
+    assert re.search(rf"^test accuracy {acc:.3f}", r.stdout, re.M), r.stdout
+    assert re.search(r"^certificate (PASSED|FAILED|no verdict)", r.stdout, re.M), r.stdout
+    assert f"report: {tmp_path / 'rep' / 'metrics.json'}" in r.stdout
+
+
+def test_gen_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
+    out = tmp_path / "never" / "d"
+    r = CliRunner().invoke(cli, ["gen", "pathfinder-seg", "--size", "512", "--out", str(out), "--dry-run"])
+    assert r.exit_code == 0, r.output
+    assert not (tmp_path / "never").exists()
+    p = store.dry_run(str(out), "pathfinder-seg", {"size": 512})
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("pathfinder-seg (size=512, ") and "100,000 samples in" in lines[0]
+    assert lines[1].split() == ["train", "96,000", "samples", f"{p.shards['train']:,}", "shards"]
+    assert f"about {store.human(p.bytes)} on disk; " in r.stdout and r.stdout.rstrip().endswith("nothing written "
+                                                                                                "(--dry-run)")
+    assert p.bytes == store.estimate_bytes(p.task, p.config, p.splits, 0, p.shard_size) > 10**10
+
+
+def test_discoverable_options_and_presets():
+    r = CliRunner().invoke(cli, ["gen", "--help"])
+    for opt in ("-n, --num-samples", "-j, --workers", "--seed", "--dry-run", "--shard-size"):
+        assert opt in r.output, opt
+    r = CliRunner().invoke(cli, ["validate", "--help"])
+    assert re.search(r"^\s+atomic\s+tiny 600 x 16 .*paper 40,000 x 16$", r.output, re.M), r.output
+    assert re.search(r"^\s+pathfinder-seg-512\s+tiny 300 x 4\s+paper 114,000 x 14$", r.output, re.M), r.output
+
+
+def test_reprs_say_what_they_hold_and_validation_is_val(pathfinder):
+    from longsynth import registry
+
+    ds = store.open(str(pathfinder))
+    assert repr(ds) == f"<longsynth.Dataset pathfinder, seed 0: train 400, val 50, test 50 at {pathfinder}>"
+    assert repr(ds["validation"]).startswith("<longsynth.Split val: 50 samples in 1 shards, keys inputs, targets")
+    assert repr(registry.get("cumsum")).startswith("<longsynth.Task cumsum (atomic): ")
+    assert ds["validation"] is ds["val"]
+    torch = pytest.importorskip("torch")  # noqa: F841
+    from longsynth.torch import ShardDataset
+
+    assert len(ShardDataset(str(pathfinder), split="validation")) == 50
+    with pytest.raises(store.LongsynthError, match=r"no split .dev.; this dataset has train, val, test \(validation is val\)"):
+        store.open(str(pathfinder))["dev"]

@@ -35,7 +35,7 @@ from longsynth.store.manifest import _make_dir  # noqa: F401 (scripts that hold 
 from longsynth.store.shards import write_shard
 from longsynth.store.pool import LocalPool
 from longsynth.store.read import Dataset, Split, open
-from longsynth.store.build import generate
+from longsynth.store.build import Plan, dry_run, generate
 from longsynth.store.build import _os_reason  # noqa: F401 (tests)
 from longsynth.store.checks import check, info, latest_certificate, verify
 
@@ -57,10 +57,10 @@ def export(root, fmt, out, progress=None):
 
 __all__ = [
     "BLOCK_BYTES", "CARD", "CHECK_KEY", "COMPRESSIONS", "DIGEST_KEY", "FORMAT", "FORMAT_VERSION", "LOCK", "MANIFEST",
-    "MAX_COUNT", "OURS_RE", "RAGGED_ROWS", "SHARD_BYTES", "SHARD_RE", "SPLITS", "TMP_RE", "DamagedDataError",
+    "MAX_COUNT", "OURS_RE", "Plan", "RAGGED_ROWS", "SHARD_BYTES", "SHARD_RE", "SPLITS", "TMP_RE", "DamagedDataError",
     "Dataset", "DirLock", "LocalPool", "LongsynthError", "MissingKeyError", "PendingFiles", "ShardJob", "Split",
     "atomic_write_text", "block_digests", "check", "config_of", "connect", "dataset_card", "default_shard_size", "default_splits",
-    "estimate_bytes", "export", "file_sha256", "generate", "human", "info", "latest_certificate", "open",
+    "dry_run", "estimate_bytes", "export", "file_sha256", "generate", "human", "info", "latest_certificate", "open",
     "parse_splits", "plan", "read_manifest", "sample_bytes", "sample_digest", "split_code", "verify", "versions",
     "write_shard",
 ]

@@ -34,6 +34,57 @@ def _split_digest(root, records):
     return h.hexdigest()
 
 
+@dataclasses.dataclass
+class Plan:
+    """What ``generate`` would write: the resolved task config, split counts, shards, the
+    estimated size and the free space where it goes (``dry_run``)."""
+
+    root: str
+    task: object
+    config: object
+    seed: int
+    splits: dict  # split -> samples
+    shards: dict  # split -> shards
+    shard_size: int
+    bytes: int  # estimated, uncompressed
+    free: int  # free bytes there, counting longsynth files a rerun replaces
+    empty: list  # splits that a default split of a small count leaves empty
+
+    @property
+    def total(self):
+        return sum(self.splits.values())
+
+
+def dry_run(root, task, params=None, *, seed=0, splits=None, num_samples=None, shard_size=None, compression="none"):
+    """The ``Plan`` of a ``generate`` call, checked as generate checks it; writes nothing."""
+    params = dict(params or {})
+    t = registry.get(task)
+    cfg = t.make_config(**params)
+    seed = check_seed(seed)
+    if compression not in COMPRESSIONS:
+        raise LongsynthError(f"compression: must be one of {', '.join(COMPRESSIONS)}, got {compression!r}")
+    defaulted = splits is None
+    if splits is None:
+        n = t.default_num_samples if num_samples is None else num_samples
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise LongsynthError(f"num_samples: must be an integer >= 1, got {n!r}")
+        splits = default_splits(n, t.split_percent)
+    if any(v < 0 for v in splits.values()) or sum(splits.values()) < 1:
+        raise LongsynthError("splits: counts must be >= 0 and sum to at least 1")
+    if any(v > MAX_COUNT for v in splits.values()):
+        raise LongsynthError(f"splits: at most {MAX_COUNT:,} samples per split (indices are 62-bit)")
+    if shard_size is None:
+        shard_size = default_shard_size(t, cfg)
+    if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
+        raise LongsynthError(f"shard_size: must be an integer >= 1, got {shard_size!r}")
+    root = safe.check_out_path(root)
+    need = estimate_bytes(t, cfg, splits, seed, shard_size)
+    free = _free_bytes(root) + _our_bytes(root)
+    empty = [s for s, c in splits.items() if c == 0] if defaulted else []
+    return Plan(root, t, cfg, seed, dict(splits), {s: -(-c // shard_size) for s, c in splits.items()}, shard_size,
+                need, free, empty)
+
+
 def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, shard_size=None,
              compression="none", workers=None, overwrite=False, command="", progress=None, notify=None,
              client=None):
@@ -53,53 +104,31 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
     Refused before anything is written: a dataset larger than the free disk space, and a
     directory another process is writing (LongsynthError).
     """
-    params = dict(params or {})
-    t = registry.get(task)
-    cfg = t.make_config(**params)
-    seed = check_seed(seed)
-    note = notify or (lambda line: None)
-    if compression not in COMPRESSIONS:
-        raise LongsynthError(f"compression: must be one of {', '.join(COMPRESSIONS)}, got {compression!r}")
-    defaulted = splits is None
-    if splits is None:
-        n = t.default_num_samples if num_samples is None else num_samples
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise LongsynthError(f"num_samples: must be an integer >= 1, got {n!r}")
-        splits = default_splits(n, t.split_percent)
-    if any(v < 0 for v in splits.values()) or sum(splits.values()) < 1:
-        raise LongsynthError("splits: counts must be >= 0 and sum to at least 1")
-    if any(v > MAX_COUNT for v in splits.values()):
-        raise LongsynthError(f"splits: at most {MAX_COUNT:,} samples per split (indices are 62-bit)")
-    if shard_size is None:
-        shard_size = default_shard_size(t, cfg)
-    if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
-        raise LongsynthError(f"shard_size: must be an integer >= 1, got {shard_size!r}")
     asked = workers
     workers = (os.cpu_count() or 1) if workers is None else workers
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise LongsynthError(f"workers: must be an integer >= 1, got {workers!r}")
     if client is not None and asked is not None:
         raise LongsynthError("workers: give workers or client, not both (the cluster's workers write the shards)")
+    note = notify or (lambda line: None)
+    p = dry_run(root, task, params, seed=seed, splits=splits, num_samples=num_samples, shard_size=shard_size,
+                compression=compression)
+    t, cfg, seed, splits, shard_size, root, total = p.task, p.config, p.seed, p.splits, p.shard_size, p.root, p.total
     if client is not None:
         from longsynth.store.cluster import DaskExecutor
 
         executor = DaskExecutor(client, note)
     else:
         executor = LocalPool(workers, asked, note)
-    root = safe.check_out_path(root)
-    total = sum(splits.values())
-    need = estimate_bytes(t, cfg, splits, seed, shard_size)
-    free = _free_bytes(root) + _our_bytes(root)
     kind = "uncompressed, less with compression" if compression != "none" else "on disk"
     note(f"{t.name}: {total:,} samples ({', '.join(f'{s} {c:,}' for s, c in splits.items())}), "
-         f"about {human(need)} {kind}; {human(free)} free")
-    if need > free:  # compressed too, at the uncompressed size: HDF5's filters end a full disk in a crash
-        raise LongsynthError(f"{root}: the dataset needs about {human(need)}{' before compression' if compression != 'none' else ''} "
-                             f"but only {human(free)} is free there; lower --num-samples or choose another --out")
-    if defaulted:
-        empty = [s for s, c in splits.items() if c == 0]
-        if empty:
-            note(f"{' and '.join(empty)} get 0 samples (2% of {total} rounds down); give --splits to choose the counts")
+         f"about {human(p.bytes)} {kind}; {human(p.free)} free")
+    if p.bytes > p.free:  # compressed too, at the uncompressed size: HDF5's filters end a full disk in a crash
+        raise LongsynthError(f"{root}: the dataset needs about {human(p.bytes)}"
+                             f"{' before compression' if compression != 'none' else ''} "
+                             f"but only {human(p.free)} is free there; lower --num-samples or choose another --out")
+    if p.empty:
+        note(f"{' and '.join(p.empty)} get 0 samples (2% of {total} rounds down); give --splits to choose the counts")
     fixed = t.fixed_draws(cfg, seed)
     cparams = dataclasses.asdict(cfg)
     manifest = _new_manifest(t, cfg, seed, splits, shard_size, compression, command, fixed)
