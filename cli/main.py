@@ -541,7 +541,7 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
         from longsynth.models_ref.evaluate import evaluate as run
         from longsynth.models_ref.validate import check_device
     except ImportError as e:
-        raise click.ClickException(f"evaluate needs PyTorch and matplotlib ({e}); "
+        raise click.ClickException(f"evaluate needs PyTorch ({e}); "
                                    "pip install \"longsynth[eval]\"") from None
     check_device(device)
     settings = Settings(scale=scale, steps=steps, lrs=lrs, seeds=seeds, device=device, jobs=jobs, dask=dask,

@@ -166,3 +166,10 @@ def test_reprs_say_what_they_hold_and_validation_is_val(pathfinder):
     assert len(ShardDataset(str(pathfinder), split="validation")) == 50
     with pytest.raises(store.LongsynthError, match=r"no split .dev.; this dataset has train, val, test \(validation is val\)"):
         store.open(str(pathfinder))["dev"]
+
+
+def test_the_command_line_imports_neither_matplotlib_nor_torch_until_needed():
+    code = ("import sys, longsynth, longsynth.store, longsynth.cli.main; "
+            "print(sorted(m for m in ('matplotlib', 'torch') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "[]", (p.stdout, p.stderr)
