@@ -64,6 +64,12 @@ def _integer_ticks(axis):
     axis.set_major_locator(MaxNLocator(integer=True))
 
 
+def _thousands():
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _: f"{v:,.0f}")
+
+
 def lines(panels, path=None, *, title=None, width=900, panel_height=120, robust=False):
     """Stacked panels of line series; returns the Figure.
 
@@ -115,6 +121,7 @@ def bars(panels, path=None, *, title=None, width=900, panel_height=140, ylabel="
         if _integer(edges) or _integer((edges[:-1] + edges[1:]) / 2):
             _integer_ticks(ax.xaxis)
         _integer_ticks(ax.yaxis)
+        ax.yaxis.set_major_formatter(_thousands())
         ax.set_xlim(edges[0], edges[-1])
         ax.set_ylabel(ylabel, fontsize=8)
         ax.set_title(label, loc="left", fontsize=9)
