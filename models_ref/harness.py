@@ -270,7 +270,8 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         torch.cuda.reset_peak_memory_stats(dev)
     t0 = time.time()
     res = train(lambda: factory(spec), tcfg, *p.sources, device=job.device, manifest_digest=p.digest,
-                checkpoint_dir=ckdir, resume=resume, progress=progress, identity=model_config)
+                checkpoint_dir=ckdir, resume=resume, progress=progress and f"train {job.model} on {proto.task}",
+                identity=model_config)
     wall = time.time() - t0
     primary = PRIMARY[tcfg.objective]
     figures = paper_figures(proto.name, proto.task)

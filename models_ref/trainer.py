@@ -323,7 +323,8 @@ class Progress:
     last validation metric (longsynth.progress: a bar on a terminal, lines in a log)."""
 
     def __init__(self, total, enabled, start=0):
-        self.bar = Bar(total=total, desc="train", unit="steps", initial=start) if enabled else None
+        desc = enabled if isinstance(enabled, str) else "train"  # progress="select dlr": the run's name
+        self.bar = Bar(total=total, desc=desc, unit="steps", initial=start) if enabled else None
 
     def update(self, step, loss, metric_name, metric):
         if self.bar is None:

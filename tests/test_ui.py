@@ -127,8 +127,8 @@ def test_validate_ends_in_a_summary_and_short_runs_scale_their_schedule(tmp_path
     assert re.search(rf"^test accuracy {acc:.3f}", r.stdout, re.M), r.stdout
     assert re.search(r"^certificate (PASSED|FAILED|no verdict)", r.stdout, re.M), r.stdout
     assert f"report: {tmp_path / 'rep' / 'metrics.json'}" in r.stdout
-    bars = [x for x in r.stderr.splitlines() if x.startswith("train:")]  # not a tty: whole lines
-    assert "\r" not in r.stderr and bars[-1].startswith("train: 100% 30/30 steps ["), r.stderr
+    bars = [x for x in r.stderr.splitlines() if x.startswith("train dlr on listops-subtrees:")]  # a log: lines
+    assert "\r" not in r.stderr and bars[-1].startswith("train dlr on listops-subtrees: 100% 30/30 steps ["), r.stderr
     assert re.search(r"steps/s, loss \d+\.\d{4}, val accuracy \d\.\d{4}\]$", bars[-1]), bars[-1]
 
 
