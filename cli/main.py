@@ -15,6 +15,7 @@ import time
 import click
 
 from longsynth import api, exports, registry, store
+from longsynth.progress import Bar, Samples, count
 from longsynth.errors import LongsynthError
 from longsynth.task import field_kind
 
@@ -102,29 +103,6 @@ class TaskGroup(click.Group):
         return super().resolve_command(ctx, args)
 
 
-class Progress:
-    """click progress bar fed by ``progress(n)`` / ``progress(None, total=N)`` callbacks."""
-
-    def __init__(self, label):
-        self.label, self.bar, self.t0, self.done = label, None, time.perf_counter(), 0
-
-    def __call__(self, n, total=None):
-        if n is None:
-            self.bar = click.progressbar(length=total, label=self.label, show_pos=True,
-                                         item_show_func=lambda s: s, file=sys.stderr)
-            self.bar.__enter__()
-            self.t0 = time.perf_counter()
-            return
-        self.done += n
-        rate = self.done / max(time.perf_counter() - self.t0, 1e-9)
-        if self.bar is not None and n:
-            self.bar.update(n, f"{rate:,.0f}/s")
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-
-
 # ---------------------------------------------------------------- commands
 
 
@@ -136,33 +114,51 @@ def cli():
 
 @cli.command("list")
 def list_tasks():
-    """List the tasks, one line each, with their default parameters (a value marked * comes
-    from the preset the defaults pick, e.g. pathfinder-seg's size 128)."""
+    """List the tasks, one line each: family, the default number of samples and its size
+    on disk, a summary and the default parameters."""
     for name, t in registry.all_tasks().items():
         resolved = t.make_config()
         params = " ".join(f"{f.name}={getattr(resolved, f.name)}{'*' if f.default is None else ''}"
                           for f in dataclasses.fields(t.config))
-        click.echo(f"{name:18s} {t.family:10s} {t.summary} ({params})")
+        n = t.default_num_samples
+        size = store.estimate_bytes(t, resolved, store.default_splits(n, t.split_percent), 0,
+                                    store.default_shard_size(t, resolved))
+        click.echo(f"{name:18s} {t.family:10s} {count(n):>7s} samples {store.human(size):>8s}  {t.summary} ({params})")
+    click.echo("\nsamples: gen's default --num-samples (split train/val/test by the task's shares), with its size "
+               "on disk uncompressed.\n*: a value the task's preset derives from other parameters (pathfinder-seg "
+               "picks its stroke widths, distractors and margins from --size); give the option to set it.")
 
 
 def _make_gen(task):
     @friendly
-    def run(out, num_samples, splits, seed, workers, shard_size, compression, overwrite, dask, **values):
+    def run(out, num_samples, splits, seed, workers, shard_size, compression, overwrite, dask, dry_run, **values):
         params = task_params(task, values)
         if splits is not None and num_samples is not None:
             raise click.ClickException("give --num-samples or --splits, not both")
+        if dry_run:
+            counts = store.parse_splits(splits) if splits is not None else None
+            click.echo(_plan_text(store.dry_run(out, task.name, params, seed=seed, splits=counts,
+                                                num_samples=num_samples, shard_size=shard_size,
+                                                compression=compression), compression))
+            return
         if dask is not None and workers is not None:
             raise click.ClickException("give --workers or --dask, not both (the Dask workers write the shards)")
         counts = store.parse_splits(splits) if splits is not None else None
         command = canonical_command(task, params, out, num_samples, splits, seed, shard_size, compression)
         client = store.connect(dask) if dask is not None else None
-        bar = Progress(f"{task.name}")
+        bar = Samples(f"gen {task.name}")
         t0 = time.perf_counter()
         try:
             m = store.generate(out, task.name, params, seed=seed, splits=counts, num_samples=num_samples,
                                shard_size=shard_size, compression=compression, workers=workers,
                                overwrite=overwrite, command=command, progress=bar,
                                notify=lambda line: click.echo(line, err=True), client=client)
+        except (KeyboardInterrupt, RuntimeError) as e:  # Ctrl-C, SIGTERM (or a pool lock it broke)
+            if isinstance(e, RuntimeError) and not isinstance(e.__context__, KeyboardInterrupt):
+                raise
+            bar.close()
+            click.echo(_interrupted(out, command), err=True)
+            raise SystemExit(130) from None
         finally:
             bar.close()
             if client is not None:
@@ -171,16 +167,53 @@ def _make_gen(task):
         n = sum(m["counts"].values())
         size = sum(r["bytes"] for s in m["splits"].values() for r in s["shards"])
         shards = sum(len(s["shards"]) for s in m["splits"].values())
-        counts_text = ", ".join(f"{s} {c}" for s, c in m["counts"].items())
-        click.echo(f"{task.name}: {n} samples ({counts_text}) in {shards} shards, {size / 1e6:.1f} MB, "
+        counts_text = ", ".join(f"{s} {count(c)}" for s, c in m["counts"].items())
+        click.echo(f"{task.name}: {count(n)} samples ({counts_text}) in {count(shards)} shards, {store.human(size)}, "
                    f"{dt:.1f} s -> {os.path.abspath(out)}")
         if "audit" in m:
             click.echo(f"audit: {json.dumps(m['audit'])}")
 
-    params = task_options(task) + [
+    params = task_options(task) + gen_options(task)
+    return click.Command(task.name, callback=run, params=params, help=f"Generate {task.name}: {task.summary}.",
+                         short_help=task.summary)
+
+
+def _plan_text(p, compression):
+    """``gen --dry-run``'s plan, one line per split."""
+    params = ", ".join(f"{k}={v}" for k, v in dataclasses.asdict(p.config).items())
+    lines = [f"{p.task.name} ({params}), seed {p.seed}: {count(p.total)} samples in "
+             f"{count(sum(p.shards.values()))} shards of up to {count(p.shard_size)}"]
+    lines += [f"  {s:5s} {count(c):>11s} samples  {count(p.shards[s]):>6s} shards" for s, c in p.splits.items()]
+    kind = "before compression" if compression != "none" else "on disk"
+    fits = "fits" if p.bytes <= p.free else "does NOT fit"
+    lines.append(f"about {store.human(p.bytes)} {kind}; {store.human(p.free)} free at {p.root}: {fits}")
+    if p.empty:
+        lines.append(f"{' and '.join(p.empty)} get 0 samples (2% of {count(p.total)} rounds down); give --splits "
+                     "to choose the counts")
+    lines.append("nothing written (--dry-run)")
+    return "\n".join(lines)
+
+
+def _interrupted(out, command):
+    """The line after Ctrl-C: what is kept and how to resume."""
+    try:
+        m = store.read_manifest(out)
+        written = sum(r["count"] for sp in m["splits"].values() for r in sp["shards"])
+        kept = f"{count(written)} of {count(sum(sp['count'] for sp in m['splits'].values()))} samples kept"
+    except (LongsynthError, OSError):
+        kept = "nothing kept"
+    return f"interrupted: {kept}; rerun the same command to resume: {command}"
+
+
+def gen_options(task=None):
+    """The options every ``gen TASK`` shares (``task``: None for the group's help)."""
+    n_help = (f"total samples, split {'/'.join(map(str, task.split_percent))} [default: {task.default_num_samples}]"
+              if task is not None else "total samples, split by the task's train/val/test shares [default: the "
+                                       "task's, see longsynth list]")
+    return [
+
         click.Option(["--out", "-o"], required=True, type=click.Path(file_okay=False), help="dataset directory to write"),
-        click.Option(["--num-samples", "-n"], type=int, default=None,
-                     help=f"total samples, split {'/'.join(map(str, task.split_percent))} [default: {task.default_num_samples}]"),
+        click.Option(["--num-samples", "-n"], type=int, default=None, help=n_help),
         click.Option(["--splits"], default=None, help="explicit counts, e.g. train=960,val=20,test=20"),
         click.Option(["--seed"], type=int, default=0, show_default=True, help="root seed (0 <= seed < 2**63)"),
         click.Option(["--workers", "-j"], type=int, default=None, help="worker processes [default: all cores]"),
@@ -188,11 +221,21 @@ def _make_gen(task):
         click.Option(["--compression"], type=click.Choice(store.COMPRESSIONS), default="none", show_default=True,
                      help="HDF5 compression filter"),
         click.Option(["--overwrite"], is_flag=True, help="replace a different dataset already in --out"),
+        click.Option(["--dry-run"], is_flag=True,
+                     help="print the plan (splits, shards, size on disk, free space) and write nothing"),
         click.Option(["--dask"], metavar="ADDRESS", default=None,
                      help="write the shards on a Dask cluster: scheduler address (tcp://host:8786) or scheduler "
                           "file; --out must be shared with its workers (needs longsynth[dask])"),
     ]
-    return click.Command(task.name, callback=run, params=params, help=f"Generate {task.name}: {task.summary}.")
+
+
+class GenGroup(TaskGroup):
+    """``gen``: its help lists the options every task shares after the tasks."""
+
+    def format_epilog(self, ctx, formatter):
+        with formatter.section("Options of every task (longsynth gen TASK --help adds the task's parameters)"):
+            formatter.write_dl([o.get_help_record(ctx) for o in gen_options()])
+        super().format_epilog(ctx, formatter)
 
 
 def canonical_command(task, params, out, num_samples, splits, seed, shard_size, compression):
@@ -213,16 +256,19 @@ def canonical_command(task, params, out, num_samples, splits, seed, shard_size, 
     return " ".join(shlex.quote(p) for p in parts)
 
 
-cli.add_command(TaskGroup("gen", make=_make_gen, help="Generate a dataset: longsynth gen TASK --out DIR [options]."))
+cli.add_command(GenGroup("gen", make=_make_gen, help="Generate a dataset: longsynth gen TASK --out DIR [options]."))
 
 
 @cli.command()
 @click.argument("root", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="print the summary as JSON")
+@click.option("--samples", type=click.IntRange(1), default=None,
+              help="statistics over the first N samples of each split [default: every sample]")
 @friendly
-def info(root, as_json):
-    """Configuration, counts, sizes, keys and value statistics of a dataset."""
-    s = store.info(root)
+def info(root, as_json, samples):
+    """Configuration, counts, sizes, keys, value statistics and class balance of a dataset."""
+    with Samples("info") as bar:
+        s = store.info(root, samples=samples, progress=None if as_json else bar)
     if as_json:
         click.echo(json.dumps(s, indent=1))
         return
@@ -232,13 +278,21 @@ def info(root, as_json):
     if s["command"]:
         click.echo(f"made by: {s['command']}")
     for split, sp in s["splits"].items():
-        click.echo(f"  {split:5s} {sp['count']:>9,} samples  {sp['shards']:>4} shards  {sp['bytes'] / 1e6:10.1f} MB  "
-                   f"digest {str(sp['digest'])[:16]}")
+        click.echo(f"  {split:5s} {count(sp['count']):>9s} samples  {count(sp['shards']):>4s} shards  "
+                   f"{store.human(sp['bytes']):>9s}  digest {str(sp['digest'])[:16]}")
+    if "stats_samples" in s:
+        per = ", ".join(f"{k} {count(v)}" for k, v in s["stats_per_split"].items())
+        whole = all(v == s["splits"][k]["count"] for k, v in s["stats_per_split"].items())
+        click.echo(f"statistics over {'all ' if whole else ''}{count(s['stats_samples'])} samples ({per}):")
     for k, spec in s["keys"].items():
         shape = ("[n, " if spec["ragged"] else "[") + ", ".join(map(str, spec["shape"])) + "]"
         st = s["stats"].get(k)
         stats = f"  min {st['min']:.4g} max {st['max']:.4g} mean {st['mean']:.4g} std {st['std']:.4g}" if st else ""
         click.echo(f"  {k:16s} {spec['dtype']:8s} {shape:14s}{stats}")
+    if s.get("balance"):
+        click.echo("class balance of targets (share of each value):")
+        for split, shares in s["balance"].items():
+            click.echo(f"  {split:5s} " + "  ".join(f"{v}: {100 * p:.1f}%" for v, p in shares.items()))
     if "validation" in s:
         v = s["validation"]
         click.echo(f"validation: {json.dumps(v.get('final', v.get('metrics', {})))} ({v['path']})")
@@ -251,17 +305,26 @@ def info(root, as_json):
               help="indices per split checked by --deep (>= 1)")
 @friendly
 def verify(root, deep, samples):
-    """Check checksums, structure and digests of a stored dataset."""
+    """Check checksums, structure and digests of a stored dataset; an unfinished one is
+    told apart from a damaged one."""
     m = store.read_manifest(root)
     shards = sum(len(s["shards"]) for s in m["splits"].values())
-    with click.progressbar(length=shards, label="verify", file=sys.stderr,
-                           item_show_func=lambda name: name) as bar:
-        problems = store.verify(root, deep=deep, samples=samples, progress=lambda name: bar.update(1, name))
-    if problems:
-        for p in problems:
+    with Bar(total=shards, desc="verify", unit="shards") as bar:
+        def step(name):
+            bar.set_postfix_str(name, refresh=False)
+            bar.update(1)
+
+        c = store.check(root, deep=deep, samples=samples, progress=step)
+    if c.damage:
+        for p in c.damage:
             click.echo(p, err=True)
-        raise click.ClickException(f"{root}: {len(problems)} problem(s) found")
-    click.echo(f"OK: {shards} shards, {sum(m['counts'].values())} samples"
+        raise click.ClickException(f"{root}: damaged: {len(c.damage)} problem(s) found"
+                                   + ("" if c.complete else " (and the dataset is incomplete)"))
+    if not c.complete:
+        made = f": {m['command']}" if m.get("command") else ""
+        raise click.ClickException(f"{root}: incomplete, not damaged: {count(c.written)} of {count(c.total)} samples "
+                                   f"written and intact; rerun its gen command to resume{made}")
+    click.echo(f"OK: {count(shards)} shards, {count(c.total)} samples"
                + (f", {samples} samples per split regenerated and identical" if deep else ""))
 
 
@@ -277,9 +340,10 @@ def _make_show(task):
 
     params = task_options(task) + _show_options(task.name)
     params += [click.Option(["--seed"], type=int, default=0, show_default=True, help="root seed"),
-               click.Option(["--split"], type=click.Choice(list(store.SPLITS)), default="train", show_default=True,
-                            help="split to draw from")]
-    return click.Command(task.name, callback=run, params=params, help=f"Preview samples of {task.name}.")
+               click.Option(["--split"], type=click.Choice([*store.SPLITS, "validation"]), default="train",
+                            show_default=True, help="split to draw from (validation: val)")]
+    return click.Command(task.name, callback=run, params=params, help=f"Preview samples of {task.name}.",
+                         short_help=task.summary)
 
 
 def _show_options(default_name):
@@ -324,7 +388,7 @@ class _ShowDirCommand(click.Command):
 SHOW_DIR = _ShowDirCommand(
     "DIR", callback=_show_dir,
     params=[click.Argument(["root"], type=click.Path(exists=True, file_okay=False))] + _show_options("preview")
-    + [click.Option(["--split"], default="train", show_default=True, help="split to read"),
+    + [click.Option(["--split"], default="train", show_default=True, help="split to read (val; validation is accepted)"),
        click.Option(["--stats"], is_flag=True, help="dataset-level figure (e.g. length histograms) instead")],
     help="Preview samples of a stored dataset.")
 
@@ -358,7 +422,7 @@ def _export_help():
               help="writer processes, hf only, at most one per file [default: threads of this process]")
 @friendly
 def export(root, fmt, out, workers):
-    bar = Progress(f"export {fmt}")
+    bar = Samples(f"export {fmt}")
     try:
         out = exports.export(root, fmt, out, bar, workers=workers)
     finally:
@@ -366,7 +430,29 @@ def export(root, fmt, out, workers):
     click.echo(f"wrote {fmt} to {out}")
 
 
-@cli.command()
+def _validate_help():
+    """validate's help: what it does, then each protocol's preset budget (steps x global
+    batch) at both scales, read from the preset table (models_ref/presets.py)."""
+    from longsynth.models_ref.presets import PROTOCOLS
+
+    rows = {}
+    for (name, scale), row in PROTOCOLS.items():
+        text = f"{count(row['steps'])} x {row['batch_size']}"
+        special = {}
+        for t, c in row.get("per_task", {}).items():
+            if "steps" in c:
+                special.setdefault(c["steps"], []).append(t)
+        if special:
+            text += " (" + "; ".join(f"{', '.join(ts)}: {count(n)}" for n, ts in special.items()) + ")"
+        rows.setdefault(name, {})[scale] = text
+    lines = [f"{name:20s} tiny {r.get('tiny', '-'):50s} paper {r.get('paper', '-')}" for name, r in rows.items()]
+    return ("Train a reference model on a dataset DIR (or an atomic TASK, on the fly) and certify it.\n\n"
+            "Data parallel: torchrun --nproc_per_node N --no-python longsynth validate ... (nccl on cuda, gloo on "
+            "cpu); rank 0 writes the certificate.\n\nPreset budgets, steps x global batch (--steps and "
+            "--batch-size replace them; warmup and evaluations scale with --steps):\n\n\b\n" + "\n".join(lines))
+
+
+@cli.command(help=_validate_help())
 @click.argument("target")
 @click.option("--model", type=click.Choice(["dlr", "dss"]), default="dlr", show_default=True,
               help="reference layer (where it is expected to fail a task, the paper's best model trains beside it)")
@@ -383,14 +469,10 @@ def export(root, fmt, out, workers):
 @click.option("--checkpoint-activations", is_flag=True, help="recompute each block in the backward pass (less memory)")
 @click.option("--permute-targets", is_flag=True,
               help="negative control: targets shuffled across each batch's samples; the certificate must fail")
+@click.option("--json", "as_json", is_flag=True, help="print the certificate's main fields as JSON instead of a summary")
 @friendly
 def validate(target, model, scale, steps, device, report_dir, batch_size, amp, compile_, checkpoint_activations,
-             permute_targets):
-    """Train a reference model on a dataset DIR (or an atomic TASK, on the fly) and certify it.
-
-    Data parallel: torchrun --nproc_per_node N --no-python longsynth validate ... (nccl on
-    cuda, gloo on cpu); rank 0 writes the certificate.
-    """
+             permute_targets, as_json):
     try:
         from longsynth.models_ref.validate import validate as run
     except ImportError as e:
@@ -401,8 +483,13 @@ def validate(target, model, scale, steps, device, report_dir, batch_size, amp, c
                  batch_size=batch_size, amp=amp, compile=compile_, checkpoint_activations=checkpoint_activations,
                  permute_targets=permute_targets)
     if report.get("rank", 0) == 0:
-        keys = ("final", "best", "test", "paper", "positive_control", "certificate", "report_dir")
-        click.echo(json.dumps({k: report[k] for k in keys if k in report}, indent=1))
+        if as_json:
+            keys = ("final", "best", "test", "paper", "positive_control", "certificate", "report_dir")
+            click.echo(json.dumps({k: report[k] for k in keys if k in report}, indent=1))
+        else:
+            from longsynth.models_ref.report import summary
+
+            click.echo(summary(report))
 
 
 
@@ -456,7 +543,7 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
         from longsynth.models_ref.evaluate import evaluate as run
         from longsynth.models_ref.validate import check_device
     except ImportError as e:
-        raise click.ClickException(f"evaluate needs PyTorch and matplotlib ({e}); "
+        raise click.ClickException(f"evaluate needs PyTorch ({e}); "
                                    "pip install \"longsynth[eval]\"") from None
     check_device(device)
     settings = Settings(scale=scale, steps=steps, lrs=lrs, seeds=seeds, device=device, jobs=jobs, dask=dask,

@@ -22,4 +22,8 @@ def preview(samples, cfg, path):
             for c, part in enumerate("qkv"):
                 panels.append((f"{tag}: inputs, {part} [{x.shape[0]} x {d}]", x[:, c * d : (c + 1) * d]))
         panels.append((f"{tag}: targets [{y.shape[0]} x {y.shape[1]}]", y))
-    lines(panels, path, title=repr(cfg))
+    import dataclasses
+
+    params = ", ".join(f"{k} = {v}" for k, v in dataclasses.asdict(cfg).items())
+    count = f"{len(samples)} sample{'s' if len(samples) != 1 else ''}"
+    lines(panels, path, title=f"{count} at {params}: inputs, then targets (x: position in the sequence)")

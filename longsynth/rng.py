@@ -39,11 +39,21 @@ _K2 = np.uint64(0x8CB92BA72F3D8DD7)
 _K3 = np.uint64(0x2545F4914F6CDD1D)
 
 
+SPLIT_ALIASES = {"validation": "val"}  # the Hugging Face name of the validation split
+
+
+def split_name(split):
+    """The canonical name of a split: ``train``, ``val`` or ``test``. ``validation`` (the
+    Hugging Face name, which ``export --format hf`` writes) is accepted as ``val``."""
+    name = SPLIT_ALIASES.get(split, split) if isinstance(split, str) else split
+    if name not in SPLITS:
+        raise LongsynthError(f"split: must be one of {', '.join(SPLITS)} (or validation, for val), got {split!r}")
+    return name
+
+
 def split_code(split):
-    """Integer code of a split name; ValueError for anything else."""
-    if split not in SPLITS:
-        raise LongsynthError(f"split: must be one of {', '.join(SPLITS)}, got {split!r}")
-    return SPLITS[split]
+    """Integer code of a split name (``split_name``); LongsynthError for anything else."""
+    return SPLITS[split_name(split)]
 
 
 def _ziggurat_tables(layers=256, r=3.6541528853610088, v=0.00492867323399):

@@ -122,6 +122,9 @@ class Task:
     audit: Callable | None = None  # (dataset) -> dict: dataset-wide check after generation, kept in the manifest
     revision: int = 1  # draw-order revision: raised whenever the samples of a (config, seed) change
 
+    def __repr__(self):
+        return f"<longsynth.Task {self.name} ({self.family}): {self.summary}>"
+
     @property
     def batchable(self):
         return self.fill is not None

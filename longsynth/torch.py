@@ -42,6 +42,7 @@ from torch.utils.data import DistributedSampler, IterableDataset, get_worker_inf
 from longsynth.api import resolve
 from longsynth.errors import LongsynthError
 from longsynth.generators.listops_tree import PAD_ID  # 15: one past the ListOps vocabulary
+from longsynth.rng import split_name
 from longsynth.store import open as _open_dataset
 
 IGNORE_INDEX = -100  # targets the loss must skip (torch.nn.CrossEntropyLoss default)
@@ -397,7 +398,7 @@ class OnTheFlyDataset(IterableDataset):
         if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < start):
             raise LongsynthError(f"length: must be None or an integer >= start ({start}), got {length!r}")
         # the resolved config: a resumed run that spells a default out is the same stream
-        self.task, self.params, self.seed, self.split = t.name, dataclasses.asdict(cfg), seed, split
+        self.task, self.params, self.seed, self.split = t.name, dataclasses.asdict(cfg), seed, split_name(split)
         self.family = t.family
         self.batch_size, self.start, self.length = batch_size, start, length
         # explicit rank / world size, checked now; None: torch.distributed's at iteration

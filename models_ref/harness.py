@@ -270,7 +270,8 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         torch.cuda.reset_peak_memory_stats(dev)
     t0 = time.time()
     res = train(lambda: factory(spec), tcfg, *p.sources, device=job.device, manifest_digest=p.digest,
-                checkpoint_dir=ckdir, resume=resume, progress=progress, identity=model_config)
+                checkpoint_dir=ckdir, resume=resume, progress=progress and f"train {job.model} on {proto.task}",
+                identity=model_config)
     wall = time.time() - t0
     primary = PRIMARY[tcfg.objective]
     figures = paper_figures(proto.name, proto.task)
@@ -283,6 +284,9 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         "target": job.data or proto.task, "model": job.model, "model_identity": identity, "scale": job.scale,
         "lr": lr, "seed": job.seed, "spec": spec.to_dict(),
         "model_config": model_config, "train_config": dataclasses.asdict(tcfg),
+        "schedule": {"steps": tcfg.steps, "warmup_steps": tcfg.warmup_steps, "eval_every": tcfg.eval_every,
+                     "schedule": tcfg.schedule, "protocol": {"steps": proto.steps, "warmup_steps": proto.warmup_steps,
+                                                             "eval_every": proto.eval_every}},
         "data": p.data_info, "steps": res["steps"], "wall_time_s": round(wall, 2),
         "world_size": world, "global_batch_size": p.batch_size,
         "backend": dist.get_backend() if world > 1 else None, "device": str(dev),
@@ -314,31 +318,51 @@ def _write_certificate(out, res, p, out_dir):
         with torch.no_grad():
             model.eval()
             pred = model(xv[:4].to(next(model.parameters()).device)).argmax(-1).cpu()
-        prediction_figure(list(yv[:4].numpy()), list(pred.numpy()), p.side,
-                          os.path.join(out_dir, "predictions.png"))
+        images = list(xv[:4, :, 0].float().numpy())  # channel 0: the pixels (positional channels follow)
+        prediction_figure(images, list(yv[:4].numpy()), list(pred.numpy()), p.side,
+                          os.path.join(out_dir, "predictions.png"),
+                          title=f"{out['task']} {p.side} px: {out['model']} on validation images")
 
 
 MASK_PALETTE = [(0, 0, 0), (70, 130, 220), (250, 200, 40)]  # Pathfinder classes 0, 1, 2
+MASK_NAMES = ["0: background", "1: on a main path", "2: on the path that carries both markers"]
+
+
+def _evaluations(n):
+    return f"{n} evaluation{'s' if n != 1 else ''}"
 
 
 def curves(history, primary, path, title):
-    """Training loss per step, validation loss and metric per evaluation (x: evaluation steps)."""
+    """Training loss per step, validation loss and metric per evaluation (x: steps)."""
     val = history["val"]
-    every = f"at steps {val[0]['step']}..{val[-1]['step']}" if val else "none"
+    at = (f"at step {val[0]['step']}" if len(val) == 1 else f"at steps {val[0]['step']}..{val[-1]['step']}"
+          if val else "")
     train_rows = history["train"]
-    panels = [("train loss per step (y: 0.5-99.5th percentile; x: step)",
-               [r["loss"] for r in train_rows], np.arange(1, len(train_rows) + 1))]
+    panels = [("training loss at each step (y: 0.5-99.5th percentile)", [r["loss"] for r in train_rows],
+               np.arange(1, len(train_rows) + 1))]
     if val:
         steps = [r["step"] for r in val]
-        panels += [(f"val loss ({len(val)} evaluations {every}; x: step)", [r["loss"] for r in val], steps),
-                   (f"val {primary} ({len(val)} evaluations {every}; x: step)", [r[primary] for r in val], steps)]
+        panels += [(f"validation loss ({_evaluations(len(val))} {at})", [r["loss"] for r in val], steps),
+                   (f"validation {primary} ({_evaluations(len(val))} {at})", [r[primary] for r in val], steps)]
     return plot.lines(panels, path, title=title, robust=True)
 
 
-def prediction_figure(labels, predictions, side, path, scale=2):
-    """Pathfinder masks: gold labels in the top row, model predictions below, one column per sample."""
+def _grey(image, side):
+    """A model input's pixel channel as uint8 [side, side] (any affine normalisation undone)."""
+    a = np.asarray(image, dtype=np.float64).reshape(side, side)
+    lo, hi = a.min(), a.max()
+    return np.zeros((side, side), np.uint8) if hi <= lo else np.round((a - lo) / (hi - lo) * 255).astype(np.uint8)
+
+
+def prediction_figure(images, labels, predictions, side, path, title=None):
+    """Pathfinder-Segmentation: the input image, the gold labels and the model's labels,
+    one column per sample, with the classes' legend (at most 1200 px wide)."""
     gold = [plot.colorize(np.asarray(m).reshape(side, side), MASK_PALETTE) for m in labels]
     pred = [plot.colorize(np.asarray(m).reshape(side, side), MASK_PALETTE) for m in predictions]
-    return plot.grid(gold + pred, path, cols=len(gold), scale=scale)
+    acc = [float(np.mean(np.asarray(g) == np.asarray(q))) for g, q in zip(labels, predictions)]
+    return plot.image_rows([[_grey(x, side) for x in images], gold, pred], path,
+                           row_labels=["input", "gold labels", "model"],
+                           captions=[f"sample {i}: {100 * a:.1f}% of pixels right" for i, a in enumerate(acc)],
+                           legend=list(zip(MASK_PALETTE, MASK_NAMES)), title=title)
 
 

@@ -54,11 +54,17 @@ class Protocol:
 
     def train_config(self, *, lr, seed, steps=None, amp=False, compile=False, checkpoint_activations=False,
                      checkpoint_every=None):  # noqa: A002
-        """The TrainConfig of a run; ``steps`` replaces the protocol's (evaluations at least at the end)."""
+        """The TrainConfig of a run. ``steps`` replaces the protocol's and scales its schedule
+        with it: warmup keeps its share of the run and evaluations keep their number (the
+        protocol's 600 steps with warmup 30 and an evaluation every 100 become, at 60 steps,
+        warmup 3 and an evaluation every 10), so a short run still reaches the peak rate."""
         n = self.steps if steps is None else steps
+        warmup = round(self.warmup_steps * n / self.steps)
+        warmup = max(warmup, 1) if self.warmup_steps else 0
+        every = max(1, min(n, round(self.eval_every * n / self.steps)))
         return TrainConfig(steps=n, lr=lr, objective=self.objective, readout=self.readout,
-                           weight_decay=self.weight_decay, schedule=self.schedule, warmup_steps=self.warmup_steps,
-                           eval_every=min(self.eval_every, n), eval_batches=self.eval_batches, seed=seed, amp=amp,
+                           weight_decay=self.weight_decay, schedule=self.schedule, warmup_steps=min(warmup, n - 1),
+                           eval_every=every, eval_batches=self.eval_batches, seed=seed, amp=amp,
                            compile=compile, checkpoint_activations=checkpoint_activations,
                            checkpoint_every=checkpoint_every)
 

@@ -176,3 +176,44 @@ class Report:
         with open(os.path.join(out, "report.md"), "w", encoding="utf-8") as f:
             f.write(self.to_markdown())
         self.figure(os.path.join(out, "report.png"))
+
+
+def summary(cert):
+    """A certificate (harness.run, as validate returns it) in a few lines a person reads:
+    what ran, the metric beside the paper's figure, the gap, the verdict, where it is."""
+    sched = cert.get("schedule") or {}
+    proto = sched.get("protocol") or {}
+    scaled = sched.get("steps") != proto.get("steps")
+    how = (f"{sched.get('steps', cert.get('steps')):,} steps"
+           + (f" (the protocol's {proto['steps']:,} scaled: warmup {sched['warmup_steps']:,}, an evaluation every "
+              f"{sched['eval_every']:,})" if scaled and proto else "")
+           + f", {cert.get('wall_time_s', 0):.0f} s on {cert.get('device', '?')}")
+    lines = [f"{cert['model']} on {cert['target']} ({cert['protocol']}, {cert['scale']}): {how}"]
+    primary = cert.get("primary_metric")
+    name = METRIC_NAMES.get(primary, primary)
+    test = (cert.get("test") or {}).get(primary)
+    v = cert.get("verdict")
+    if test is None:
+        lines.append(f"test {name}: not reached (the run stopped before its last step)")
+    elif v is None:
+        lines.append(f"test {name} {test:.3f}; the papers give no figure for this model here")
+    else:
+        src = (cert.get("paper") or {}).get("source", "").split(" (")[0]
+        lines.append(f"test {name} {test:.3f}, paper {v['paper']:.2f}{f' ({src})' if src else ''}, gap {v['gap']:+.3f} "
+                     f"(tolerance {TOLERANCE}): {'consistent' if v['consistent'] else 'NOT consistent'} with the paper")
+    control = cert.get("positive_control")
+    if control:
+        if control.get("model") is None:
+            lines.append(f"positive control: none ({control.get('note', '')})")
+        else:
+            lines.append(f"positive control {control['model']}: R^2 {control['test']:.3f} against {control['threshold']:.2f} "
+                         f"needed: {'learned' if control['learned'] else 'did NOT learn'}")
+    c = cert.get("certificate")
+    if c is not None:
+        verdict = {True: "PASSED", False: "FAILED", None: "no verdict"}[c.get("passed")]
+        why = f": {'; '.join(c['reasons'])}" if c.get("reasons") else ""
+        lines.append(f"certificate {verdict}{why}" + ("" if c.get("can_fail") else " (this certificate cannot fail)"))
+    if cert.get("report_dir"):
+        lines.append(f"report: {os.path.join(cert['report_dir'], 'metrics.json')} (curves.png beside it)")
+    return "\n".join(lines)
+

@@ -30,8 +30,6 @@ import math
 import os
 import pickle
 import re
-import sys
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +38,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from longsynth.errors import LongsynthError
+from longsynth.progress import Bar
 from longsynth.models_ref import metrics as M
 from longsynth.models_ref.model import Model, ModelConfig
 
@@ -320,22 +319,23 @@ def load_model(path, map_location="cpu"):
 
 
 class Progress:
-    """One carriage-return status line on stderr."""
+    """Training progress on the shared bar: steps, steps/s, ETA, the last loss and the
+    last validation metric (longsynth.progress: a bar on a terminal, lines in a log)."""
 
-    def __init__(self, total, enabled):
-        self.total, self.enabled, self.t0 = total, enabled, time.time()
+    def __init__(self, total, enabled, start=0):
+        desc = enabled if isinstance(enabled, str) else "train"  # progress="select dlr": the run's name
+        self.bar = Bar(total=total, desc=desc, unit="steps", initial=start) if enabled else None
 
     def update(self, step, loss, metric_name, metric):
-        if not self.enabled:
+        if self.bar is None:
             return
-        rate = step / max(time.time() - self.t0, 1e-9)
-        m = "" if metric is None else f" val {metric_name} {metric:.4f}"
-        sys.stderr.write(f"\rstep {step}/{self.total} loss {loss:.4f}{m} ({rate:.1f} it/s)   ")
-        sys.stderr.flush()
+        post = f"loss {loss:.4f}" + ("" if metric is None else f", val {metric_name} {metric:.4f}")
+        self.bar.set_postfix_str(post, refresh=False)
+        self.bar.update(step - self.bar.n)
 
     def close(self):
-        if self.enabled:
-            sys.stderr.write("\n")
+        if self.bar is not None:
+            self.bar.close()
 
 
 def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
@@ -397,7 +397,7 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
         os.makedirs(checkpoint_dir, exist_ok=True)
         best_path = os.path.join(checkpoint_dir, "best.pt")
     end = train_cfg.steps if stop_at_step is None else min(stop_at_step, train_cfg.steps)
-    bar = Progress(train_cfg.steps, progress)
+    bar = Progress(train_cfg.steps, progress, start)
     last_val = history["val"][-1][primary] if history["val"] else None
     model.train()
 

@@ -17,6 +17,7 @@ the certificate, which records world_size and the global batch.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import os
 import time
@@ -59,6 +60,18 @@ def join_process_group(device):
         device = f"cuda:{local}"
     dist.init_process_group("nccl" if torch.device(device).type == "cuda" else "gloo")
     return device, dist.get_rank(), dist.get_world_size(), True
+
+
+def _leave_process_group():
+    """Leave torchrun's group together: the DDP wrappers of this run are collected first
+    and every rank waits at a barrier, so no rank tears gloo down while a peer still holds
+    a connection or a pending work item (seen as "terminate called without an active
+    exception", SIGABRT, at exit)."""
+    gc.collect()
+    try:
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
 
 
 def _job(target, model, scale, **train):
@@ -109,10 +122,14 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
             box = [report_dir]
             dist.broadcast_object_list(box, src=0)
             report_dir = box[0]
-        return _certify(dataclasses.replace(job, device=device), report_dir, progress, rank, world)
-    finally:
-        if joined:
+        out = _certify(dataclasses.replace(job, device=device), report_dir, progress, rank, world)
+    except BaseException:
+        if joined:  # a failed rank leaves at once: its peers are not at a barrier
             dist.destroy_process_group()
+        raise
+    if joined:
+        _leave_process_group()
+    return out
 
 
 def _certify(job, report_dir, progress, rank, world):

@@ -34,7 +34,11 @@ def one_error_line(result):
 def test_list(runner):
     r = runner.invoke(cli, ["list"])
     assert r.exit_code == 0 and r.output.splitlines()[0].startswith(longsynth.tasks()[0])
-    assert len(r.output.splitlines()) == len(longsynth.tasks())
+    rows = r.output.split("\n\n")[0].splitlines()
+    assert [x.split()[0] for x in rows] == longsynth.tasks()
+    assert re.search(r"^pathfinder-seg +pathfinder +100,000 samples +\d+\.\d GB ", r.output, re.M), r.output
+    assert re.search(r"^cumsum +atomic +10,000 samples +\d+\.\d MB ", r.output, re.M), r.output
+    assert "*: a value the task's preset derives" in r.output
     pf = next(line for line in r.output.splitlines() if line.startswith("pathfinder-seg "))
     assert "None" not in pf and "paddle_length=5*" in pf and "distractors=16*" in pf  # the preset's values
 
@@ -69,7 +73,7 @@ def test_corrupt_shard_is_one_line_error(runner, dataset, tmp_path):
     data[-100] ^= 0xFF
     shard.write_bytes(bytes(data))
     r = runner.invoke(cli, ["verify", str(bad)])
-    assert re.fullmatch(rf"Error: {re.escape(str(bad))}: \d problem\(s\) found", one_error_line(r))
+    assert re.fullmatch(rf"Error: {re.escape(str(bad))}: damaged: \d problem\(s\) found", one_error_line(r))
     assert "train-00001.h5: SHA-256 mismatch" in r.output
 
 
@@ -140,7 +144,7 @@ def test_validate_writes_certificate_that_info_shows(runner, tmp_path):
     d = tmp_path / "d"
     r = runner.invoke(cli, ["gen", "cumsum", "--L", "64", "--splits", "train=64,val=16,test=16", "-j", "1", "-o", str(d)])
     assert r.exit_code == 0, r.output
-    r = runner.invoke(cli, ["validate", str(d), "--steps", "3"])
+    r = runner.invoke(cli, ["validate", str(d), "--steps", "3", "--json"])
     assert r.exit_code == 0, r.output
     report = json.loads(r.stdout)
     assert report["report_dir"].startswith(str(d / "validation"))

@@ -77,8 +77,8 @@ class TestLocalCluster:
     def test_same_bytes_as_the_local_pool_and_progress_across_the_cluster(self, tmp_path, client, reference):
         calls, notes = [], []
 
-        def progress(n, total=None):
-            calls.append((n, total))
+        def progress(n, total=None, done=0):
+            calls.append((n, total, done))
 
         m = store.generate(str(tmp_path / "d"), "cumsum", P, seed=11, num_samples=300, shard_size=40, client=client,
                            progress=progress, notify=notes.append)
@@ -87,7 +87,7 @@ class TestLocalCluster:
         want = json.load(open(reference / "cumsum-1" / "manifest.json"))
         assert {s: i["digest"] for s, i in m["splits"].items()} == {s: i["digest"] for s, i in want["splits"].items()}
         assert store.verify(str(tmp_path / "d"), deep=True) == []
-        assert calls[0] == (None, 300) and sum(n for n, _ in calls[1:]) == 300 and all(n >= 0 for n, _ in calls[1:])
+        assert calls[0] == (None, 300, 0) and sum(c[0] for c in calls[1:]) == 300 and all(c[0] >= 0 for c in calls[1:])
         assert any(re.fullmatch(r"Dask: tcp://127\.0\.0\.1:\d+, 2 worker thread\(s\), dashboard "
                                 r"http://127\.0\.0\.1:\d+/status", line) for line in notes), notes
 
@@ -100,11 +100,13 @@ class TestLocalCluster:
         m["complete"] = False
         (d / "manifest.json").write_text(json.dumps(m))
         (d / ".train-00002.h5.0123abcd.tmp").write_bytes(b"partial")  # a lost attempt's leftover
-        written = []
+        written, notes = [], []
         store.generate(str(d), "cumsum", P, seed=11, num_samples=300, shard_size=40, client=client,
-                       progress=lambda n, total=None: written.append(n))
+                       progress=lambda n, total=None, done=0: written.append(n if n is not None else done),
+                       notify=notes.append)
         assert tree_bytes(d) == tree_bytes(reference / "cumsum-1")
-        assert written[1] == 300 - 40 - 40 - 6 and sum(written[1:]) == 300  # the kept shards, counted at once
+        assert written[0] == 300 - 40 - 40 - 6 and sum(written) == 300  # the kept shards, counted at once
+        assert "resuming: 214 of 300 samples already written" in notes
 
         with store.DirLock(str(d)):
             with pytest.raises(store.LongsynthError, match=rf"{re.escape(str(d))} is being written by process"):

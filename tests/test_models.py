@@ -2,6 +2,7 @@
 import math
 import os
 
+import numpy as np
 import pytest
 
 import torch  # noqa: E402  (a test dependency: its absence must fail, not skip)
@@ -691,7 +692,10 @@ def test_validate_stored_dataset(tmp_path):
 
 
 def test_mask_figure(tmp_path):
-    from longsynth.models_ref.harness import prediction_figure
+    """Input, gold and model rows with labels, captions and the class legend, on one screen."""
+    from PIL import Image
+
+    from longsynth.models_ref.harness import MASK_NAMES, prediction_figure
 
     lab = torch.zeros(2, 16 * 16, dtype=torch.long)
     lab[0, 17:30] = 1
@@ -699,12 +703,17 @@ def test_mask_figure(tmp_path):
     lab[1, 100:110] = 1
     pred = lab.clone()
     pred[1] = 0
-    im = prediction_figure(list(lab.numpy()), list(pred.numpy()), 16, str(tmp_path / "p.png"), scale=2)
-    assert (tmp_path / "p.png").exists()
+    images = [np.arange(256, dtype=np.float32) / 255 for _ in range(2)]
+    fig = prediction_figure(images, list(lab.numpy()), list(pred.numpy()), 16, str(tmp_path / "p.png"))
+    w, h = Image.open(tmp_path / "p.png").size
+    assert w <= 1200 and h <= 800
+    axes = fig.axes
+    assert [a.get_ylabel() for a in axes[::2]] == ["input", "gold labels", "model"]
+    assert axes[1].get_title() == "sample 1: {:.1f}% of pixels right".format(100 * (1 - 18 / 256))
+    gold, model = axes[3].get_images()[0].get_array(), axes[5].get_images()[0].get_array()
     r, c = divmod(int((lab[1] == 2).nonzero()[0]), 16)
-    x = 4 + (32 + 4) + 2 * c  # second column
-    assert im.getpixel((x, 4 + 2 * r)) == (250, 200, 40)  # gold row: class 2
-    assert im.getpixel((x, 4 + (32 + 4) + 2 * r)) == (0, 0, 0)  # prediction row: background
+    assert tuple(gold[r, c]) == (250, 200, 40) and tuple(model[r, c]) == (0, 0, 0)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == MASK_NAMES
 
 
 # ---------------------------------------------------------------- paper scale: exact metrics, DDP, memory flags
@@ -809,7 +818,7 @@ def test_ddp_two_cpu_processes_follow_one_process(tmp_path):
     env = dict(os.environ, GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
            "-m", "longsynth", "validate", root, "--steps", "20", "--batch-size", "4",
-           "--report-dir", str(tmp_path / "two")]
+           "--report-dir", str(tmp_path / "two"), "--json"]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-3000:])
     assert p.stdout.count('"report_dir"') == 1, (p.stdout[-2000:], p.stderr[-3000:])  # rank 0 alone reports

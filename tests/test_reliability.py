@@ -430,22 +430,6 @@ def test_captions_grow_with_the_tiles():
     assert rows.size and rows[-1] - rows[0] + 1 >= 18, rows  # cap height of the text, in px (was 9)
 
 
-def test_axes_carry_intermediate_ticks():
-    from longsynth import plot
-
-    img = np.asarray(plot.lines([("loss", np.linspace(3.0, 0.2, 500), np.arange(1, 501))], width=600))
-    top = 4 + plot._HEAD
-    y_labels = img[top : top + 120, : plot._MARGIN_L - 6]
-    assert _dark_runs(y_labels) >= 4  # e.g. 0.5, 1, 1.5, 2, 2.5 (was: only the two ends)
-    x_labels = img[top + 124 : top + 124 + plot._FOOT, plot._MARGIN_L + 20 :]
-    assert np.sum(x_labels.min(axis=(0, 2)) < 120) > 0
-    cols = (x_labels.min(axis=(0, 2)) < 120)
-    assert int(np.sum(cols[1:] & ~cols[:-1])) >= 8  # digits of at least four x tick labels
-    assert plot.ticks(0.2, 3.0) == [0.5, 1.0, 1.5, 2.0, 2.5, 3.0] and plot.ticks(1, 500, 6) == [100, 200, 300, 400, 500]
-    img = np.asarray(plot.bars([("h", np.linspace(7001, 8192, 41), np.arange(40))], width=600))
-    assert _dark_runs(img[top : top + 140, : plot._MARGIN_L - 6]) >= 4
-
-
 def test_hdf5_disk_full_message_becomes_one_line():
     """HDF5 reports a full disk as a multi-line message with the errno inside (seen on a
     3 MB tmpfs); gen must print one line."""

@@ -37,8 +37,8 @@ from longsynth.store.manifest import (DirLock, ShardJob, config_of, dataset_card
 from longsynth.store.shards import write_shard
 from longsynth.store.pool import LocalPool
 from longsynth.store.read import Dataset, Split, open
-from longsynth.store.build import generate
-from longsynth.store.checks import info, latest_certificate, verify
+from longsynth.store.build import Plan, dry_run, generate
+from longsynth.store.checks import check, info, latest_certificate, verify
 
 
 def connect(address, timeout=None):
@@ -50,10 +50,10 @@ def connect(address, timeout=None):
 
 
 __all__ = [
-    "BLOCK_BYTES", "CARD", "CHECK_KEY", "COMPRESSIONS", "DIGEST_KEY", "FORMAT", "FORMAT_VERSION", "LOCK", "MANIFEST",
-    "MAX_COUNT", "OURS_RE", "RAGGED_ROWS", "SHARD_BYTES", "SHARD_RE", "SPLITS", "TMP_RE", "DamagedDataError",
-    "Dataset", "DirLock", "LocalPool", "LongsynthError", "MissingKeyError", "ShardJob", "Split", "block_digests",
-    "config_of", "connect", "dataset_card", "default_shard_size", "default_splits", "estimate_bytes", "generate",
-    "human", "info", "latest_certificate", "open", "parse_splits", "plan", "read_manifest", "sample_bytes",
-    "sample_digest", "split_code", "verify", "versions", "write_shard",
+    "BLOCK_BYTES", "CARD", "CHECK_KEY", "COMPRESSIONS", "DIGEST_KEY", "DamagedDataError", "Dataset", "DirLock",
+    "FORMAT", "FORMAT_VERSION", "LOCK", "LocalPool", "LongsynthError", "MANIFEST", "MAX_COUNT", "MissingKeyError",
+    "OURS_RE", "Plan", "RAGGED_ROWS", "SHARD_BYTES", "SHARD_RE", "SPLITS", "ShardJob", "Split", "TMP_RE",
+    "block_digests", "check", "config_of", "connect", "dataset_card", "default_shard_size", "default_splits",
+    "dry_run", "estimate_bytes", "generate", "human", "info", "latest_certificate", "open", "parse_splits", "plan",
+    "read_manifest", "sample_bytes", "sample_digest", "split_code", "verify", "versions", "write_shard",
 ]

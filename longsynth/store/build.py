@@ -33,29 +33,33 @@ def _split_digest(root, records):
     return h.hexdigest()
 
 
-def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, shard_size=None,
-             compression="none", workers=None, overwrite=False, command="", progress=None, notify=None,
-             client=None):
-    """Write (or resume) a dataset of ``task`` in ``root``; returns the final manifest.
+@dataclasses.dataclass
+class Plan:
+    """What ``generate`` would write: the resolved task config, split counts, shards, the
+    estimated size and the free space where it goes (``dry_run``)."""
 
-    ``progress(n)`` is called with the number of samples finished since the last call,
-    ``progress(None, total=N)`` once first. ``notify(line)`` receives one-line notes: the
-    expected size, workers capped, empty splits, the Dask dashboard. Identical output for
-    any ``workers``, and with ``client``.
+    root: str
+    task: object
+    config: object
+    seed: int
+    splits: dict  # split -> samples
+    shards: dict  # split -> shards
+    shard_size: int
+    bytes: int  # estimated, uncompressed
+    free: int  # free bytes there, counting longsynth files a rerun replaces
+    empty: list  # splits that a default split of a small count leaves empty
 
-    ``client``: a ``distributed.Client``; each shard is then one Dask task on its cluster
-    (longsynth.store.cluster) instead of a local process, and ``root`` must be on a
-    filesystem every Dask worker sees under the same path. This process still holds the
-    lock and keeps the manifest.
+    @property
+    def total(self):
+        return sum(self.splits.values())
 
-    Refused before anything is written: a dataset larger than the free disk space, and a
-    directory another process is writing (LongsynthError).
-    """
+
+def dry_run(root, task, params=None, *, seed=0, splits=None, num_samples=None, shard_size=None, compression="none"):
+    """The ``Plan`` of a ``generate`` call, checked as generate checks it; writes nothing."""
     params = dict(params or {})
     t = registry.get(task)
     cfg = t.make_config(**params)
     seed = check_seed(seed)
-    note = notify or (lambda line: None)
     if compression not in COMPRESSIONS:
         raise LongsynthError(f"compression: must be one of {', '.join(COMPRESSIONS)}, got {compression!r}")
     defaulted = splits is None
@@ -72,32 +76,58 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
         shard_size = default_shard_size(t, cfg)
     if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
         raise LongsynthError(f"shard_size: must be an integer >= 1, got {shard_size!r}")
+    root = safe.check_out_path(root)
+    need = estimate_bytes(t, cfg, splits, seed, shard_size)
+    free = _free_bytes(root) + _our_bytes(root)
+    empty = [s for s, c in splits.items() if c == 0] if defaulted else []
+    return Plan(root, t, cfg, seed, dict(splits), {s: -(-c // shard_size) for s, c in splits.items()}, shard_size,
+                need, free, empty)
+
+
+def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, shard_size=None,
+             compression="none", workers=None, overwrite=False, command="", progress=None, notify=None,
+             client=None):
+    """Write (or resume) a dataset of ``task`` in ``root``; returns the final manifest.
+
+    ``progress(n)`` is called with the number of samples finished since the last call,
+    ``progress(None, total=N, done=K)`` once first (K samples kept by a resumed run).
+    ``notify(line)`` receives one-line notes: the expected size, a resumed run's count,
+    workers capped, empty splits, the Dask dashboard. Identical output for
+    any ``workers``, and with ``client``.
+
+    ``client``: a ``distributed.Client``; each shard is then one Dask task on its cluster
+    (longsynth.store.cluster) instead of a local process, and ``root`` must be on a
+    filesystem every Dask worker sees under the same path. This process still holds the
+    lock and keeps the manifest.
+
+    Refused before anything is written: a dataset larger than the free disk space, and a
+    directory another process is writing (LongsynthError).
+    """
     asked = workers
     workers = (os.cpu_count() or 1) if workers is None else workers
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise LongsynthError(f"workers: must be an integer >= 1, got {workers!r}")
     if client is not None and asked is not None:
         raise LongsynthError("workers: give workers or client, not both (the cluster's workers write the shards)")
+    note = notify or (lambda line: None)
+    p = dry_run(root, task, params, seed=seed, splits=splits, num_samples=num_samples, shard_size=shard_size,
+                compression=compression)
+    t, cfg, seed, splits, shard_size, root, total = p.task, p.config, p.seed, p.splits, p.shard_size, p.root, p.total
     if client is not None:
         from longsynth.store.cluster import DaskExecutor
 
         executor = DaskExecutor(client, note)
     else:
         executor = LocalPool(workers, asked, note)
-    root = safe.check_out_path(root)
-    total = sum(splits.values())
-    need = estimate_bytes(t, cfg, splits, seed, shard_size)
-    free = _free_bytes(root) + _our_bytes(root)
     kind = "uncompressed, less with compression" if compression != "none" else "on disk"
     note(f"{t.name}: {total:,} samples ({', '.join(f'{s} {c:,}' for s, c in splits.items())}), "
-         f"about {human(need)} {kind}; {human(free)} free")
-    if need > free:  # compressed too, at the uncompressed size: HDF5's filters end a full disk in a crash
-        raise LongsynthError(f"{root}: the dataset needs about {human(need)}{' before compression' if compression != 'none' else ''} "
-                             f"but only {human(free)} is free there; lower --num-samples or choose another --out")
-    if defaulted:
-        empty = [s for s, c in splits.items() if c == 0]
-        if empty:
-            note(f"{' and '.join(empty)} get 0 samples (2% of {total} rounds down); give --splits to choose the counts")
+         f"about {human(p.bytes)} {kind}; {human(p.free)} free")
+    if p.bytes > p.free:  # compressed too, at the uncompressed size: HDF5's filters end a full disk in a crash
+        raise LongsynthError(f"{root}: the dataset needs about {human(p.bytes)}"
+                             f"{' before compression' if compression != 'none' else ''} "
+                             f"but only {human(p.free)} is free there; lower --num-samples or choose another --out")
+    if p.empty:
+        note(f"{' and '.join(p.empty)} get 0 samples (2% of {total} rounds down); give --splits to choose the counts")
     fixed = t.fixed_draws(cfg, seed)
     cparams = dataclasses.asdict(cfg)
     manifest = _new_manifest(t, cfg, seed, splits, shard_size, compression, command, fixed)
@@ -105,13 +135,13 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
     lock = DirLock(root).acquire()
     try:
         return _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compression, executor,
-                                overwrite, manifest, progress)
+                                overwrite, manifest, progress, note)
     finally:
         lock.release()
 
 
 def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compression, executor, overwrite,
-                     manifest, progress):
+                     manifest, progress, note):
     keep = _prepare_dir(root, manifest, overwrite)
     for split, rec in keep.values():
         manifest["splits"][split]["shards"].append(rec)
@@ -121,9 +151,13 @@ def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compressio
                 if j.name not in keep)
         n_jobs = sum(-(-n // shard_size) for n in splits.values()) - len(keep)
         total = sum(splits.values())
+        kept = sum(rec["count"] for _, rec in keep.values())
+        if kept == total:
+            note(f"already complete: {total:,} of {total:,} samples written; nothing to generate")
+        elif kept:
+            note(f"resuming: {kept:,} of {total:,} samples already written")
         if progress is not None:
-            progress(None, total=total)
-            progress(sum(rec["count"] for _, rec in keep.values()))
+            progress(None, total=total, done=kept)
         timings = []
 
         def done(job, record, timing):

@@ -4,6 +4,7 @@ beside the shards.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 
@@ -13,26 +14,50 @@ from longsynth import registry
 from longsynth.errors import DamagedDataError, LongsynthError
 from longsynth.rng import SPLITS, split_code
 from longsynth import safe
-from longsynth.store import identity
 from longsynth.files import file_sha256
+from longsynth.store import identity
 from longsynth.store.layout import DIGEST_KEY, sample_digest
-from longsynth.store.manifest import _jsonable, read_manifest
+from longsynth.store.manifest import _jsonable, read_manifest, writer
 from longsynth.store.read import open
 from longsynth.task import Ragged
 
+INCOMPLETE = "manifest: dataset is incomplete (generation did not finish)"
+
+
+@dataclasses.dataclass
+class Check:
+    """What ``check`` found: ``damage`` (problems of the data written), whether the
+    dataset is ``complete``, its ``written`` and ``total`` sample counts."""
+
+    damage: list
+    complete: bool
+    written: int
+    total: int
+
+
 def verify(root, deep=False, samples=16, progress=None):
-    """List of problems found (empty when the dataset is intact).
+    """List of problems found (empty when the dataset is intact; an incomplete dataset
+    lists ``INCOMPLETE`` first, then any damage of the shards written so far).
 
     Checks the manifest, every shard's size and SHA-256, its structure against the
     manifest, and each split digest. ``deep`` also regenerates ``samples`` indices per
     split (spread over the range) with the generator and compares their bytes.
     """
+    c = check(root, deep, samples, progress)
+    return ([] if c.complete else [INCOMPLETE]) + c.damage
+
+
+def check(root, deep=False, samples=16, progress=None):
+    """``verify`` as a ``Check``: an incomplete dataset (a gen that stopped) is told apart
+    from a damaged one. A dataset another process is writing is refused (LongsynthError)."""
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise LongsynthError(f"samples: must be an integer >= 1, got {samples!r}")
     m = read_manifest(root)
-    problems = []
     if not m.get("complete"):
-        problems.append("manifest: dataset is incomplete (generation did not finish)")
+        pid = writer(root)
+        if pid is not None:
+            raise LongsynthError(f"{root}: is being written by process {pid}; verify it when that gen has finished")
+    problems = []
     task = registry.get(m["task"])
     cfg = task.make_config(**m["params"])
     specs = task.keys(cfg)
@@ -47,13 +72,14 @@ def verify(root, deep=False, samples=16, progress=None):
                 problems.append(f"{rec['file']}: starts at {rec['start']}, expected {expect}")
             expect = rec["start"] + rec["count"]
             problems += _check_shard(root, rec, who, h)
-        if expect != info["count"]:
+        if m.get("complete") and expect != info["count"]:
             problems.append(f"{split}: shards cover {expect} samples, manifest says {info['count']}")
         if m.get("complete") and h.hexdigest() != info["digest"]:
             problems.append(f"{split}: split digest mismatch")
-    if deep and not problems:
+    if deep and not problems and m.get("complete"):
         problems += _deep_check(root, m, task, cfg, samples)
-    return problems
+    written = sum(r["count"] for sp in m["splits"].values() for r in sp["shards"])
+    return Check(problems, bool(m.get("complete")), written, sum(sp["count"] for sp in m["splits"].values()))
 
 
 def _check_shard(root, rec, who, h):
@@ -128,8 +154,14 @@ def _deep_check(root, m, task, cfg, samples):
     return problems
 
 
-def info(root, preview=4):
-    """Summary of a dataset: configuration, counts, sizes, key shapes/dtypes, value stats."""
+def info(root, samples=None, progress=None):
+    """Summary of a dataset: configuration, counts, sizes, key shapes/dtypes, and value
+    statistics over every sample (streamed block by block, each block checked), or over
+    the first ``samples`` of each split when given. Integer ``targets`` also get their
+    class balance per split (share of each value; negative values mark unlabelled
+    positions and are left out). ``progress`` follows the store's protocol."""
+    if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 1):
+        raise LongsynthError(f"samples: must be an integer >= 1, got {samples!r}")
     m = read_manifest(root)
     out = {
         "root": os.path.abspath(root),
@@ -154,19 +186,71 @@ def info(root, preview=4):
         }
     if m.get("complete"):
         ds = open(root)
-        split = next((s for s, sp in ds.splits.items() if len(sp)), None)
-        if split is not None:
-            rows = [ds[split][i] for i in range(min(preview, len(ds[split])))]
-            for k in m["keys"]:
-                v = np.concatenate([np.asarray(r[k], dtype=np.float64).ravel() for r in rows])
-                if v.size:
-                    out["stats"][k] = {"split": split, "samples": len(rows), "min": float(v.min()),
-                                       "max": float(v.max()), "mean": float(v.mean()), "std": float(v.std())}
-        ds.close()
+        try:
+            out.update(_statistics(ds, samples, progress))
+        finally:
+            ds.close()
     val = latest_certificate(root)
     if val is not None:
         out["validation"] = val
     return out
+
+
+class _Moments:
+    """min, max, mean and std of a stream of arrays (Chan et al.'s pairwise update)."""
+
+    def __init__(self):
+        self.n, self.mean, self.m2, self.lo, self.hi = 0, 0.0, 0.0, np.inf, -np.inf
+
+    def add(self, a):
+        a = np.asarray(a, dtype=np.float64).ravel()
+        if not a.size:
+            return
+        mean = float(a.mean())
+        m2 = float(((a - mean) ** 2).sum())
+        n = self.n + a.size
+        delta = mean - self.mean
+        self.mean += delta * a.size / n
+        self.m2 += m2 + delta * delta * self.n * a.size / n
+        self.n = n
+        self.lo, self.hi = min(self.lo, float(a.min())), max(self.hi, float(a.max()))
+
+    def summary(self):
+        return {"min": self.lo, "max": self.hi, "mean": self.mean, "std": (self.m2 / self.n) ** 0.5}
+
+
+def _statistics(ds, samples, progress):
+    """Value statistics over the dataset (or ``samples`` per split) and class balance."""
+    take = {s: len(sp) if samples is None else min(samples, len(sp)) for s, sp in ds.splits.items()}
+    if progress is not None:
+        progress(None, total=sum(take.values()))
+    specs = ds.task.keys(ds.config)
+    moments = {k: _Moments() for k in specs}
+    target = specs.get("targets")
+    balance_of = target is not None and np.dtype(target.dtype).kind in "iub"
+    balance = {}
+    for split, sp in ds.splits.items():
+        counts = np.zeros(256, dtype=np.int64)
+        for first, block in sp.iter_blocks(chunk=256, stop=take[split]):
+            n = 0
+            for k, col in block.items():
+                values = col.values if isinstance(col, Ragged) else col
+                n = len(col.offsets) - 1 if isinstance(col, Ragged) else col.shape[0]
+                moments[k].add(values)
+            if balance_of:
+                t = block["targets"]
+                v = np.asarray(t.values if isinstance(t, Ragged) else t).astype(np.int64).ravel()
+                v = v[(v >= 0) & (v < counts.size)]
+                counts += np.bincount(v, minlength=counts.size)
+            if progress is not None:
+                progress(n)
+        if balance_of and counts.sum():
+            balance[split] = {int(c): float(counts[c] / counts.sum()) for c in np.flatnonzero(counts)}
+    result = {"stats_samples": sum(take.values()), "stats_per_split": take,
+              "stats": {k: mo.summary() for k, mo in moments.items() if mo.n}}
+    if balance_of:
+        result["balance"] = balance
+    return result
 
 
 def latest_certificate(root):

@@ -190,6 +190,30 @@ class DirLock:
         self.release()
 
 
+def writer(root):
+    """The PID (text) of the process writing ``root`` now, or None.
+
+    A reader's question, answered without writing: the lock file is opened read-only
+    without following a link and probed with a shared, non-blocking flock (a writer holds
+    it exclusively). Anything unusual (no file, a link, an unreadable file) is None."""
+    import fcntl
+
+    try:
+        fd = safe.open_regular(os.path.join(root, LOCK), os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+    except (OSError, LongsynthError):
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pid = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        return pid[:20] or "(unknown)"
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return None
+
+
 
 # ---------------------------------------------------------------- manifest
 

@@ -11,10 +11,10 @@ import numpy as np
 
 from longsynth import checksum, registry
 from longsynth.errors import DamagedDataError, LongsynthError, MissingKeyError
-from longsynth.rng import SPLITS
+from longsynth.rng import SPLIT_ALIASES, SPLITS
 from longsynth.store import identity
 from longsynth.store.layout import CHECK_KEY, DIGEST_KEY, sample_digest
-from longsynth.store.manifest import read_manifest
+from longsynth.store.manifest import read_manifest, writer
 from longsynth.task import Ragged
 
 class Split:
@@ -39,6 +39,10 @@ class Split:
 
     def __len__(self):
         return self.count
+
+    def __repr__(self):
+        return (f"<longsynth.Split {self.name}: {self.count:,} samples in {len(self.records):,} shards, keys "
+                f"{', '.join(self.specs)}; at {self.root}>")
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -312,6 +316,9 @@ class Dataset:
         self.root = os.path.abspath(root)
         self.manifest = read_manifest(self.root) if manifest is None else manifest
         if not self.manifest.get("complete"):
+            pid = writer(self.root)
+            if pid is not None:
+                raise LongsynthError(f"{root}: is being written by process {pid}; open it when that gen has finished")
             raise LongsynthError(f"{root}: dataset is incomplete; rerun its gen command to resume")
         self.task = registry.get(self.manifest["task"])
         self.config = self.task.make_config(**self.manifest["params"])
@@ -321,9 +328,15 @@ class Dataset:
                        for s in SPLITS if s in msplits}
 
     def __getitem__(self, split):
-        if split not in self.splits:
-            raise MissingKeyError(f"no split {split!r}; this dataset has {', '.join(self.splits)}")
-        return self.splits[split]
+        name = SPLIT_ALIASES.get(split, split) if isinstance(split, str) else split
+        if name not in self.splits:
+            raise MissingKeyError(f"no split {split!r}; this dataset has {', '.join(self.splits)}"
+                                  + (" (validation is val)" if "val" in self.splits else ""))
+        return self.splits[name]
+
+    def __repr__(self):
+        counts = ", ".join(f"{s} {len(sp):,}" for s, sp in self.splits.items())
+        return f"<longsynth.Dataset {self.task.name}, seed {self.seed}: {counts} at {self.root}>"
 
     @property
     def seed(self):
