@@ -146,13 +146,15 @@ def _make_gen(task):
         counts = store.parse_splits(splits) if splits is not None else None
         command = canonical_command(task, params, out, num_samples, splits, seed, shard_size, compression)
         client = store.connect(dask) if dask is not None else None
-        bar = Samples(f"gen {task.name}")
+        bar = Watched(f"gen {task.name}")
         t0 = time.perf_counter()
         try:
             m = store.generate(out, task.name, params, seed=seed, splits=counts, num_samples=num_samples,
                                shard_size=shard_size, compression=compression, workers=workers,
                                overwrite=overwrite, command=command, progress=bar,
                                notify=lambda line: click.echo(line, err=True), client=client)
+            if _SIGNALLED:  # the interrupt was swallowed and no progress report came after it
+                raise KeyboardInterrupt
         except (KeyboardInterrupt, RuntimeError) as e:  # Ctrl-C, SIGTERM (or a pool lock it broke)
             if isinstance(e, RuntimeError) and not isinstance(e.__context__, KeyboardInterrupt):
                 raise
@@ -422,7 +424,7 @@ def _export_help():
               help="writer processes, hf only, at most one per file [default: threads of this process]")
 @friendly
 def export(root, fmt, out, workers):
-    bar = Samples(f"export {fmt}")
+    bar = Watched(f"export {fmt}")
     try:
         out = exports.export(root, fmt, out, bar, workers=workers)
     finally:
@@ -553,11 +555,31 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
     click.echo(f"report: {os.path.join(out, 'report.md')} (and report.json, report.png)")
 
 
+_SIGNALLED = []  # signals received by this process (main() installs the handler)
+
+
+def _on_signal(signum, frame):
+    _SIGNALLED.append(signum)
+    raise KeyboardInterrupt
+
+
+class Watched(Samples):
+    """The store's progress callback that also ends the job after a signal whose
+    KeyboardInterrupt Python swallowed (one raised inside a weakref callback or a
+    ``__del__`` is printed and ignored): the next progress report raises it again."""
+
+    def __call__(self, n, total=None, done=0):
+        if _SIGNALLED:
+            raise KeyboardInterrupt
+        super().__call__(n, total, done)
+
+
 def main():
     import signal
 
     # SIGTERM (kill, a batch system's stop, a container's shutdown) ends a command as Ctrl-C
     # does: the same cleanup runs (temporary files removed, the lock released, a folder
     # made for the output removed again)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
     cli(prog_name="longsynth")

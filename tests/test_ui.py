@@ -74,7 +74,14 @@ def test_ctrl_c_says_how_to_resume_and_the_rerun_says_resuming(tmp_path):
     out = tmp_path / "d"
     p = subprocess.Popen(_gen(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while time.time() < deadline and not (out.is_dir() and any(e.startswith("train-") for e in os.listdir(out))):
+
+    def recorded():  # a shard in the manifest (a shard file can precede its record)
+        try:
+            return any(s["shards"] for s in json.loads((out / "manifest.json").read_text())["splits"].values())
+        except (OSError, ValueError, KeyError):
+            return False
+
+    while time.time() < deadline and not recorded():
         time.sleep(0.005)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
@@ -176,3 +183,18 @@ def test_the_command_line_imports_neither_matplotlib_nor_torch_until_needed():
             "print(sorted(m for m in ('matplotlib', 'torch') if m in sys.modules))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and p.stdout.strip() == "[]", (p.stdout, p.stderr)
+
+
+def test_a_swallowed_interrupt_ends_the_job_at_the_next_progress_report():
+    from longsynth.cli import main as m
+
+    bar = m.Watched("gen x", file=open(os.devnull, "w"))
+    bar(None, total=10)
+    bar(3)
+    m._SIGNALLED.append(signal.SIGTERM)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            bar(3)
+    finally:
+        m._SIGNALLED.clear()
+        bar.close()
