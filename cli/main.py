@@ -9,7 +9,6 @@ import functools
 import json
 import os
 import shlex
-import sys
 import time
 
 import click
@@ -214,12 +213,14 @@ def gen_options(task=None):
                                        "task's, see longsynth list]")
     return [
 
-        click.Option(["--out", "-o"], required=True, type=click.Path(file_okay=False), help="dataset directory to write"),
+        click.Option(["--out", "-o"], required=True, type=click.Path(file_okay=False),
+                     help="dataset directory to write"),
         click.Option(["--num-samples", "-n"], type=int, default=None, help=n_help),
         click.Option(["--splits"], default=None, help="explicit counts, e.g. train=960,val=20,test=20"),
         click.Option(["--seed"], type=int, default=0, show_default=True, help="root seed (0 <= seed < 2**63)"),
         click.Option(["--workers", "-j"], type=int, default=None, help="worker processes [default: all cores]"),
-        click.Option(["--shard-size"], type=int, default=None, help="samples per shard [default: about 128 MB per shard]"),
+        click.Option(["--shard-size"], type=int, default=None,
+                     help="samples per shard [default: about 128 MB per shard]"),
         click.Option(["--compression"], type=click.Choice(store.COMPRESSIONS), default="none", show_default=True,
                      help="HDF5 compression filter"),
         click.Option(["--overwrite"], is_flag=True, help="replace a different dataset already in --out"),
@@ -244,7 +245,8 @@ def canonical_command(task, params, out, num_samples, splits, seed, shard_size, 
     """The gen command line that reproduces this dataset (workers omitted: they change nothing)."""
     parts = ["longsynth", "gen", task.name]
     for k, v in params.items():
-        parts += [f"--{k.replace('_', '-')}", str(v)] if not isinstance(v, bool) else [f"--{'' if v else 'no-'}{k.replace('_', '-')}"]
+        flag = k.replace("_", "-")
+        parts += [f"--{flag}", str(v)] if not isinstance(v, bool) else [f"--{'' if v else 'no-'}{flag}"]
     if num_samples is not None:
         parts += ["--num-samples", str(num_samples)]
     if splits is not None:
@@ -390,7 +392,8 @@ class _ShowDirCommand(click.Command):
 SHOW_DIR = _ShowDirCommand(
     "DIR", callback=_show_dir,
     params=[click.Argument(["root"], type=click.Path(exists=True, file_okay=False))] + _show_options("preview")
-    + [click.Option(["--split"], default="train", show_default=True, help="split to read (val; validation is accepted)"),
+    + [click.Option(["--split"], default="train", show_default=True,
+                    help="split to read (val; validation is accepted)"),
        click.Option(["--stats"], is_flag=True, help="dataset-level figure (e.g. length histograms) instead")],
     help="Preview samples of a stored dataset.")
 
@@ -401,12 +404,14 @@ class ShowGroup(TaskGroup):
     def resolve_command(self, ctx, args):
         if args and args[0] not in registry.all_tasks() and not args[0].startswith("-"):
             if not os.path.isdir(args[0]):
-                raise click.UsageError(f"{args[0]!r} is neither a task ({', '.join(api.tasks())}) nor a dataset directory")
+                raise click.UsageError(f"{args[0]!r} is neither a task ({', '.join(api.tasks())}) "
+                                       "nor a dataset directory")
             return "DIR", SHOW_DIR, args
         return super().resolve_command(ctx, args)
 
 
-cli.add_command(ShowGroup("show", make=_make_show, help="Draw samples: longsynth show TASK [options] | show DIR [options]."))
+cli.add_command(ShowGroup("show", make=_make_show,
+                          help="Draw samples: longsynth show TASK [options] | show DIR [options]."))
 
 
 def _export_help():
@@ -471,7 +476,8 @@ def _validate_help():
 @click.option("--checkpoint-activations", is_flag=True, help="recompute each block in the backward pass (less memory)")
 @click.option("--permute-targets", is_flag=True,
               help="negative control: targets shuffled across each batch's samples; the certificate must fail")
-@click.option("--json", "as_json", is_flag=True, help="print the certificate's main fields as JSON instead of a summary")
+@click.option("--json", "as_json", is_flag=True,
+              help="print the certificate's main fields as JSON instead of a summary")
 @friendly
 def validate(target, model, scale, steps, device, report_dir, batch_size, amp, compile_, checkpoint_activations,
              permute_targets, as_json):

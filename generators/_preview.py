@@ -12,7 +12,8 @@ def preview(samples, cfg, path):
     panels = []
     for n, s in enumerate(samples):
         x, y = s["inputs"], s["targets"]
-        extra = ", ".join(f"{k}={s[k].tolist()}" for k in sorted(s) if k not in ("inputs", "targets") and s[k].ndim == 0)
+        extra = ", ".join(f"{k}={s[k].tolist()}" for k in sorted(s)
+                          if k not in ("inputs", "targets") and s[k].ndim == 0)
         tag = f"sample {n}" + (f" ({extra})" if extra else "")
         if x.shape[1] <= 2:
             for c in range(x.shape[1]):

@@ -20,7 +20,7 @@ import numpy as np
 from longsynth.errors import LongsynthError
 
 
-def param(default, help, *, lo=None, hi=None, choices=None):
+def param(default, help, *, lo=None, hi=None, choices=None):  # noqa: A002 (the option's --help text)
     """A config field with its CLI help and its allowed range (inclusive)."""
     return field(default=default, metadata={"help": help, "lo": lo, "hi": hi, "choices": choices})
 

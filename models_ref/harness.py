@@ -290,7 +290,8 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         "data": p.data_info, "steps": res["steps"], "wall_time_s": round(wall, 2),
         "world_size": world, "global_batch_size": p.batch_size,
         "backend": dist.get_backend() if world > 1 else None, "device": str(dev),
-        "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else platform.processor() or platform.machine(),
+        "device_name": (torch.cuda.get_device_name(dev) if dev.type == "cuda"
+                        else platform.processor() or platform.machine()),
         "torch_threads": torch.get_num_threads(), "torch_version": torch.__version__,
         "train_tokens_per_s": round(res["steps"] * p.batch_size * spec.seq_len / wall, 1),  # wall includes evaluations
         **_peak_memory(dev),  # rank 0's

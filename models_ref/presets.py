@@ -168,7 +168,8 @@ for _name in SHIFT_LENGTHS:  # Table 2: one layer of H 32, N 4096; DLR lr 1e-5, 
                                                   source="DLR paper Table 2 and appendix A.6")
 for _proto, _layers in (("listops-subtrees", 6), ("pathfinder-seg-128", 5)):
     ARCHITECTURES[(_proto, "paper", "local-attention")] = dict(
-        arch=dict(H=128, n_layers=_layers, glu=True, attention_heads=4, attention_chunk=1024), lr=PROTOCOLS[(_proto, "paper")]["lr"],
+        arch=dict(H=128, n_layers=_layers, glu=True, attention_heads=4, attention_chunk=1024),
+        lr=PROTOCOLS[(_proto, "paper")]["lr"],
         source="DLR paper Table 3 (LOCALATTENTION: layers and chunk 1024); H and lr, not given, are DLR's Table 6")
     ARCHITECTURES[(_proto, "tiny", "local-attention")] = dict(
         arch=dict(H=32, n_layers=2, glu=True, attention_heads=4, attention_chunk=256), lr=2e-3, source="Table 3 shrunk")

@@ -52,8 +52,8 @@ class Protocol:
         """True where the data is a stored dataset; atomic tasks are generated on the fly."""
         return registry.get(self.task).family != "atomic"
 
-    def train_config(self, *, lr, seed, steps=None, amp=False, compile=False, checkpoint_activations=False,
-                     checkpoint_every=None):  # noqa: A002
+    def train_config(self, *, lr, seed, steps=None, amp=False, compile=False,  # noqa: A002 (torch.compile)
+                     checkpoint_activations=False, checkpoint_every=None):
         """The TrainConfig of a run. ``steps`` replaces the protocol's and scales its schedule
         with it: warmup keeps its share of the run and evaluations keep their number (the
         protocol's 600 steps with warmup 30 and an evaluation every 100 become, at 60 steps,

@@ -53,7 +53,8 @@ class Report:
         by_lr = {}
         for r in runs:
             by_lr.setdefault(r["lr"], []).append(r)
-        val = {lr: statistics.fmean((r["best"] or {}).get(metric, float("-inf")) for r in rs) for lr, rs in by_lr.items()}
+        val = {lr: statistics.fmean((r["best"] or {}).get(metric, float("-inf")) for r in rs)
+               for lr, rs in by_lr.items()}
         best_lr = max(val, key=val.get)
         tests = [r["test"][metric] for r in by_lr[best_lr] if r.get("test")]
         figures = runs[0].get("paper_columns") or {}
@@ -206,7 +207,8 @@ def summary(cert):
         if control.get("model") is None:
             lines.append(f"positive control: none ({control.get('note', '')})")
         else:
-            lines.append(f"positive control {control['model']}: R^2 {control['test']:.3f} against {control['threshold']:.2f} "
+            lines.append(f"positive control {control['model']}: R^2 {control['test']:.3f} "
+                         f"against {control['threshold']:.2f} "
                          f"needed: {'learned' if control['learned'] else 'did NOT learn'}")
     c = cert.get("certificate")
     if c is not None:

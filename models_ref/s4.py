@@ -152,8 +152,8 @@ class S4(SSMLayer):
         Ct = C.conj() - (C.conj()[:, None, :] @ torch.linalg.matrix_power(Abar, L))[:, 0]  # [H_k, N]  Ctil^*
         num = torch.stack((Ct * B, Ct * P, Q.conj() * B, Q.conj() * P), dim=1)  # [H_k, 4, N]
         F = L // 2 + 1
-        l = torch.arange(F, dtype=torch.float64, device=dt.device)  # [F]
-        w = torch.polar(torch.ones_like(l), -2 * math.pi * l / L).to(Lam.dtype)  # [F]  roots of unity
+        k = torch.arange(F, dtype=torch.float64, device=dt.device)  # [F]
+        w = torch.polar(torch.ones_like(k), -2 * math.pi * k / L).to(Lam.dtype)  # [F]  roots of unity
         step = self.chunk or max(1, CAUCHY_ELEMENTS // (Lam.shape[0] * self.N))
         dtc = dt.to(Lam.dtype)  # [H_k]
         r = Cauchy.apply(num, dtc[:, None] / 2 * Lam, w, step)  # [H_k, 4, F]

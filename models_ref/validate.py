@@ -40,7 +40,8 @@ def check_device(device):
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         why = "this PyTorch was built without CUDA" if torch.version.cuda is None else "no GPU is visible"
-        raise LongsynthError(f"--device cuda: CUDA is not available ({why}, torch {torch.__version__}); use --device cpu")
+        raise LongsynthError(f"--device cuda: CUDA is not available ({why}, torch {torch.__version__}); "
+                             "use --device cpu")
     if dev.type not in ("cpu", "cuda"):
         raise LongsynthError(f"--device: must be cpu or cuda, got {device!r}")
 

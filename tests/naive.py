@@ -309,7 +309,8 @@ def pathfinder_compose(dashes, markers, margin, connected, L, thickness, aa, con
         if r < 0:
             continue
         big = Image.new("F", (2 * R * aa + 1, 2 * R * aa + 1), 0.0)
-        ImageDraw.Draw(big).line([(R * aa, R * aa), (R * aa + dx, R * aa + dy)], fill=255.0, width=int(round(thickness * aa)))
+        ImageDraw.Draw(big).line([(R * aa, R * aa), (R * aa + dx, R * aa + dy)], fill=255.0,
+                                 width=int(round(thickness * aa)))
         small = np.array(big.resize((2 * R + 1, 2 * R + 1), Image.LANCZOS)).astype(np.float64) / 255 * contrast
         put(image, small, r, c)
         if q < 2 * n:
@@ -356,9 +357,12 @@ def lra_pathfinder_compose(dashes, markers, margin, L, thickness, aa, contrast, 
         if r < 0:
             continue
         big = Image.new("F", (2 * R * aa + 1, 2 * R * aa + 1), 0.0)
-        ImageDraw.Draw(big).line([(R * aa, R * aa), (R * aa + dx, R * aa + dy)], fill=255.0, width=int(round(thickness * aa)))
-        small8 = Image.fromarray(scipy_bytescale(np.asarray(big)), mode="L").resize((2 * R + 1, 2 * R + 1), Image.LANCZOS)
-        small = (np.asarray(small8).astype(np.float64) / 255 * (contrast if q < 2 * n else dcontrast)).astype(np.float32)
+        ImageDraw.Draw(big).line([(R * aa, R * aa), (R * aa + dx, R * aa + dy)], fill=255.0,
+                                 width=int(round(thickness * aa)))
+        small8 = Image.fromarray(scipy_bytescale(np.asarray(big)), mode="L").resize((2 * R + 1, 2 * R + 1),
+                                                                                    Image.LANCZOS)
+        gain = contrast if q < 2 * n else dcontrast
+        small = (np.asarray(small8).astype(np.float64) / 255 * gain).astype(np.float32)
         for i in range(2 * R + 1):
             for j in range(2 * R + 1):
                 y, x = r - R + i, c - R + j

@@ -25,7 +25,7 @@ def dataset(tmp_path_factory, runner):
 
 
 def one_error_line(result):
-    lines = [l for l in result.output.splitlines() if l.startswith("Error:")]
+    lines = [x for x in result.output.splitlines() if x.startswith("Error:")]
     assert result.exit_code != 0 and len(lines) == 1, result.output
     assert "Traceback" not in result.output
     return lines[0]
@@ -58,7 +58,8 @@ def test_gen_info_verify(runner, dataset):
 
 
 def test_gen_splits_option(runner, tmp_path):
-    r = runner.invoke(cli, ["gen", "cumsum", "--L", "8", "--splits", "train=30,test=5", "--workers", "1", "-o", str(tmp_path / "s")])
+    r = runner.invoke(cli, ["gen", "cumsum", "--L", "8", "--splits", "train=30,test=5", "--workers", "1",
+                            "-o", str(tmp_path / "s")])
     assert r.exit_code == 0, r.output
     assert longsynth.open(tmp_path / "s").manifest["counts"] == {"train": 30, "test": 5}
 
@@ -142,7 +143,8 @@ def test_python_dash_m(tmp_path, where):
 
 def test_validate_writes_certificate_that_info_shows(runner, tmp_path):
     d = tmp_path / "d"
-    r = runner.invoke(cli, ["gen", "cumsum", "--L", "64", "--splits", "train=64,val=16,test=16", "-j", "1", "-o", str(d)])
+    r = runner.invoke(cli, ["gen", "cumsum", "--L", "64", "--splits", "train=64,val=16,test=16", "-j", "1",
+                            "-o", str(d)])
     assert r.exit_code == 0, r.output
     r = runner.invoke(cli, ["validate", str(d), "--steps", "3", "--json"])
     assert r.exit_code == 0, r.output

@@ -170,7 +170,8 @@ class TestDaskCommandLine:
         args = ["gen", "cumsum", "--L", "32", "-n", "300", "--shard-size", "40", "--seed", "11"]
         r = CliRunner().invoke(cli, args + ["--dask", scheduler_file, "-o", str(tmp_path / "a")])
         assert r.exit_code == 0, r.output
-        assert re.search(r"Dask: tcp://127\.0\.0\.1:\d+, 2 worker thread\(s\), dashboard http://127\.0\.0\.1:\d+/status", r.output), r.output
+        assert re.search(r"Dask: tcp://127\.0\.0\.1:\d+, 2 worker thread\(s\), "
+                         r"dashboard http://127\.0\.0\.1:\d+/status", r.output), r.output
         address = json.load(open(scheduler_file))["address"]
         r = CliRunner().invoke(cli, args + ["--dask", address, "-o", str(tmp_path / "b")])
         assert r.exit_code == 0, r.output

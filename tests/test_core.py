@@ -83,7 +83,8 @@ def test_batch_equals_samples_and_fills_out():
 
 
 def test_splits_are_disjoint():
-    a = [longsynth.sample("cumsum", i, split=s, L=16)["inputs"].tobytes() for s in ("train", "val", "test") for i in range(50)]
+    a = [longsynth.sample("cumsum", i, split=s, L=16)["inputs"].tobytes()
+         for s in ("train", "val", "test") for i in range(50)]
     assert len(set(a)) == len(a)
 
 

@@ -172,8 +172,8 @@ def test_png_encoder_round_trips():
     from PIL import Image
 
     rng = np.random.default_rng(0)
-    for a in [np.zeros((1, 1), np.uint8), np.full((3, 5), 255, np.uint8), rng.integers(0, 256, (17, 31), dtype=np.uint8),
-              longsynth.sample("pathfinder-seg", 0, seed=0)["inputs"]]:
+    for a in [np.zeros((1, 1), np.uint8), np.full((3, 5), 255, np.uint8),
+              rng.integers(0, 256, (17, 31), dtype=np.uint8), longsynth.sample("pathfinder-seg", 0, seed=0)["inputs"]]:
         img = Image.open(io.BytesIO(hf.png_gray8(a)))
         img.load()  # decodes the whole stream: checks the CRCs and the zlib checksum
         assert img.mode == "L" and np.array_equal(np.asarray(img), a)
@@ -324,4 +324,5 @@ def test_formats_registry_and_unknown_format(tmp_path):
     r = CliRunner().invoke(cli, ["export", str(root), "--format", "lra-tsv", "--out", str(tmp_path / "t")])
     assert one_error_line(r) == "Error: cumsum cannot be exported as 'lra-tsv'; formats: hf"
     r = CliRunner().invoke(cli, ["export", str(root), "--format", "csv", "--out", str(tmp_path / "t")])
-    assert one_error_line(r) == "Error: format: unknown format 'csv'; choose from lra-tsv, dlr-pathfinder, lra-pathfinder, hf"
+    assert one_error_line(r) == ("Error: format: unknown format 'csv'; "
+                                 "choose from lra-tsv, dlr-pathfinder, lra-pathfinder, hf")

@@ -394,7 +394,8 @@ def test_weight_decay_only_on_matrices():
     names = dict(m.named_parameters())
     assert len(wd) == len(names)
     decayed = sorted(n for n, p in names.items() if wd[id(p)] == 0.1)
-    assert decayed == sorted(n for n in names if n.endswith(("layer.out.weight", "glu.weight")) or n == "decoder.weight")
+    assert decayed == sorted(n for n in names
+                             if n.endswith(("layer.out.weight", "glu.weight")) or n == "decoder.weight")
     assert wd[id(m.encoder.weight)] == 0.0 and wd[id(m.blocks[0].norm.weight)] == 0.0
     assert wd[id(m.blocks[0].layer.W)] == 0.0 and wd[id(m.decoder.bias)] == 0.0
 
@@ -515,7 +516,8 @@ def test_tiny_listops_subtrees_lowers_loss(tmp_path):
     from longsynth.torch import PAD_ID
 
     torch.set_num_threads(1)
-    root = _stored(tmp_path, "listops-subtrees", {"min_length": 20, "max_length": 60, "max_depth": 5, "max_args": 4}, 256, 16)
+    root = _stored(tmp_path, "listops-subtrees", {"min_length": 20, "max_length": 60, "max_depth": 5, "max_args": 4},
+                   256, 16)
     train_batch, val, test = stored_sources(root, 16, 1)
     x, y = train_batch(0)[:2]
     assert x.dtype == torch.long and ((y == -100) | ((y >= 0) & (y <= 9))).all() and (y != -100).any()
@@ -763,7 +765,8 @@ def test_checkpoint_activations_and_bf16_autocast():
     data = lambda s: _shift_batch(s, B=4, L=32)  # noqa: E731
     runs = {}
     for name, kw in {"plain": {}, "ckpt": {"checkpoint_activations": True}, "bf16": {"amp": True}}.items():
-        runs[name] = [r["loss"] for r in train(cfg, TrainConfig(steps=5, lr=5e-3, seed=1, **kw), data)["history"]["train"]]
+        hist = train(cfg, TrainConfig(steps=5, lr=5e-3, seed=1, **kw), data)["history"]
+        runs[name] = [r["loss"] for r in hist["train"]]
     assert runs["ckpt"] == pytest.approx(runs["plain"], rel=1e-5)
     assert runs["bf16"] == pytest.approx(runs["plain"], rel=0.05) and runs["bf16"] != runs["plain"]
     m = Model(cfg)

@@ -433,8 +433,9 @@ def test_captions_grow_with_the_tiles():
 def test_hdf5_disk_full_message_becomes_one_line():
     """HDF5 reports a full disk as a multi-line message with the errno inside (seen on a
     3 MB tmpfs); gen must print one line."""
-    msg = ("Can't close file (file write failed: time = Mon Nov 23 16:24:40 2026\n, filename = '/x/.train-00000.h5.tmp', "
-           "file descriptor = 8, errno = 28, error message = 'No space left on device', buf = 0x55, total write size = 2048)")
+    msg = ("Can't close file (file write failed: time = Mon Nov 23 16:24:40 2026\n, "
+           "filename = '/x/.train-00000.h5.tmp', file descriptor = 8, errno = 28, "
+           "error message = 'No space left on device', buf = 0x55, total write size = 2048)")
     assert os_reason(OSError(msg)) == "No space left on device"
     assert os_reason(OSError(13, "Permission denied")) == "Permission denied"
     assert "\n" not in os_reason(OSError("two\nlines"))

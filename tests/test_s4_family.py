@@ -35,9 +35,9 @@ def np_hippo_legs(N):
 
 def np_bilinear(A, B, dt):
     """(I - dt/2 A)^-1 (I + dt/2 A), (I - dt/2 A)^-1 dt B."""
-    I = np.eye(A.shape[0])
-    inv = np.linalg.inv(I - dt / 2 * A)
-    return inv @ (I + dt / 2 * A), inv @ (dt * B)
+    eye = np.eye(A.shape[0])
+    inv = np.linalg.inv(eye - dt / 2 * A)
+    return inv @ (eye + dt / 2 * A), inv @ (dt * B)
 
 
 def np_recurrence(Abar, Bbar, C, u):

@@ -174,7 +174,8 @@ def test_reprs_say_what_they_hold_and_validation_is_val(pathfinder):
     from longsynth.torch import ShardDataset
 
     assert len(ShardDataset(str(pathfinder), split="validation")) == 50
-    with pytest.raises(store.LongsynthError, match=r"no split .dev.; this dataset has train, val, test \(validation is val\)"):
+    with pytest.raises(store.LongsynthError,
+                       match=r"no split .dev.; this dataset has train, val, test \(validation is val\)"):
         store.open(str(pathfinder))["dev"]
 
 

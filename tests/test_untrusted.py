@@ -175,7 +175,7 @@ def test_authors_pickles_are_read_with_their_types_only(tmp_path):
         fidelity.read_authors(str(out))
 
 
-# ---------------------------------------------------------------- 4. an edited manifest never drives a kernel out of bounds
+# ------------------------------------------------------- 4. an edited manifest never drives a kernel out of bounds
 
 
 @pytest.fixture(scope="module")
@@ -344,7 +344,8 @@ def test_shard_reading_from_outside_is_refused(ds, tmp_path, how):
             else:
                 raw = tmp_path / f"{name}.raw"
                 raw.write_bytes(src[name][()].tobytes())
-                f.create_dataset(name, shape=src[name].shape, dtype=src[name].dtype, external=[(str(raw), 0, h5py.h5f.UNLIMITED)])
+                f.create_dataset(name, shape=src[name].shape, dtype=src[name].dtype,
+                                 external=[(str(raw), 0, h5py.h5f.UNLIMITED)])
     relist(ds, "train-00000.h5")
     with pytest.raises(store.DamagedDataError, match="link to another file|reads its data from other files"):
         longsynth.open(ds)["train"][0]
@@ -401,7 +402,8 @@ def test_reader_notices_a_dataset_regenerated_under_it(ds):
     assert np.array_equal(first, longsynth.sample("cumsum", 0, seed=11, **P)["inputs"])
     with pytest.raises(store.DamagedDataError, match="the dataset was regenerated or replaced; open it again"):
         reader[41]
-    assert np.array_equal(longsynth.open(ds)["train"][41]["inputs"], longsynth.sample("cumsum", 41, seed=12, **P)["inputs"])
+    assert np.array_equal(longsynth.open(ds)["train"][41]["inputs"],
+                          longsynth.sample("cumsum", 41, seed=12, **P)["inputs"])
 
 
 def _as_legacy(root, keep_generation=False):
@@ -423,7 +425,8 @@ def _as_legacy(root, keep_generation=False):
 
 def test_dataset_of_before_identity_reads_with_the_weaker_check(ds, tmp_path):
     _as_legacy(ds)
-    assert np.array_equal(longsynth.open(ds)["train"][41]["inputs"], longsynth.sample("cumsum", 41, seed=11, **P)["inputs"])
+    assert np.array_equal(longsynth.open(ds)["train"][41]["inputs"],
+                          longsynth.sample("cumsum", 41, seed=11, **P)["inputs"])
     assert store.verify(str(ds), deep=True) == []
     gen(tmp_path / "other", seed=12)
     _as_legacy(tmp_path / "other")

@@ -57,7 +57,8 @@ ROW_GROUP_ROWS = 1000  # at most; small samples would otherwise make row groups 
 PREVIEW_SAMPLES = 2
 MARK = "longsynth.json"
 LICENSE = "mit"  # the license longsynth is released under; the samples are its output
-_TEMP_RE = re.compile(r"^\.(README\.md|longsynth\.json|preview\.png|(train|validation|test)-\d{5}-of-\d{5}\.parquet)\.tmp$")
+_TEMP_RE = re.compile(r"^\.(README\.md|longsynth\.json|preview\.png"
+                      r"|(train|validation|test)-\d{5}-of-\d{5}\.parquet)\.tmp$")
 
 # ---------------------------------------------------------------- features
 
@@ -387,7 +388,8 @@ def _write_files_pool(dataset, files, paths, group, progress, workers):
     return {f.rel: fut.result() for fut, f in futures.items()}
 
 
-_OWN_RE = re.compile(r"^(README\.md|longsynth\.json|preview\.png|data/(train|validation|test)-\d{5}-of-\d{5}\.parquet)$")
+_OWN_RE = re.compile(r"^(README\.md|longsynth\.json|preview\.png"
+                     r"|data/(train|validation|test)-\d{5}-of-\d{5}\.parquet)$")
 
 
 def _previous_files(out):

@@ -264,7 +264,8 @@ def latest_certificate(root):
     if not os.path.isdir(vdir) or os.path.islink(vdir):
         return None
     runs = sorted(d for d in os.listdir(vdir) if os.path.isdir(os.path.join(vdir, d))
-                  and not os.path.islink(os.path.join(vdir, d)) and os.path.lexists(os.path.join(vdir, d, "metrics.json")))
+                  and not os.path.islink(os.path.join(vdir, d))
+                  and os.path.lexists(os.path.join(vdir, d, "metrics.json")))
     if not runs:
         return None
     path = os.path.join(vdir, runs[-1], "metrics.json")

@@ -135,7 +135,8 @@ def _numbers_problem(fid, rec, expect):
     for name, value in {"seed": expect.seed, "start": rec["start"], "count": rec["count"]}.items():
         got = _attr(fid, name)
         if got != value or type(got) is not int:
-            return f"shard holds {name} {str(got)[:64]}, the manifest says {value} (a shard of another dataset or range)"
+            return (f"shard holds {name} {str(got)[:64]}, the manifest says {value} "
+                    "(a shard of another dataset or range)")
     return None
 
 

@@ -20,7 +20,8 @@ DIGEST_KEY = "_digest"
 CHECK_KEY = "_check"  # uint64 [count, keys in sorted order, 2]: longsynth.checksum.sum64 of each value
 SHARD_RE = re.compile(r"^(train|val|test)-\d{5}\.h5$")
 LOCK = ".lock"  # held (flock) by the process writing the directory; holds its PID
-OURS_RE = re.compile(r"^(\.?(train|val|test)-\d{5}\.h5((\.[0-9a-z]+)?\.tmp)?|\.?manifest\.json(\.tmp)?|\.?README\.md(\.tmp)?|\.lock)$")
+OURS_RE = re.compile(r"^(\.?(train|val|test)-\d{5}\.h5((\.[0-9a-z]+)?\.tmp)?"
+                     r"|\.?manifest\.json(\.tmp)?|\.?README\.md(\.tmp)?|\.lock)$")
 # a shard's temporary file: `.{name}.tmp` (local pool) or `.{name}.{attempt}.tmp` (an executor
 # that may run two attempts of one shard at once, as Dask does after losing a worker)
 TMP_RE = re.compile(r"^\.(train|val|test)-\d{5}\.h5(\.[0-9a-z]+)?\.tmp$")

@@ -93,7 +93,8 @@ class Split:
             f = self._file(k)
             c = ("sum64", f[CHECK_KEY][()]) if CHECK_KEY in f else ("sha256", f[DIGEST_KEY][()])
             if c[1].shape[0] != self.records[k]["count"]:
-                raise self._damaged(k, f"checksums cover {c[1].shape[0]} samples, the shard holds {self.records[k]['count']}")
+                raise self._damaged(k, f"checksums cover {c[1].shape[0]} samples, "
+                                       f"the shard holds {self.records[k]['count']}")
             self._checks[k] = c
         return c
 
