@@ -371,7 +371,7 @@ def _show_dir(root, split, index, count, out, stats):
     if stats:
         if ds.task.show_dataset is None:
             raise click.ClickException(f"{ds.task.name} has no dataset figure")
-        _emit(ds.task.show_dataset(ds, split, out), out)
+        _emit(_drawn(root, ds.task.show_dataset, ds, split, out), out)
         return
     if ds.task.show is None:
         raise click.ClickException(f"{ds.task.name} has no preview")
@@ -379,7 +379,20 @@ def _show_dir(root, split, index, count, out, stats):
     if not 0 <= index < len(sp):
         raise click.ClickException(f"--index: {index} is outside the {len(sp)} samples of {split}")
     samples = [sp[i] for i in range(index, min(index + count, len(sp)))]
-    _emit(ds.task.show(samples, ds.config, out), out)
+    _emit(_drawn(root, ds.task.show, samples, ds.config, out), out)
+
+
+def _drawn(root, draw, *args):
+    """A figure of data read from a folder. Its values passed their checksums, but a folder
+    from someone else may hold values outside the task's definition (a label 7 of three
+    classes); the drawing code indexes with them, so what it raises is one line."""
+    try:
+        return draw(*args)
+    except (LongsynthError, OSError, KeyboardInterrupt):
+        raise
+    except Exception as e:  # any failure on such values is the data's
+        raise LongsynthError(f"{root}: cannot draw these samples: values outside {os.path.basename(root) or root}'s "
+                             f"task definition ({type(e).__name__}: {' '.join(str(e).split())[:160]})") from None
 
 
 class _ShowDirCommand(click.Command):

@@ -199,3 +199,21 @@ def test_a_swallowed_interrupt_ends_the_job_at_the_next_progress_report():
     finally:
         m._SIGNALLED.clear()
         bar.close()
+
+
+def test_show_dir_on_values_outside_the_definition_is_one_line(tmp_path, monkeypatch):
+    """A folder from someone else can hold checksum-consistent values the task never makes
+    (a Pathfinder label 7): the preview code indexes its palette with them."""
+    root = tmp_path / "pf"
+    store.generate(str(root), "pathfinder", {"size": 32}, seed=0, num_samples=20, workers=1)
+    from longsynth import registry
+
+    task = registry.get("pathfinder")
+
+    def crafted(samples, cfg, path):
+        np.zeros(3)[7]  # what a palette lookup does with label 7
+
+    monkeypatch.setattr(task, "show", crafted)
+    r = CliRunner().invoke(cli, ["show", str(root), "--out", str(tmp_path / "p.png")])
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    assert r.output.startswith(f"Error: {root}: cannot draw these samples: values outside") and "IndexError" in r.output
