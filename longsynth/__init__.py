@@ -33,7 +33,7 @@ if "NUMBA_THREADING_LAYER" not in _os.environ:
 
 from longsynth.api import batch, sample, tasks, vocab  # noqa: E402
 from longsynth.spec import ModelSpec  # noqa: E402
-from longsynth.store import generate, open  # noqa: E402,A001
+from longsynth.store import generate, open  # noqa: E402
 
 __all__ = ["ModelSpec", "batch", "evaluate", "generate", "open", "sample", "tasks", "vocab", "__version__"]
 

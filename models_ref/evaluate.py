@@ -194,7 +194,7 @@ def _sendable(factory):
     """A user's factory object as other processes receive it (pickled by reference)."""
     try:
         pickle.dumps(factory)
-    except Exception as e:  # noqa: BLE001 - pickling a user's object may raise anything
+    except Exception as e:  # pickling a user's object may raise anything
         raise LongsynthError(f"model: the factory cannot be sent to other processes ({e}); "
                              "name it as path/to/file.py:function") from None
     return factory

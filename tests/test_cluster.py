@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-import distributed  # noqa: F401 (fail, not skip, when the test extra is not installed)
+import distributed  # fail, not skip, when the test extra is not installed
 import pytest
 from click.testing import CliRunner
 
@@ -189,7 +189,7 @@ class TestDaskCommandLine:
                 try:
                     store.generate(str(d), "pathfinder-seg", PF, seed=5, splits={"train": 1200}, shard_size=150,
                                    client=client)
-                except BaseException as e:  # noqa: BLE001 (reported by the main thread)
+                except BaseException as e:
                     failure.append(e)
 
             t = threading.Thread(target=run)

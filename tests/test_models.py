@@ -5,12 +5,12 @@ import os
 import numpy as np
 import pytest
 
-import torch  # noqa: E402  (a test dependency: its absence must fail, not skip)
+import torch  # a test dependency: its absence must fail, not skip
 
-from longsynth.errors import LongsynthError  # noqa: E402
-from longsynth.models_ref.dlr import DLR  # noqa: E402
-from longsynth.models_ref.dss import DSSExp  # noqa: E402
-from longsynth.models_ref.model import Model, ModelConfig  # noqa: E402
+from longsynth.errors import LongsynthError
+from longsynth.models_ref.dlr import DLR
+from longsynth.models_ref.dss import DSSExp
+from longsynth.models_ref.model import Model, ModelConfig
 
 torch.set_num_threads(1)
 

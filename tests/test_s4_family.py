@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch  # a test dependency: its absence must fail, not skip
 
-from longsynth.models_ref.essm import ESSM  # noqa: E402
-from longsynth.models_ref.kernel import fft_conv  # noqa: E402
-from longsynth.models_ref.model import Model, ModelConfig  # noqa: E402
-from longsynth.models_ref.s4 import S4, legs_nplr  # noqa: E402
-from longsynth.models_ref.s4d import S4D  # noqa: E402
+from longsynth.models_ref.essm import ESSM
+from longsynth.models_ref.kernel import fft_conv
+from longsynth.models_ref.model import Model, ModelConfig
+from longsynth.models_ref.s4 import S4, legs_nplr
+from longsynth.models_ref.s4d import S4D
 
 torch.set_num_threads(1)
 TOL = 1e-9  # float64 twins: agreement to rounding

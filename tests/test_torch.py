@@ -8,14 +8,14 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-import torch  # noqa: E402  (a test dependency: its absence must fail, not skip)
-from torch.utils.data import DataLoader  # noqa: E402
+import torch  # a test dependency: its absence must fail, not skip
+from torch.utils.data import DataLoader
 
-import longsynth  # noqa: E402
-from registered import registered  # noqa: E402
-from longsynth.store import generate  # noqa: E402
-from longsynth.task import KeySpec, Ragged, Task, param  # noqa: E402
-from longsynth.torch import (  # noqa: E402
+import longsynth
+from registered import registered
+from longsynth.store import generate
+from longsynth.task import KeySpec, Ragged, Task, param
+from longsynth.torch import (
     IGNORE_INDEX,
     PAD_ID,
     OnTheFlyDataset,
