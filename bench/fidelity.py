@@ -8,7 +8,7 @@
 (imgs/, paths/, metadata/). For each size this reads all their images, generates ``--n``
 of ours (seed 0, train) with the default preset and, with ``--variants``, with the
 authors' distractor-dropping rule and exact restarts too, and prints every statistic of
-``longsynth.fidelity.STATS`` (means per image) ours vs theirs with the ratio, plus the
+``longsynth.generators.pathfinder.fidelity.STATS`` (means per image) ours vs theirs with the ratio, plus the
 total-variation distance of the nonzero-intensity histograms. ``--classifier`` trains a
 small CNN (torch) and a logistic regression on intensity histograms to tell our 128-px
 images from theirs and prints held-out accuracies (5-fold). Results go to
@@ -23,7 +23,8 @@ import time
 import numpy as np
 
 import longsynth
-from longsynth import fidelity, registry
+from longsynth import registry
+from longsynth.generators.pathfinder import fidelity
 
 TASK = "pathfinder-seg"
 

@@ -7,7 +7,7 @@
 generator (drewlinsley/pathfinder, run unchanged with LRA's settings; see
 docs/tasks/pathfinder.md, "Classic Pathfinder") writes them. For every set found this reads
 all their images, generates ``--n`` of ours (default 4 x theirs, at least 200; seed 0,
-train) and prints the means per image of ``longsynth.fidelity.PLAIN_STATS`` (their images
+train) and prints the means per image of ``longsynth.generators.pathfinder.fidelity.PLAIN_STATS`` (their images
 carry no path pixels or tips), ours / theirs, the total-variation distance of the nonzero
 intensity histograms and the share of label 1. Results: bench/results/lra_pathfinder_fidelity.json.
 """
@@ -19,8 +19,9 @@ import sys
 import numpy as np
 
 import longsynth
-from longsynth import fidelity, registry
-from longsynth.generators.lra_pathfinder import DIFFICULTIES, DIRS, SIZES
+from longsynth import registry
+from longsynth.generators.pathfinder import fidelity
+from longsynth.generators.pathfinder.lra import DIFFICULTIES, DIRS, SIZES
 
 TASK = "pathfinder"
 

@@ -9,8 +9,8 @@ import pytest
 import longsynth
 from longsynth import registry, store
 from longsynth.errors import LongsynthError
-from longsynth.generators import lra_pathfinder as lp
-from longsynth.generators import pathfinder_render as render
+from longsynth.generators.pathfinder import lra as lp
+from longsynth.generators.pathfinder import process, records
 import naive
 
 TASK = "pathfinder"
@@ -117,17 +117,17 @@ def test_dead_seed_orientations_never_start_a_path():
     assert all(tuple(b["dashes"][i, 0, 2:]) in alive or tuple(b["dashes"][i, 14, 2:]) in alive for i in range(200))
     # without the rule (the DLR renderer's behaviour) dead orientations do start paths
     P2 = P._replace(dead_seeds=False)
-    W = render.workspace(P2, T)
+    W = records.workspace(P2, T)
     img, lab = np.zeros((200, 32, 32), np.uint8), np.zeros((200, 1, 1), np.uint8)
     dashes, markers = np.zeros((200, 48, 4), np.int32), np.zeros((200, 7, 2), np.int32)
-    counts, peak = np.zeros((200, 6), np.int32), np.zeros(200, np.float32)
-    render.render_batch(1, 0, 0, P2, T, W, img, lab, dashes, markers, counts, peak)
+    counts, peak = np.zeros((200, records.N_COUNTS), np.int32), np.zeros(200, np.float32)
+    process.render_batch(1, 0, 0, P2, T, W, img, lab, dashes, markers, counts, peak)
     assert any(tuple(dashes[i, 0, 2:]) in dead_only for i in range(200))
 
 
 def test_seg_renderer_unchanged_by_the_new_switches():
     """pathfinder-seg keeps float stamps, no dead seeds, one contrast, labels."""
-    from longsynth.generators import pathfinder as pf
+    from longsynth.generators.pathfinder import seg as pf
     P, T = pf.params(registry.get("pathfinder-seg").make_config(size=128))
     assert (P.eight_bit, P.dead_seeds, P.labels, P.dcontrast) == (False, False, True, P.contrast)
 
@@ -149,7 +149,7 @@ REF = os.path.join(HERE, "data", "lra_pathfinder_original.json")
 def test_statistics_within_ten_percent_of_the_original():
     """Means per image of our 32-px hard images within 10% of the original generator's
     (bench/lra_pathfinder_fidelity.py wrote its means to tests/data)."""
-    from longsynth import fidelity
+    from longsynth.generators.pathfinder import fidelity
 
     ref = json.load(open(REF))["32-hard"]
     cfg = registry.get(TASK).make_config(size=32)

@@ -203,7 +203,7 @@ STAT_COUNTS = {128: 120, 256: 24, 512: 8}
 
 
 def _ours_vs_theirs(size, n, **params):
-    from longsynth import fidelity
+    from longsynth.generators.pathfinder import fidelity
 
     with open(AUTHORS) as f:
         ref = json.load(f)[str(size)]
@@ -215,7 +215,7 @@ def _ours_vs_theirs(size, n, **params):
 
 @pytest.mark.parametrize("size", SIZES)
 def test_statistics_match_the_authors(size):
-    from longsynth import fidelity
+    from longsynth.generators.pathfinder import fidelity
 
     n = STAT_COUNTS[size]
     ours, ref, b = _ours_vs_theirs(size, n)

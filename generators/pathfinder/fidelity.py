@@ -122,7 +122,8 @@ def read_authors(root, limit=None):
             tgt = np.zeros(img.shape, dtype=np.uint8)
             for k, (rr, cc) in enumerate(d["segs"]):
                 cls = 2 if o == t == k else 1
-                tgt[rr.astype(np.int64), cc.astype(np.int64)] = np.maximum(tgt[rr.astype(np.int64), cc.astype(np.int64)], cls)
+                at = (rr.astype(np.int64), cc.astype(np.int64))
+                tgt[at] = np.maximum(tgt[at], cls)
             tips = [(d["origin_tips"][k], d["terminal_tips"][k]) for k in range(2)]
             records.append((img, tgt, tips))
             if limit is not None and len(records) >= limit:
