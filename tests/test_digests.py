@@ -21,8 +21,8 @@ SEED, SPLIT, COUNT = 7, "val", 4
 
 # beyond each task's defaults: the other sizes and options whose kernels differ
 EXTRA = {
-    "pathfinder-seg": [dict(size=256), dict(distractor_tries=5), dict(exact_restarts=True)],
-    "pathfinder": [dict(size=64, difficulty="easy"), dict(size=128), dict(exact_restarts=True),
+    "pathfinder-seg": [dict(size=256), dict(distractor_tries=0), dict(exact_restarts=False)],
+    "pathfinder": [dict(size=64, difficulty="easy"), dict(size=128), dict(exact_restarts=False),
                    dict(distractor_tries=0, difficulty="medium")],
 }
 

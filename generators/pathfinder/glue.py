@@ -42,11 +42,10 @@ def n_markers(cfg):
 
 
 
-def render_params(cfg, *, dcontrast, eight_bit, canvas_base, labels, dead_seeds, seed_scan):
+def render_params(cfg, *, dcontrast, eight_bit, labels, dead_seeds, seed_scan):
     """Params and stamp tables of a resolved pathfinder config; the keywords are what the
     two tasks set differently (distractor contrast, 8-bit formation as the original
-    generator, its rounding of a dash's end on the finer canvas, per-pixel labels, its dead
-    seed orientations and seed scan)."""
+    generator, per-pixel labels, its dead seed orientations and seed scan)."""
     P = rec.Params(M=cfg.size, border=cfg.border, L=cfg.paddle_length, aa=cfg.antialias_scale,
                       contrast=float(cfg.contrast), continuity=float(cfg.continuity),
                       seed_distance=cfg.seed_distance, contour_length=cfg.contour_length,
@@ -58,7 +57,7 @@ def render_params(cfg, *, dcontrast, eight_bit, canvas_base, labels, dead_seeds,
                       seed_scan=seed_scan)
     margins = tuple(range(cfg.margin_min, cfg.margin_max + 1))
     T = build_tables(cfg.paddle_length, float(cfg.paddle_thickness), margins, cfg.antialias_scale,
-                     float(cfg.marker_radius), float(cfg.continuity), eight_bit=eight_bit, canvas_base=canvas_base)
+                     float(cfg.marker_radius), float(cfg.continuity), eight_bit=eight_bit)
     return P, T
 
 

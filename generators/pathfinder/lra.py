@@ -29,8 +29,9 @@ distractors = N // distractor_length (Python 2 integer division; N = 20 / 22 / 3
 Image formation is the original generator's (8-bit stamps as ``scipy.misc.imresize`` makes
 them, ``scipy.misc.imsave``'s rescaling; no marker on distractors), placement its process
 (``generators/pathfinder/process.py``), with its distractor dropping (``distractor_tries``
-5) and our local retries for the main paths (``exact_restarts`` off). docs/tasks/
-pathfinder.md ("Classic Pathfinder") cites each value's source.
+5), its restarts of both main paths on any failure (``exact_restarts``) and its rounding of
+absolute coordinates. docs/tasks/pathfinder.md ("Classic Pathfinder") cites each value's
+source.
 
 Keys: ``inputs`` uint8 [M, M]; ``targets`` uint8 (): 1 connected, 0 not; extras
 ``connected`` bool, ``marker_centers`` int32 [2, 2] (row, col of the start and end marker),
@@ -122,8 +123,9 @@ class LraPathfinderConfig:
                                      "(their padding; preset 1 / 1 / 1 / 22)", lo=0, hi=64)
     distractor_tries: int = param(5, "drop a distractor after this many failed tries (the original generator: 5); "
                                      "0: place every distractor", lo=0, hi=1000)
-    exact_restarts: bool = param(False, "restart both main paths on any failure, as the original generator "
-                                        "(its exact law, slower); default: local retries")
+    exact_restarts: bool = param(True, "restart both main paths on any failure, as the original generator; "
+                                       "off: local retries (faster, shorter main paths at 128 px; "
+                                       "docs/tasks/pathfinder.md)")
 
 
 PRESET_FIELDS = tuple(preset(32, "hard"))
@@ -156,7 +158,7 @@ def _keys(cfg):
 
 def params(cfg):
     """The renderer's preset record and (8-bit) stamp tables for a resolved config."""
-    return render_params(cfg, dcontrast=cfg.distractor_contrast, eight_bit=True, canvas_base=True, labels=False,
+    return render_params(cfg, dcontrast=cfg.distractor_contrast, eight_bit=True, labels=False,
                          dead_seeds=True, seed_scan=SEED_SCAN)
 
 
@@ -194,7 +196,7 @@ TASK = Task(
     fill=_fill,
     resolve=_resolve,
     family="pathfinder",
-    revision=1,
+    revision=2,  # 2: exact restarts by default, their rounding of absolute coordinates
     default_num_samples=RELEASE_COUNT,
     split_percent=(80, 10, 10),
     show=_show,

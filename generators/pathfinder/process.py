@@ -6,32 +6,38 @@
 The process of one image (draws from ``stream(seed, split, index)``; the authors'
 ``snakes2.from_wrapper`` / ``snakes.py``):
     1. connected = randint(2); margin = margins[randint(len(margins))]
-    2. main paths (restarted from scratch on any failure, as theirs, at most MAIN_TRIES):
+    Every step between pixels is rounded as theirs, on the absolute coordinate: a point is
+    ceil(p + v) for a pixel p and a float step v (their translate_coord), so a step that is
+    an integer up to rounding lands one pixel farther near 0 than far from it.
+    2. main paths (P.exact, the default: restarted from scratch on any failure, as theirs,
+       at most MAIN_TRIES_EXACT; else local retries, see _main_paths):
        mask := the ``border`` frame set to 1.
        a. seed A: up to 3 trials: orientation phi = randint(360) - 180 degrees; its tail
           is uniform over the pixels p where every pixel of the seed's *struct* (the mask
           stamp's full-value pixels shifted by (1, 1)) placed at p avoids the mask (> 0.3)
-          and a band of 2 seed_distance at the frame's edge; head = tail + ceil(L u(phi)),
-          pivot = head - ceil((L + margin) u(phi)) must lie in the frame.
+          and a band of 2 seed_distance at the frame's edge; head = ceil(tail + L u(phi)),
+          pivot = ceil(head - (L + margin) u(phi)) must lie in the frame.
        b. seed B: up to 3 trials: phi = randint(360) - 180; tail = round(tail_A +
           seed_distance u(randint(360) degrees)); head and pivot in the frame (nothing
           else is checked, as theirs).
-       c. contour_length - 1 rounds, each extending A then B. Extending: pivot +=
-          ceil((L + 2 margin) u(orientation)); every integer point on the circle of
-          radius L + margin about the pivot (their table) gets weight
+       c. contour_length - 1 rounds, each extending A then B. Extending: pivot :=
+          ceil(pivot + (L + 2 margin) u(orientation)); the distinct in-frame points
+          floor(pivot + (L + margin) u(a)) for their sample angles a (one per arc of a
+          pixel's length: tables.circle_rays), in their sorted order, each get weight
           max(cos(min(continuity |turn|, pi/2)), 0)^2 (1 - max of the mask over a disk of
           radius margin about it); a point is drawn by weight, up to 3 times, until the
           dash from it back towards the pivot has a mask stamp with max(mask + stamp) <
           1.8; then the path's previous dash joins the mask. A dead end (total weight <
           1e-4) or 3 collisions fail the round.
        d. B's last dash joins the mask (A's does not: theirs).
-    3. distractors in order, each up to DISTRACTOR_TRIES times (theirs: 5, then dropped;
-       we place every one unless drop_after > 0 asks for their rule): if under 1% of the
-       frame is free (mask <= 0.3) the try fails;
+    3. distractors in order, each up to drop_after times, then dropped (theirs: 5, the
+       tasks' default; drop_after 0: up to DISTRACTOR_TRIES times, and a distractor that
+       still does not fit restarts the image): if under 1% of the frame is free
+       (mask <= 0.3) the try fails;
        seed as 2a with a 1-pixel band instead of 2 seed_distance, a marker at its pivot
        (mark_distractors), then distractor_length - 1 extensions as 2c; a failed try
-       leaves no trace; a placed one adds its last dash to the mask. A distractor that
-       cannot be placed restarts the image (at most IMAGE_TRIES).
+       leaves no trace; a placed one adds its last dash to the mask. Image restarts: at
+       most IMAGE_TRIES.
     4. origin = randint(2): the start marker sits at the tail of main path ``origin``'s
        seed, the end marker at the last head of the same path (connected) or the other.
     5. composition (no draws): image = max of every line stamp * contrast and every marker
@@ -84,6 +90,15 @@ def _put(W, slot, k, r, c, pr, pc, o):
 
 
 @njit(cache=True)
+def _head_pivot(T, g, d, r, c):
+    """A seed's head and pivot from its tail (r, c) at orientation d, as their translate_coord
+    rounds: up, on the absolute coordinate (ceil(2 + 2.4e-16) = 3 but ceil(4 + 2.4e-16) = 4)."""
+    hr = int(math.ceil(r + T.seed_step[g, d, 0]))
+    hc = int(math.ceil(c + T.seed_step[g, d, 1]))
+    return hr, hc, int(math.ceil(hr + T.seed_step[g, d, 2])), int(math.ceil(hc + T.seed_step[g, d, 3]))
+
+
+@njit(cache=True)
 def _seed(st, P, T, W, g, band, slot):
     """Seed a path into dash ``slot`` (their seed_snake and first seed). Up to SEED_TRIALS
     orientations; the tail is uniform over the free pixels (rejection draws over the frame)."""
@@ -117,8 +132,7 @@ def _seed(st, P, T, W, g, band, slot):
                             pick -= 1
         if not found:
             return False  # theirs: no available coordinate ends the seeding
-        hr, hc = r + T.seed_head[g, d, 0], c + T.seed_head[g, d, 1]
-        pr, pc = r + T.seed_pivot[g, d, 0], c + T.seed_pivot[g, d, 1]
+        hr, hc, pr, pc = _head_pivot(T, g, d, r, c)
         if _in_frame(hr, hc, M) and _in_frame(pr, pc, M):
             _put(W, slot, T.seed_stamp[g, d], r, c, pr, pc, d)
             return True
@@ -131,23 +145,27 @@ def _extend(st, P, T, W, g, slot):
     dash slot - 1 joins the mask."""
     M = P.M
     o = W.hist[slot - 1, 2]
-    pr = W.hist[slot - 1, 0] + T.advance[g, o, 0]
-    pc = W.hist[slot - 1, 1] + T.advance[g, o, 1]
-    nc = T.n_cand[g]
+    pr = int(math.ceil(W.hist[slot - 1, 0] + T.advance[g, o, 0]))  # their translate_coord: absolute
+    pc = int(math.ceil(W.hist[slot - 1, 1] + T.advance[g, o, 1]))
+    nc, rc = T.n_cand[g], T.reach[g]
     w = W.weight
-    for a in range(nc):  # a loop, not w[:nc] = 0: a slice is a new reference (NRT incref/decref)
-        w[a] = 0.0
+    for a in range(nc):  # a loop, not w[:nc] = -1: a slice is a new reference (NRT incref/decref)
+        w[a] = -1.0  # not (yet) a candidate about this pivot
     total = 0.0
     m, b = T.margins[g], P.border  # the disk's rows and columns reach m from its centre
     lo, hi = b + m, M - b - m
-    for a in range(nc):
-        q = T.ahead[g, o, a]
-        if q < 0:
-            break
-        y, x = pr + T.cand[g, q, 0], pc + T.cand[g, q, 1]
-        if not _in_frame(y, x, M):
+    for a in range(T.n_ray[g]):  # their get_coords_cmf: in-frame samples, truncated, distinct
+        yf, xf = pr + T.ray[g, a, 0], pc + T.ray[g, a, 1]
+        if yf < 0.0 or yf >= M or xf < 0.0 or xf >= M:
+            continue
+        y, x = int(math.floor(yf)), int(math.floor(xf))  # their astype(int): >= 0 here, so floor
+        q = T.qmap[g, y - pr + rc, x - pc + rc]
+        if w[q] >= 0.0:
             continue
         cw = T.turn[g, o, q]
+        if cw == 0.0:
+            w[q] = 0.0
+            continue
         dil = 0
         if not _any_tile(W, 0, max(y - m, 0), min(y + m + 1, M), max(x - m, 0), min(x + m + 1, M)):
             w[q] = cw  # (1 - 0 / 255) * cw: the disk covers empty tiles only
@@ -176,6 +194,8 @@ def _extend(st, P, T, W, g, slot):
                     break
         w[q] = (1.0 - dil / 255.0) * cw
         total += w[q]
+    for a in range(nc):
+        w[a] = max(w[a], 0.0)
     if total < 1e-4:
         return False
     for _ in range(EXTEND_TRIALS):
@@ -219,8 +239,7 @@ def _main_paths(st, P, T, W, g):
             a = randint(st, 360) * np.pi / 180
             br = int(round(ar + P.seed_distance * math.sin(a)))  # half to even, as np.round_
             bc = int(round(ac + P.seed_distance * math.cos(a)))
-            hr, hc = br + T.seed_head[g, d, 0], bc + T.seed_head[g, d, 1]
-            pr, pc = br + T.seed_pivot[g, d, 0], bc + T.seed_pivot[g, d, 1]
+            hr, hc, pr, pc = _head_pivot(T, g, d, br, bc)
             if _in_frame(hr, hc, M) and _in_frame(pr, pc, M):
                 _put(W, n, T.seed_stamp[g, d], br, bc, pr, pc, d)
                 ok = True

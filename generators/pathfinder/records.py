@@ -69,18 +69,21 @@ Tables = namedtuple("Tables", [
     "hbox",         # int64 [G, K, 4]: rows [i0, i1) and columns [j0, j1) holding its mask pixels >= HOT
     "n_hot",        # int64 [G, K]
     "seed_stamp",   # int64 [G, 360]
-    "seed_head",    # int64 [G, 360, 2]: head - tail
-    "seed_pivot",   # int64 [G, 360, 2]: pivot - tail
+    "seed_step",    # float64 [G, 360, 4]: L u(phi) (tail to head) and (L + margin) u(phi + pi) (head to
+                    #   pivot), (dy, dx) each: added to absolute coordinates and rounded up, as theirs
     "struct",       # int64 [G, 360, Q, 2]: offsets from the tail checked when seeding
     "n_struct",     # int64 [G, 360]
     "seed_dead",    # int64 [G, 360]: 1 where every struct pixel lies beyond a corner of the frame (see _seed)
-    "cand",         # int64 [G, C, 2]: circle points relative to the pivot (their order)
+    "cand",         # int64 [G, C, 2]: every circle point offset some pivot can give, sorted (their order)
     "cand_stamp",   # int64 [G, C]
     "n_cand",       # int64 [G]
+    "ray",          # float64 [G, NR, 2]: their circle samples about a pivot (tables.circle_rays)
+    "n_ray",        # int64 [G]
+    "reach",        # int64 [G]: the largest |offset| of a circle point (qmap's centre)
+    "qmap",         # int64 [G, 2 reach + 1, 2 reach + 1]: circle point offset (dy, dx) + reach -> cand index
     "angle",        # float64 [G, 360 + C]: orientation id -> radians (seeds, then circle points)
-    "advance",      # int64 [G, 360 + C, 2]: next pivot - pivot for a path heading that way
-    "turn",         # float64 [G, 360 + C, C]: max(cos(min(continuity |turn|, pi/2)), 0)^2
-    "ahead",        # int64 [G, 360 + C, C]: circle points with turn weight > 1e-12, then -1
+    "advance",      # float64 [G, 360 + C, 2]: (L + 2 margin) u(orientation): next pivot = ceil(pivot + this)
+    "turn",         # float64 [G, 360 + C, C]: max(cos(min(continuity |turn|, pi/2)), 0)^2, 0 where <= 1e-12
     "disk",         # int64 [G, 2m+1, 2]: disk of radius margin as row spans: half-width per row offset
 
     "circle",       # float64 [Sc, Sc]: marker disk (PIL 'F' output, 0..1 plus ringing; eight_bit: 'L' output / 255)

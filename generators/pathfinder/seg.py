@@ -29,8 +29,8 @@ end marker, then one per distractor when marked); ``main_dashes`` int32 [2] and
 its line starts from and the line's other end in 1/antialias_scale pixels from there
 (r, c, dr, dc), marked main path first, then the other main path, then the distractors;
 ``peak`` float32, the composed image's maximum (the value shown as 255). With
-``distractor_tries`` > 0 (the authors' dropping rule) rows of dropped distractors are -1. With ``dashes``
-and ``peak`` each path's layer can be redrawn (longsynth.exports.dlr_pathfinder does).
+``distractor_tries`` > 0 (the authors' dropping rule, the default) rows of dropped distractors are -1. With
+``dashes`` and ``peak`` each path's layer can be redrawn (longsynth.exports.dlr_pathfinder does).
 
 Worked example: ``longsynth.sample("pathfinder-seg", 0, seed=0)`` (size 128) gives
 ``inputs`` with about 23% of its pixels nonzero (about 180 distinct levels, most of them
@@ -47,7 +47,9 @@ from longsynth.generators.pathfinder.glue import check_geometry, n_dashes, n_mar
 from longsynth.task import KeySpec, Task, param
 
 SIZES = (128, 256, 512)
-REVISION = 2  # 2: the authors' image formation and placement process (1: capsules, local footprints)
+REVISION = 3  # 3: the authors' laws by default (distractors dropped after 5 tries, exact restarts) and their
+#   rounding of absolute coordinates; 2: every distractor placed, local retries, offsets rounded apart from
+#   position; 1: capsules, local footprints
 
 # the authors' settings blocks; margin (lo, hi) is drawn per image from {lo..hi}
 PRESETS = {
@@ -85,7 +87,7 @@ class PathfinderSegConfig:
                                            "(preset 1.8 / 2.2 / 2.5)", lo=1.0, hi=100.0)
     contour_length: int | None = param(None, "dashes per main path (preset 14 / 16 / 12)", lo=1, hi=1000)
     distractor_length: int | None = param(None, "dashes per distractor path (preset 4 / 5 / 4)", lo=1, hi=1000)
-    distractors: int | None = param(None, "number of distractor paths, all placed (preset 16 / 16 / 18)", lo=0, hi=1000)
+    distractors: int | None = param(None, "distractor paths to place (preset 16 / 16 / 18)", lo=0, hi=1000)
     seed_distance: int | None = param(None, "distance between the start tips of the two main paths "
                                             "(preset 22 / 27 / 40)", lo=0, hi=4096)
     marker_radius: float | None = param(None, "radius of the round markers in pixels "
@@ -94,10 +96,11 @@ class PathfinderSegConfig:
     contrast: float | None = param(None, "dash intensity relative to the markers (preset 0.9 / 1 / 1)", lo=0.01, hi=1.0)
     mark_distractors: bool | None = param(None, "give every distractor a marker (preset on)")
     border: int | None = param(None, "frame pixels that no dash may cover (preset 1)", lo=0, hi=64)
-    distractor_tries: int = param(0, "drop a distractor after this many failed tries, as the authors' generator "
-                                     "(theirs: 5); 0: place every distractor", lo=0, hi=1000)
-    exact_restarts: bool = param(False, "restart both main paths on any failure, as the authors' generator "
-                                        "(their exact law; 1.4-7x slower); default: local retries")
+    distractor_tries: int = param(5, "drop a distractor after this many failed tries, as the authors' generator "
+                                     "(5); 0: place every distractor (ink and markers 8-13% above theirs)",
+                                  lo=0, hi=1000)
+    exact_restarts: bool = param(True, "restart both main paths on any failure, as the authors' generator; "
+                                       "off: local retries (faster, shorter main paths; docs/tasks/pathfinder.md)")
 
 
 def _resolve(cfg):
@@ -128,8 +131,8 @@ def _keys(cfg):
 
 def params(cfg):
     """The renderer's preset record and stamp tables for a resolved config."""
-    return render_params(cfg, dcontrast=cfg.contrast, eight_bit=False, canvas_base=False, labels=True,
-                         dead_seeds=False, seed_scan=0)
+    return render_params(cfg, dcontrast=cfg.contrast, eight_bit=False, labels=True,
+                         dead_seeds=True, seed_scan=0)
 
 
 

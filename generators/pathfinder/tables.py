@@ -16,10 +16,10 @@ import numpy as np
 
 from longsynth.generators.pathfinder.records import HOT, Tables
 
-def _ceil_off(v, base=100):
-    """Their translate_coord rounding: ceil(p + v) - p for a pixel p far from 0 (base 100),
-    or for p = base exactly (a blown canvas's centre: where v is an integer up to rounding,
-    e.g. 4 cos(120 deg) = -1.9999999999999991, the float sum depends on p)."""
+def _ceil_off(v, base):
+    """Their translate_coord rounding from a blown canvas's centre ``base``: ceil(base + v) - base
+    (where v is an integer up to rounding, e.g. 4 cos(120 deg) = -1.9999999999999991, the
+    float sum depends on base, so the centre itself is used)."""
     return int(math.ceil(base + v)) - base
 
 
@@ -67,24 +67,40 @@ def _circle(radius, aa, eight_bit=False):
     return np.asarray(small, dtype=np.float32).astype(np.float64)
 
 
-def circle_points(step):
-    """Their get_coords_cmf table: distinct integer offsets on the circle of radius step."""
-    deg = 360.0 / (2 * step * np.pi)
+def circle_rays(step):
+    """Their get_coords_cmf samples: float offsets (dy, dx) [K, 2] on the circle of radius step,
+    one per arc of a pixel's length, computed as theirs (vectorised sin and cos). A pivot p's
+    candidates are the distinct in-frame floor(p + offset): absolute coordinates, so an offset
+    an ulp below an integer gives that integer at a large p (the sum rounds up) and one less
+    near 0."""
+    deg = 360. / (2 * step * np.pi)
     a = np.arange(0, 360, deg) * np.pi / 180
-    pts = np.stack([np.floor(step * np.sin(a)), np.floor(step * np.cos(a))], axis=1).astype(np.int64)
-    return np.unique(pts, axis=0)
+    return np.stack([step * np.sin(a), step * np.cos(a)], axis=1)
+
+
+def circle_points(rays):
+    """Every integer offset a ray can give about some pivot (see circle_rays), sorted as their
+    np.unique sorts the candidates: floor(offset), and the integer above where the sum can
+    round up to it (the offset is within 1e-12 below it; pivots are < 2^20)."""
+    pts = set()
+    for dy, dx in rays:
+        ys = {math.floor(dy)} | ({math.floor(dy) + 1} if 0 < math.ceil(dy) - dy < 1e-12 else set())
+        xs = {math.floor(dx)} | ({math.floor(dx) + 1} if 0 < math.ceil(dx) - dx < 1e-12 else set())
+        pts |= {(y, x) for y in ys for x in xs}
+    return np.array(sorted(pts), dtype=np.int64)
 
 
 @lru_cache(maxsize=8)
-def build_tables(L, thickness, margins, aa, marker_radius, continuity, eight_bit=False, canvas_base=False):
-    """Every stamp of a preset (see the module docstring and records.Tables); margins is a tuple. eight_bit:
-    line stamps and the marker disk as the original generator makes them (8-bit).
-    canvas_base: a dash's end on its blown canvas rounded from the canvas's centre R aa, as
-    theirs (else from 100: pathfinder-seg's revision 2, which differs at a few angles)."""
+def build_tables(L, thickness, margins, aa, marker_radius, continuity, eight_bit=False):
+    """Every stamp of a preset (see the module docstring and records.Tables); margins is a
+    tuple. eight_bit: line stamps and the marker disk as the original generator makes them
+    (8-bit). A dash's end on its blown canvas is rounded from the canvas's centre R aa, as
+    theirs; the steps between pixels of the frame stay floats, rounded in the kernels on
+    absolute coordinates (process.py)."""
     per = []
     for m in margins:
         R = L + int(math.ceil(thickness)) + m
-        cb = R * aa if canvas_base else 100
+        cb = R * aa
         keys, index = [], {}
 
         def stamp(dyb, dxb):
@@ -94,25 +110,22 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity, eight_bit
                 keys.append(k)
             return index[k]
 
-        seed_stamp, seed_head, seed_pivot, angles, advance = [], [], [], [], []
+        seed_stamp, seed_step, angles, advance = [], [], [], []
         for deg in range(-180, 180):
             phi = deg * np.pi / 180
             seed_stamp.append(stamp(_ceil_off(L * aa * np.sin(phi), cb), _ceil_off(L * aa * np.cos(phi), cb)))
-            head = (_ceil_off(L * np.sin(phi)), _ceil_off(L * np.cos(phi)))
             back = phi + np.pi if phi + np.pi < np.pi else phi - np.pi
-            seed_head.append(head)
-            seed_pivot.append((head[0] + _ceil_off((L + m) * np.sin(back)),
-                               head[1] + _ceil_off((L + m) * np.cos(back))))
+            seed_step.append((L * np.sin(phi), L * np.cos(phi), (L + m) * np.sin(back), (L + m) * np.cos(back)))
             angles.append(phi)
-        cand = circle_points(L + m)
+        rays = circle_rays(L + m)
+        cand = circle_points(rays)
         cand_stamp = []
-        for dy, dx in cand:
-            a = math.atan2(dy, dx)
+        for a in np.arctan2(cand[:, 0], cand[:, 1]):  # vectorised, as theirs
             f = _flip(a)
             cand_stamp.append(stamp(_ceil_off(L * aa * np.sin(f), cb), _ceil_off(L * aa * np.cos(f), cb)))
             angles.append(a)
         for a in angles:
-            advance.append((_ceil_off((L + 2 * m) * np.sin(a)), _ceil_off((L + 2 * m) * np.cos(a))))
+            advance.append(((L + 2 * m) * np.sin(a), (L + 2 * m) * np.cos(a)))
         drawn = [_draw_dash(L, thickness, m, aa, dy, dx, eight_bit) for dy, dx in keys]
         structs = []
         for deg in range(360):
@@ -128,13 +141,15 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity, eight_bit
             oy, ox = st[:, 0], st[:, 1]
             dead.append(any(bool(np.all((sy * oy >= 1) | (sx * ox >= 1))) for sy in (1, -1) for sx in (1, -1)))
         rows = [(dy, int(np.floor(np.sqrt(m * m - dy * dy)))) for dy in range(-m, m + 1)]  # x^2 + y^2 <= m^2
-        per.append(dict(R=R, keys=keys, drawn=drawn, seed_stamp=seed_stamp, seed_head=seed_head,
-                        seed_pivot=seed_pivot, structs=structs, cand=cand, cand_stamp=cand_stamp,
+        per.append(dict(R=R, keys=keys, drawn=drawn, seed_stamp=seed_stamp, seed_step=seed_step,
+                        structs=structs, rays=rays, cand=cand, cand_stamp=cand_stamp,
                         angles=angles, advance=advance, disk=rows, dead=dead))
     G = len(per)
     S = max(2 * p["R"] + 1 for p in per)
     K = max(len(p["keys"]) for p in per)
     C = max(len(p["cand"]) for p in per)
+    NR = max(len(p["rays"]) for p in per)
+    reach = max(L + m for m in margins) + 1  # |floor(offset) + 1| <= L + margin + 1
     Q = max(len(s) for p in per for s in p["structs"])
     H = max(int(np.count_nonzero(mk >= HOT)) for p in per for _, mk in p["drawn"])
     t = dict(
@@ -145,11 +160,13 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity, eight_bit
         hot=np.zeros((G, K, H, 2), np.int64), hspan=np.zeros((G, K, S, 2), np.int64),
         hbox=np.zeros((G, K, 4), np.int64),
         n_hot=np.zeros((G, K), np.int64), seed_stamp=np.zeros((G, 360), np.int64),
-        seed_head=np.zeros((G, 360, 2), np.int64), seed_pivot=np.zeros((G, 360, 2), np.int64),
+        seed_step=np.zeros((G, 360, 4)),
         struct=np.zeros((G, 360, Q, 2), np.int64), n_struct=np.zeros((G, 360), np.int64),
         seed_dead=np.zeros((G, 360), np.int64),
         cand=np.zeros((G, C, 2), np.int64), cand_stamp=np.zeros((G, C), np.int64),
-        n_cand=np.zeros(G, np.int64), angle=np.zeros((G, 360 + C)), advance=np.zeros((G, 360 + C, 2), np.int64),
+        n_cand=np.zeros(G, np.int64), ray=np.zeros((G, NR, 2)), n_ray=np.zeros(G, np.int64),
+        reach=np.full(G, reach, np.int64), qmap=np.full((G, 2 * reach + 1, 2 * reach + 1), -1, np.int64),
+        angle=np.zeros((G, 360 + C)), advance=np.zeros((G, 360 + C, 2)),
         disk=np.full((G, 2 * max(margins) + 1, 2), -1, np.int64), circle=_circle(marker_radius, aa, eight_bit))
     for g, p in enumerate(per):
         s = 2 * p["R"] + 1
@@ -175,8 +192,7 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity, eight_bit
             t["hot"][g, k, :len(hot)] = hot
             t["n_hot"][g, k] = len(hot)
         t["seed_stamp"][g] = p["seed_stamp"]
-        t["seed_head"][g] = p["seed_head"]
-        t["seed_pivot"][g] = p["seed_pivot"]
+        t["seed_step"][g] = p["seed_step"]
         for d, st in enumerate(p["structs"]):
             t["struct"][g, d, :len(st)] = st
             t["n_struct"][g, d] = len(st)
@@ -185,22 +201,23 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity, eight_bit
         t["cand"][g, :c] = p["cand"]
         t["cand_stamp"][g, :c] = p["cand_stamp"]
         t["n_cand"][g] = c
+        for q, (dy, dx) in enumerate(p["cand"]):
+            t["qmap"][g, dy + reach, dx + reach] = q
+        t["ray"][g, :len(p["rays"])] = p["rays"]
+        t["n_ray"][g] = len(p["rays"])
         t["angle"][g, :len(p["angles"])] = p["angles"]
         t["advance"][g, :len(p["advance"])] = p["advance"]
         for row, (dy, half) in enumerate(p["disk"]):
             t["disk"][g, row] = (dy, half)
     t["turn"] = np.zeros((G, 360 + C, C))
-    t["ahead"] = np.full((G, 360 + C, C), -1, np.int64)
     for g, p in enumerate(per):
         c = len(p["cand"])
         a = np.asarray(p["angles"])
         delta = np.abs(a[:, None] - a[None, 360:])
         delta = np.minimum(delta, 2 * np.pi - delta)
         w = np.maximum(np.cos(np.minimum(delta * continuity, 0.5 * np.pi)), 0) ** 2
+        w[w <= 1e-12] = 0.0  # cos(pi/2)^2 = 4e-33 is their "zero": never drawn
         t["turn"][g, :len(a), :c] = w
-        for o in range(len(a)):
-            nz = np.nonzero(w[o] > 1e-12)[0]  # cos(pi/2)^2 = 4e-33 is their "zero": never drawn
-            t["ahead"][g, o, :len(nz)] = nz
     for v in t.values():
         v.setflags(write=False)
     return Tables(**t)
