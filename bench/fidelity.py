@@ -3,12 +3,14 @@
     python bench/fidelity.py --authors ../shared/reference/pathfinder-authors
     python bench/fidelity.py --authors DIR --sizes 128 --n 400 --classifier
     python bench/fidelity.py --authors DIR --write-reference tests/data/pathfinder_authors.json
+    python bench/fidelity.py --reference tests/data/pathfinder_authors.json --n 400 --variants
 
 ``--authors`` holds one folder per size (128/, 256/, 512/) in the authors' layout
 (imgs/, paths/, metadata/). For each size this reads all their images, generates ``--n``
-of ours (seed 0, train) with the default preset and, with ``--variants``, with the
-authors' distractor-dropping rule and exact restarts too, and prints every statistic of
-``longsynth.fidelity.STATS`` (means per image) ours vs theirs with the ratio, plus the
+of ours (seed 0, train) with the default preset (the authors' laws) and, with
+``--variants``, with the faster options too (every distractor placed; local retries of the
+main paths), and prints every statistic of ``longsynth.generators.pathfinder.fidelity.STATS``
+(means per image) ours vs theirs with the ratio, plus the
 total-variation distance of the nonzero-intensity histograms. ``--classifier`` trains a
 small CNN (torch) and a logistic regression on intensity histograms to tell our 128-px
 images from theirs and prints held-out accuracies (5-fold). Results go to
@@ -23,7 +25,8 @@ import time
 import numpy as np
 
 import longsynth
-from longsynth import fidelity, registry
+from longsynth import registry
+from longsynth.generators.pathfinder import fidelity
 
 TASK = "pathfinder-seg"
 
@@ -66,95 +69,50 @@ def table(size, theirs, rows):
     print(line)
 
 
-def features(img):
-    """Intensity histogram (32 bins of nonzero values, as shares of the image) + nonzero share."""
-    h = np.bincount(np.asarray(img).ravel() // 8, minlength=32).astype(np.float64) / img.size
-    return np.concatenate([h, [(img > 0).mean()]])
-
-
-def classifier_accuracy(a, b, folds=5, seed=0):
-    """Held-out accuracies (CNN, logistic regression) of telling images a from b, k-fold."""
-    import torch
-
-    torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    x = np.concatenate([a, b]).astype(np.float32)[:, None] / 255.0
-    y = np.concatenate([np.zeros(len(a)), np.ones(len(b))]).astype(np.int64)
-    order = rng.permutation(len(y))
-    parts = np.array_split(order, folds)
-    accs_cnn, accs_lr = [], []
-    f = np.stack([features(im) for im in np.concatenate([a, b])]).astype(np.float32)
-    f = (f - f.mean(0)) / (f.std(0) + 1e-9)
-    for k in range(folds):
-        test = parts[k]
-        train = np.concatenate([parts[j] for j in range(folds) if j != k])
-        net = torch.nn.Sequential(
-            torch.nn.Conv2d(1, 16, 5, stride=2, padding=2), torch.nn.ReLU(),
-            torch.nn.Conv2d(16, 32, 5, stride=2, padding=2), torch.nn.ReLU(),
-            torch.nn.Conv2d(32, 32, 3, stride=2, padding=1), torch.nn.ReLU(),
-            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 2))
-        opt = torch.optim.Adam(net.parameters(), lr=2e-3)
-        xt, yt = torch.from_numpy(x[train]), torch.from_numpy(y[train])
-        for epoch in range(30):
-            perm = torch.randperm(len(train))
-            for i in range(0, len(train), 32):
-                idx = perm[i:i + 32]
-                loss = torch.nn.functional.cross_entropy(net(xt[idx]), yt[idx])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-        with torch.no_grad():
-            pred = net(torch.from_numpy(x[test])).argmax(1).numpy()
-        accs_cnn.append(float((pred == y[test]).mean()))
-        lin = torch.nn.Linear(f.shape[1], 2)
-        opt = torch.optim.Adam(lin.parameters(), lr=1e-2, weight_decay=1e-3)
-        ft, fy = torch.from_numpy(f[train]), torch.from_numpy(y[train])
-        for _ in range(500):
-            loss = torch.nn.functional.cross_entropy(lin(ft), fy)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        with torch.no_grad():
-            pred = lin(torch.from_numpy(f[test])).argmax(1).numpy()
-        accs_lr.append(float((pred == y[test]).mean()))
-    return float(np.mean(accs_cnn)), float(np.mean(accs_lr))
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--authors", required=True, help="folder with 128/, 256/, 512/ in the authors' layout")
+    ap.add_argument("--authors", default=None, help="folder with 128/, 256/, 512/ in the authors' layout")
+    ap.add_argument("--reference", default=None,
+                    help="their means from a JSON written by --write-reference (a larger set than --authors holds)")
     ap.add_argument("--sizes", default="128,256,512", help="comma-separated sizes")
     ap.add_argument("--n", type=int, default=0, help="our images per size (default: 4 x theirs, at least 24)")
     ap.add_argument("--variants", action="store_true",
-                    help="also ours with the authors' dropping rule (distractor_tries=5), and with it exact restarts")
+                    help="also ours with every distractor placed (distractor_tries=0), and with local retries "
+                         "(exact_restarts off)")
     ap.add_argument("--classifier", action="store_true", help="two-sample classifier test at 128 px (needs torch)")
     ap.add_argument("--write-reference", default=None, help="write the authors' summaries to this JSON (for tests)")
     ap.add_argument("--json", default="bench/results/fidelity.json", help="where results go")
     args = ap.parse_args(argv)
+    if not (args.authors or args.reference):
+        ap.error("give --authors, --reference or both")
+    ref = None
+    if args.reference:
+        with open(args.reference) as f:
+            ref = json.load(f)
     results = {}
     for size in [int(s) for s in args.sizes.split(",")]:
-        folder = os.path.join(args.authors, str(size))
-        if not os.path.isdir(folder):
+        folder = os.path.join(args.authors, str(size)) if args.authors else None
+        if ref is None and not os.path.isdir(folder):
             print(f"{size}: no folder {folder}, skipped", file=sys.stderr)
             continue
         cfg = registry.get(TASK).make_config(size=size)
-        recs = fidelity.read_authors(folder)
-        theirs = fidelity.summary(recs, cfg.paddle_thickness)
-        n = args.n or max(24, 4 * len(recs))
+        recs = fidelity.read_authors(folder) if folder and os.path.isdir(folder) else []
+        theirs = ref[str(size)] if ref else fidelity.summary(recs, cfg.paddle_thickness)
+        n = args.n or max(24, 4 * int(theirs["images"]))
         rows, samples = {}, {}
         rows["ours"], samples["ours"] = ours(size, n)
         if args.variants:
-            rows["ours-drop5"], samples["ours-drop5"] = ours(size, n, distractor_tries=5)
-            rows["ours-exact"], samples["ours-exact"] = ours(size, len(recs), distractor_tries=5, exact_restarts=True)
+            rows["ours-all"], samples["ours-all"] = ours(size, n, distractor_tries=0)
+            rows["ours-local"], samples["ours-local"] = ours(size, n, exact_restarts=False)
         table(size, theirs, rows)
         results[size] = {"authors": theirs, **rows}
-        if args.classifier and size == 128:
+        if args.classifier and size == 128 and recs:
             a = np.stack([r[0] for r in recs])
             results[size]["classifier"] = {}
             for name, ss in samples.items():
                 m = min(len(a), len(ss))
                 b = np.stack([np.asarray(s["inputs"]) for s in ss[:m]])
-                cnn, lr = classifier_accuracy(a[:m], b)
+                cnn, lr = fidelity.classifier_accuracy(a[:m], b)
                 print(f"two-sample test, 128 px, {m} of theirs vs {m} of {name}, 5-fold held-out accuracy: "
                       f"CNN {cnn:.3f}, logistic regression on intensity histograms {lr:.3f} (chance 0.5)")
                 results[size]["classifier"][name] = {"images_each": m, "cnn_accuracy": cnn, "histogram_lr_accuracy": lr}

@@ -10,8 +10,8 @@ MODULES = [
     "longsynth.generators.mips",
     "longsynth.generators.solve",
     "longsynth.generators.listops",
-    "longsynth.generators.pathfinder",
-    "longsynth.generators.lra_pathfinder",
+    "longsynth.generators.pathfinder.seg",
+    "longsynth.generators.pathfinder.lra",
 ]
 
 _TASKS = None

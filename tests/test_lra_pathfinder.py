@@ -9,8 +9,8 @@ import pytest
 import longsynth
 from longsynth import registry, store
 from longsynth.errors import LongsynthError
-from longsynth.generators import lra_pathfinder as lp
-from longsynth.generators import pathfinder_render as render
+from longsynth.generators.pathfinder import lra as lp
+from longsynth.generators.pathfinder import process, records
 import naive
 
 TASK = "pathfinder"
@@ -117,19 +117,20 @@ def test_dead_seed_orientations_never_start_a_path():
     assert all(tuple(b["dashes"][i, 0, 2:]) in alive or tuple(b["dashes"][i, 14, 2:]) in alive for i in range(200))
     # without the rule (the DLR renderer's behaviour) dead orientations do start paths
     P2 = P._replace(dead_seeds=False)
-    W = render.workspace(P2, T)
+    W = records.workspace(P2, T)
     img, lab = np.zeros((200, 32, 32), np.uint8), np.zeros((200, 1, 1), np.uint8)
     dashes, markers = np.zeros((200, 48, 4), np.int32), np.zeros((200, 7, 2), np.int32)
-    counts, peak = np.zeros((200, 6), np.int32), np.zeros(200, np.float32)
-    render.render_batch(1, 0, 0, P2, T, W, img, lab, dashes, markers, counts, peak)
+    counts, peak = np.zeros((200, records.N_COUNTS), np.int32), np.zeros(200, np.float32)
+    process.render_batch(1, 0, 0, P2, T, W, img, lab, dashes, markers, counts, peak)
     assert any(tuple(dashes[i, 0, 2:]) in dead_only for i in range(200))
 
 
-def test_seg_renderer_unchanged_by_the_new_switches():
-    """pathfinder-seg keeps float stamps, no dead seeds, one contrast, labels."""
-    from longsynth.generators import pathfinder as pf
+def test_seg_renderer_switches():
+    """pathfinder-seg: float stamps, one contrast, labels, and the dead seed orientations of
+    the same cv2 rule in the DLR fork."""
+    from longsynth.generators.pathfinder import seg as pf
     P, T = pf.params(registry.get("pathfinder-seg").make_config(size=128))
-    assert (P.eight_bit, P.dead_seeds, P.labels, P.dcontrast) == (False, False, True, P.contrast)
+    assert (P.eight_bit, P.dead_seeds, P.labels, P.dcontrast) == (False, True, True, P.contrast)
 
 
 def test_samples_are_pure_functions_of_the_index():
@@ -146,18 +147,19 @@ def test_samples_are_pure_functions_of_the_index():
 REF = os.path.join(HERE, "data", "lra_pathfinder_original.json")
 
 
-def test_statistics_within_ten_percent_of_the_original():
-    """Means per image of our 32-px hard images within 10% of the original generator's
-    (bench/lra_pathfinder_fidelity.py wrote its means to tests/data)."""
-    from longsynth import fidelity
+def test_statistics_match_the_original():
+    """Means per image of our 32-px hard images within 3% of the original generator's 3,000
+    (bench/lra_pathfinder_fidelity.py wrote their means to tests/data; on 12,000 of ours
+    every ratio is within 0.3%)."""
+    from longsynth.generators.pathfinder import fidelity
 
     ref = json.load(open(REF))["32-hard"]
     cfg = registry.get(TASK).make_config(size=32)
-    b = longsynth.batch(TASK, 0, 300, seed=0, size=32)
+    b = longsynth.batch(TASK, 0, 1000, seed=0, size=32)
     ours = fidelity.summary(fidelity.plain(b["inputs"]), cfg.paddle_thickness)
     for k in fidelity.PLAIN_STATS:
-        assert abs(ours[k] / ref[k] - 1) <= 0.10, (k, ours[k], ref[k])
-    assert fidelity.tv_distance(ours["hist_nonzero"], ref["hist_nonzero"]) < 0.15
+        assert abs(ours[k] / ref[k] - 1) <= 0.03, (k, ours[k], ref[k])
+    assert fidelity.tv_distance(ours["hist_nonzero"], ref["hist_nonzero"]) < 0.03
 
 
 # ---------------------------------------------------------------- export
@@ -264,3 +266,33 @@ def test_validate_classic_pathfinder_writes_an_accuracy_certificate(tmp_path):
     bn = model.blocks[0].norm
     assert type(bn).__name__ == "ChannelBatchNorm" and not bool((bn.running_var == 1).all())
     assert r["report_dir"] == str(tmp_path / "rep")
+
+
+def test_steps_are_rounded_on_absolute_coordinates():
+    """The original rounds up p + v on the absolute coordinate (translate_coord), and
+    truncates p + offset for the circle's candidates: near 0 the float sum keeps a tiny v
+    that far from 0 is lost, so an axis-aligned step moves a pivot one pixel more at p <= 3."""
+    from longsynth.generators.pathfinder import process
+
+    cfg = registry.get(TASK).make_config(size=32)
+    P, T = lp.params(cfg)
+
+    def translate(p, phi, dist):  # theirs, per axis
+        return [int(np.ceil(p[0] + float(dist) * np.sin(phi))), int(np.ceil(p[1] + float(dist) * np.cos(phi)))]
+
+    moved = 0
+    for d in range(360):
+        phi = (d - 180) * np.pi / 180
+        back = phi + np.pi if phi + np.pi < np.pi else phi - np.pi
+        for r, c in [(0, 0), (1, 2), (3, 3), (4, 30), (17, 9), (31, 31)]:
+            head = translate((r, c), phi, cfg.paddle_length)
+            pivot = translate(head, back, cfg.paddle_length + 1)
+            assert list(process._head_pivot(T, 0, d, r, c)) == head + pivot
+            far = process._head_pivot(T, 0, d, r + 64, c + 64)
+            moved += [far[0] - 64, far[1] - 64] != head
+    assert moved > 0  # the rule differs from rounding offsets apart from the position
+    # every candidate a pivot in the frame can give has a row in the tables
+    reach = T.reach[0]
+    for p in range(cfg.size):
+        for dy, dx in T.ray[0, :T.n_ray[0]]:
+            assert T.qmap[0, int(np.floor(p + dy)) - p + reach, int(np.floor(p + dx)) - p + reach] >= 0

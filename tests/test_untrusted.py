@@ -156,7 +156,7 @@ def test_checkpoints_load_without_running_code(tmp_path):
 def test_authors_pickles_are_read_with_their_types_only(tmp_path):
     import pickle
 
-    from longsynth import fidelity
+    from longsynth.generators.pathfinder import fidelity
     from longsynth.errors import LongsynthError
 
     root = tmp_path / "ds"

@@ -12,8 +12,8 @@ import numpy as np
 
 from longsynth.errors import LongsynthError
 from longsynth.files import PendingFiles
-from longsynth.generators import pathfinder_render as render
-from longsynth.generators.pathfinder import params
+from longsynth.generators.pathfinder.canvas import draw_dash
+from longsynth.generators.pathfinder.seg import params
 
 EXPORT_BATCH = 2500  # images per imgs/<batch> folder: one of their 40 workers' share of 100K
 
@@ -33,7 +33,7 @@ def path_pixels(sample, cfg, which):
         if not found.size:
             raise LongsynthError(f"dashes: direction ({dy}, {dx}) is none of the renderer's; not a sample of the task")
         k = int(found[0])
-        render.draw_dash(T, g, k, int(r), int(c), float(cfg.contrast), layer)
+        draw_dash(T, g, k, int(r), int(c), float(cfg.contrast), layer)
     peak = float(np.float32(sample["peak"]))
     return np.nonzero(np.rint(layer / peak * 255.0) >= 1)
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from longsynth.errors import LongsynthError
 from longsynth.files import PendingFiles
-from longsynth.generators.lra_pathfinder import DIRS
+from longsynth.generators.pathfinder.lra import DIRS
 
 EXPORT_BATCH = 1000  # images per imgs/<b> folder
 

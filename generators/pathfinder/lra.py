@@ -28,9 +28,10 @@ distractors = N // distractor_length (Python 2 integer division; N = 20 / 22 / 3
 
 Image formation is the original generator's (8-bit stamps as ``scipy.misc.imresize`` makes
 them, ``scipy.misc.imsave``'s rescaling; no marker on distractors), placement its process
-(``generators/pathfinder_render.py``), with its distractor dropping (``distractor_tries``
-5) and our local retries for the main paths (``exact_restarts`` off). docs/tasks/
-pathfinder.md ("Classic Pathfinder") cites each value's source.
+(``generators/pathfinder/process.py``), with its distractor dropping (``distractor_tries``
+5), its restarts of both main paths on any failure (``exact_restarts``) and its rounding of
+absolute coordinates. docs/tasks/pathfinder.md ("Classic Pathfinder") cites each value's
+source.
 
 Keys: ``inputs`` uint8 [M, M]; ``targets`` uint8 (): 1 connected, 0 not; extras
 ``connected`` bool, ``marker_centers`` int32 [2, 2] (row, col of the start and end marker),
@@ -47,7 +48,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from longsynth.generators.pathfinder import check_geometry, n_dashes, n_markers, render_into, render_params
+from longsynth.generators.pathfinder.glue import check_geometry, n_dashes, n_markers, render_into, render_params
+from longsynth.generators.pathfinder.records import C_CONNECTED
 from longsynth.task import KeySpec, Task, param
 
 SIZES = (32, 64, 128, 256)
@@ -97,23 +99,33 @@ class LraPathfinderConfig:
     paddle_length: int | None = param(None, "dash length in pixels (preset 2 / 5 / 5 / 5)", lo=1, hi=256)
     paddle_thickness: float | None = param(None, "dash line width in pixels; times antialias_scale must be whole "
                                                  "(preset 0.5 / 1 / 1.5 / 2)", lo=0.5, hi=64.0)
-    margin_min: int | None = param(None, "smallest gap between consecutive dashes, drawn per image (preset 1 / 1 / 2 / 3)", lo=1, hi=64)
-    margin_max: int | None = param(None, "largest gap between consecutive dashes, drawn per image (preset 1 / 1 / 3 / 3)", lo=1, hi=64)
-    continuity: float | None = param(None, "turn penalty: the largest turn is pi / (2 continuity) (preset 1.0 / 1.8 / 1.8 / 1.8)", lo=1.0, hi=100.0)
+    margin_min: int | None = param(None, "smallest gap between consecutive dashes, drawn per image "
+                                         "(preset 1 / 1 / 2 / 3)", lo=1, hi=64)
+    margin_max: int | None = param(None, "largest gap between consecutive dashes, drawn per image "
+                                         "(preset 1 / 1 / 3 / 3)", lo=1, hi=64)
+    continuity: float | None = param(None, "turn penalty: the largest turn is pi / (2 continuity) "
+                                           "(preset 1.0 / 1.8 / 1.8 / 1.8)", lo=1.0, hi=100.0)
     contour_length: int | None = param(None, "dashes per main path (easy 6, medium 9, hard 14)", lo=1, hi=1000)
     distractor_length: int | None = param(None, "dashes per distractor path (contour_length // 3)", lo=1, hi=1000)
-    distractors: int | None = param(None, "distractor paths (N // distractor_length, N = 20 / 22 / 35 / 30)", lo=0, hi=1000)
-    seed_distance: int | None = param(None, "distance between the start tips of the two main paths (preset 7 / 12 / 20 / 27)", lo=0, hi=4096)
-    marker_radius: float | None = param(None, "radius of the round markers in pixels (preset 1.5 / 2.5 / 3 / 5)", lo=0.5, hi=64.0)
+    distractors: int | None = param(None, "distractor paths "
+                                          "(N // distractor_length, N = 20 / 22 / 35 / 30)", lo=0, hi=1000)
+    seed_distance: int | None = param(None, "distance between the start tips of the two main paths "
+                                            "(preset 7 / 12 / 20 / 27)", lo=0, hi=4096)
+    marker_radius: float | None = param(None, "radius of the round markers in pixels "
+                                              "(preset 1.5 / 2.5 / 3 / 5)", lo=0.5, hi=64.0)
     antialias_scale: int | None = param(None, "drawing resolution relative to the image (preset 2)", lo=1, hi=8)
-    contrast: float | None = param(None, "main-path dash intensity relative to the markers (preset 1.5 / 0.8 / 0.9 / 1)", lo=0.01, hi=8.0)
-    distractor_contrast: float | None = param(None, "distractor dash intensity relative to the markers (preset 2 / 0.8 / 0.9 / 1)", lo=0.01, hi=8.0)
+    contrast: float | None = param(None, "main-path dash intensity relative to the markers "
+                                         "(preset 1.5 / 0.8 / 0.9 / 1)", lo=0.01, hi=8.0)
+    distractor_contrast: float | None = param(None, "distractor dash intensity relative to the markers "
+                                                    "(preset 2 / 0.8 / 0.9 / 1)", lo=0.01, hi=8.0)
     mark_distractors: bool | None = param(None, "give every distractor a marker, as the DLR fork does (preset off)")
-    border: int | None = param(None, "frame pixels that no dash may cover (their padding; preset 1 / 1 / 1 / 22)", lo=0, hi=64)
+    border: int | None = param(None, "frame pixels that no dash may cover "
+                                     "(their padding; preset 1 / 1 / 1 / 22)", lo=0, hi=64)
     distractor_tries: int = param(5, "drop a distractor after this many failed tries (the original generator: 5); "
                                      "0: place every distractor", lo=0, hi=1000)
-    exact_restarts: bool = param(False, "restart both main paths on any failure, as the original generator "
-                                        "(its exact law, slower); default: local retries")
+    exact_restarts: bool = param(True, "restart both main paths on any failure, as the original generator; "
+                                       "off: local retries (faster, shorter main paths at 128 px; "
+                                       "docs/tasks/pathfinder.md)")
 
 
 PRESET_FIELDS = tuple(preset(32, "hard"))
@@ -146,14 +158,14 @@ def _keys(cfg):
 
 def params(cfg):
     """The renderer's preset record and (8-bit) stamp tables for a resolved config."""
-    return render_params(cfg, dcontrast=cfg.distractor_contrast, eight_bit=True, labels=False, dead_seeds=True,
-                         seed_scan=SEED_SCAN)
+    return render_params(cfg, dcontrast=cfg.distractor_contrast, eight_bit=True, labels=False,
+                         dead_seeds=True, seed_scan=SEED_SCAN)
 
 
 def _fill(cfg, seed, split, start, out, fixed):
     labels = np.zeros((out["inputs"].shape[0], 1, 1), dtype=np.uint8)  # unused: no per-pixel labels here
     counts = render_into(cfg, params(cfg), seed, split, start, out, labels)
-    out["targets"][:] = counts[:, 0]
+    out["targets"][:] = counts[:, C_CONNECTED]
 
 
 def _show(samples, cfg, path):
@@ -184,7 +196,7 @@ TASK = Task(
     fill=_fill,
     resolve=_resolve,
     family="pathfinder",
-    revision=1,
+    revision=2,  # 2: exact restarts by default, their rounding of absolute coordinates
     default_num_samples=RELEASE_COUNT,
     split_percent=(80, 10, 10),
     show=_show,

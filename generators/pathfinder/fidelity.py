@@ -8,7 +8,9 @@ One function computes the same per-image statistics from either source, so that
   targets built by their rule (2 on the path carrying both markers, 1 on any path);
 * :func:`ours` turns our samples into the same records;
 * :func:`image_stats` / :func:`summary` give per-image numbers and their means, plus the
-  intensity histogram of nonzero pixels.
+  intensity histogram of nonzero pixels;
+* :func:`classifier_accuracy` is a two-sample test: how well a small CNN (and a logistic
+  regression on intensity histograms) tells two sets of images apart, held out (needs torch).
 """
 import glob
 import os
@@ -122,7 +124,8 @@ def read_authors(root, limit=None):
             tgt = np.zeros(img.shape, dtype=np.uint8)
             for k, (rr, cc) in enumerate(d["segs"]):
                 cls = 2 if o == t == k else 1
-                tgt[rr.astype(np.int64), cc.astype(np.int64)] = np.maximum(tgt[rr.astype(np.int64), cc.astype(np.int64)], cls)
+                at = (rr.astype(np.int64), cc.astype(np.int64))
+                tgt[at] = np.maximum(tgt[at], cls)
             tips = [(d["origin_tips"][k], d["terminal_tips"][k]) for k in range(2)]
             records.append((img, tgt, tips))
             if limit is not None and len(records) >= limit:
@@ -175,3 +178,61 @@ def read_original(root, limit=None):
             if limit is not None and len(images) >= limit:
                 return images, labels
     return images, labels
+
+
+# ---------------------------------------------------------------- two-sample tests
+
+
+def features(img):
+    """Intensity histogram (32 bins of nonzero values, as shares of the image) + nonzero share."""
+    h = np.bincount(np.asarray(img).ravel() // 8, minlength=32).astype(np.float64) / img.size
+    return np.concatenate([h, [(img > 0).mean()]])
+
+
+def classifier_accuracy(a, b, folds=5, seed=0, epochs=30):
+    """Held-out accuracies (CNN, logistic regression) of telling images a from b, k-fold
+    (chance 0.5). Runs on torch's CPU threads as set by the caller."""
+    import torch
+
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([a, b]).astype(np.float32)[:, None] / 255.0
+    y = np.concatenate([np.zeros(len(a)), np.ones(len(b))]).astype(np.int64)
+    order = rng.permutation(len(y))
+    parts = np.array_split(order, folds)
+    accs_cnn, accs_lr = [], []
+    f = np.stack([features(im) for im in np.concatenate([a, b])]).astype(np.float32)
+    f = (f - f.mean(0)) / (f.std(0) + 1e-9)
+    for k in range(folds):
+        test = parts[k]
+        train = np.concatenate([parts[j] for j in range(folds) if j != k])
+        net = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 16, 5, stride=2, padding=2), torch.nn.ReLU(),
+            torch.nn.Conv2d(16, 32, 5, stride=2, padding=2), torch.nn.ReLU(),
+            torch.nn.Conv2d(32, 32, 3, stride=2, padding=1), torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 2))
+        opt = torch.optim.Adam(net.parameters(), lr=2e-3)
+        xt, yt = torch.from_numpy(x[train]), torch.from_numpy(y[train])
+        for epoch in range(epochs):
+            perm = torch.randperm(len(train))
+            for i in range(0, len(train), 32):
+                idx = perm[i:i + 32]
+                loss = torch.nn.functional.cross_entropy(net(xt[idx]), yt[idx])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        with torch.no_grad():
+            pred = net(torch.from_numpy(x[test])).argmax(1).numpy()
+        accs_cnn.append(float((pred == y[test]).mean()))
+        lin = torch.nn.Linear(f.shape[1], 2)
+        opt = torch.optim.Adam(lin.parameters(), lr=1e-2, weight_decay=1e-3)
+        ft, fy = torch.from_numpy(f[train]), torch.from_numpy(y[train])
+        for _ in range(500):
+            loss = torch.nn.functional.cross_entropy(lin(ft), fy)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            pred = lin(torch.from_numpy(f[test])).argmax(1).numpy()
+        accs_lr.append(float((pred == y[test]).mean()))
+    return float(np.mean(accs_cnn)), float(np.mean(accs_lr))

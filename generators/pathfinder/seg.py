@@ -1,6 +1,6 @@
 """Pathfinder-Segmentation: per-pixel labels of two dashed main paths among distractors.
 
-Definition (TASKS.md, "Pathfinder-Segmentation"; the DLR authors' generator is the
+Definition (docs/tasks/pathfinder.md; the DLR authors' generator is the
 reference for image formation and geometry): an M x M uint8 image holds two main paths of
 ``contour_length`` dashes and ``distractors`` short paths of ``distractor_length`` dashes
 on black; round markers sit at the start of one main path and at the end of the same path
@@ -10,7 +10,7 @@ finer and reduced with a Lanczos filter; the image is rescaled so that its brigh
 pixel is 255. Labels: 2 on the main path that carries both markers, 1 on a main path
 otherwise, 0 elsewhere; a pixel is on a path iff that path's own 8-bit image (rescaled
 the same way) is nonzero there, so the faint Lanczos ring around each dash is labelled.
-The process and its draw order are in ``generators/pathfinder_render.py``'s docstring.
+The process and its draw order are in ``generators/pathfinder/process.py``'s docstring.
 
 Presets (``size``): every other field left at None takes the preset's value
 (the authors' ``snakes2_wrapper.py`` settings blocks).
@@ -29,8 +29,8 @@ end marker, then one per distractor when marked); ``main_dashes`` int32 [2] and
 its line starts from and the line's other end in 1/antialias_scale pixels from there
 (r, c, dr, dc), marked main path first, then the other main path, then the distractors;
 ``peak`` float32, the composed image's maximum (the value shown as 255). With
-``distractor_tries`` > 0 (the authors' dropping rule) rows of dropped distractors are -1. With ``dashes``
-and ``peak`` each path's layer can be redrawn (longsynth.exports.dlr_pathfinder does).
+``distractor_tries`` > 0 (the authors' dropping rule, the default) rows of dropped distractors are -1. With
+``dashes`` and ``peak`` each path's layer can be redrawn (longsynth.exports.dlr_pathfinder does).
 
 Worked example: ``longsynth.sample("pathfinder-seg", 0, seed=0)`` (size 128) gives
 ``inputs`` with about 23% of its pixels nonzero (about 180 distinct levels, most of them
@@ -41,15 +41,15 @@ faint ring values), ``targets`` with about 6% of pixels in class 1 or 2,
 import dataclasses
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
-from longsynth.errors import LongsynthError
-from longsynth.generators import pathfinder_render as render
+from longsynth.generators.pathfinder.glue import check_geometry, n_dashes, n_markers, render_into, render_params
 from longsynth.task import KeySpec, Task, param
 
 SIZES = (128, 256, 512)
-REVISION = 2  # 2: the authors' image formation and placement process (1: capsules, local footprints)
+REVISION = 3  # 3: the authors' laws by default (distractors dropped after 5 tries, exact restarts) and their
+#   rounding of absolute coordinates; 2: every distractor placed, local retries, offsets rounded apart from
+#   position; 1: capsules, local footprints
 
 # the authors' settings blocks; margin (lo, hi) is drawn per image from {lo..hi}
 PRESETS = {
@@ -77,23 +77,30 @@ class PathfinderSegConfig:
 
     size: int = param(128, "image side M in pixels (picks the preset)", choices=SIZES)
     paddle_length: int | None = param(None, "dash length in pixels (preset 5 / 8 / 22)", lo=1, hi=256)
-    paddle_thickness: float | None = param(None, "dash line width in pixels; times antialias_scale must be whole (preset 1.5 / 2 / 6)", lo=0.5, hi=64.0)
-    margin_min: int | None = param(None, "smallest gap between consecutive dashes, drawn per image (preset 2 / 4 / 7)", lo=1, hi=64)
-    margin_max: int | None = param(None, "largest gap between consecutive dashes, drawn per image (preset 3 / 4 / 7)", lo=1, hi=64)
-    continuity: float | None = param(None, "turn penalty: the largest turn is pi / (2 continuity) (preset 1.8 / 2.2 / 2.5)", lo=1.0, hi=100.0)
+    paddle_thickness: float | None = param(None, "dash line width in pixels; times antialias_scale must be whole "
+                                                 "(preset 1.5 / 2 / 6)", lo=0.5, hi=64.0)
+    margin_min: int | None = param(None, "smallest gap between consecutive dashes, drawn per image "
+                                         "(preset 2 / 4 / 7)", lo=1, hi=64)
+    margin_max: int | None = param(None, "largest gap between consecutive dashes, drawn per image "
+                                         "(preset 3 / 4 / 7)", lo=1, hi=64)
+    continuity: float | None = param(None, "turn penalty: the largest turn is pi / (2 continuity) "
+                                           "(preset 1.8 / 2.2 / 2.5)", lo=1.0, hi=100.0)
     contour_length: int | None = param(None, "dashes per main path (preset 14 / 16 / 12)", lo=1, hi=1000)
     distractor_length: int | None = param(None, "dashes per distractor path (preset 4 / 5 / 4)", lo=1, hi=1000)
-    distractors: int | None = param(None, "number of distractor paths, all placed (preset 16 / 16 / 18)", lo=0, hi=1000)
-    seed_distance: int | None = param(None, "distance between the start tips of the two main paths (preset 22 / 27 / 40)", lo=0, hi=4096)
-    marker_radius: float | None = param(None, "radius of the round markers in pixels (preset 2.1 / 4.2 / 9)", lo=0.5, hi=64.0)
+    distractors: int | None = param(None, "distractor paths to place (preset 16 / 16 / 18)", lo=0, hi=1000)
+    seed_distance: int | None = param(None, "distance between the start tips of the two main paths "
+                                            "(preset 22 / 27 / 40)", lo=0, hi=4096)
+    marker_radius: float | None = param(None, "radius of the round markers in pixels "
+                                              "(preset 2.1 / 4.2 / 9)", lo=0.5, hi=64.0)
     antialias_scale: int | None = param(None, "drawing resolution relative to the image (preset 2 / 2 / 3)", lo=1, hi=8)
     contrast: float | None = param(None, "dash intensity relative to the markers (preset 0.9 / 1 / 1)", lo=0.01, hi=1.0)
     mark_distractors: bool | None = param(None, "give every distractor a marker (preset on)")
     border: int | None = param(None, "frame pixels that no dash may cover (preset 1)", lo=0, hi=64)
-    distractor_tries: int = param(0, "drop a distractor after this many failed tries, as the authors' generator "
-                                     "(theirs: 5); 0: place every distractor", lo=0, hi=1000)
-    exact_restarts: bool = param(False, "restart both main paths on any failure, as the authors' generator "
-                                        "(their exact law; 1.4-7x slower); default: local retries")
+    distractor_tries: int = param(5, "drop a distractor after this many failed tries, as the authors' generator "
+                                     "(5); 0: place every distractor (ink and markers 8-13% above theirs)",
+                                  lo=0, hi=1000)
+    exact_restarts: bool = param(True, "restart both main paths on any failure, as the authors' generator; "
+                                       "off: local retries (faster, shorter main paths; docs/tasks/pathfinder.md)")
 
 
 def _resolve(cfg):
@@ -103,41 +110,13 @@ def _resolve(cfg):
     return check_geometry(dataclasses.replace(cfg, **filled), "the authors' rule")
 
 
-def check_geometry(cfg, rule):
-    """LongsynthError unless a resolved config's margins, stroke and dash fit its image
-    (shared by pathfinder-seg and the classic pathfinder task); returns cfg."""
-    if cfg.margin_min > cfg.margin_max:
-        raise LongsynthError(f"margin_min: must be <= margin_max ({cfg.margin_max}), got {cfg.margin_min}")
-    width = cfg.paddle_thickness * cfg.antialias_scale
-    if width != round(width):
-        raise LongsynthError(f"paddle_thickness: times antialias_scale must be a whole number of pixels "
-                             f"({rule}); got {cfg.paddle_thickness} x {cfg.antialias_scale}")
-    reach = cfg.paddle_length + 2 * cfg.margin_max + cfg.paddle_thickness + 2 * cfg.border
-    if 2 * reach >= cfg.size:
-        raise LongsynthError(f"paddle_length: a dash of {cfg.paddle_length} px with margin {cfg.margin_max} "
-                             f"and border {cfg.border} does not fit a {cfg.size} px image")
-    # the second path's tail is seed_distance from the first's, and its head and pivot lie
-    # in the frame within reach (< size / 2) of it: beyond the diagonal plus that, never
-    # (refused here, not after every sample's restarts)
-    if cfg.seed_distance >= 2 * cfg.size:
-        raise LongsynthError(f"seed_distance: {cfg.seed_distance} px between the main paths' start tips can never "
-                             f"fit a {cfg.size} px image (must be < {2 * cfg.size})")
-    return cfg
-
-
-def n_dashes(cfg):
-    return 2 * cfg.contour_length + cfg.distractors * cfg.distractor_length
-
-
-def n_markers(cfg):
-    return 2 + (cfg.distractors if cfg.mark_distractors else 0)
-
 
 def _keys(cfg):
     M = cfg.size
     return {
         "inputs": KeySpec("uint8", (M, M), doc="grayscale image"),
-        "targets": KeySpec("uint8", (M, M), doc="0 off the main paths, 2 on the doubly marked main path, 1 on a main path otherwise"),
+        "targets": KeySpec("uint8", (M, M), doc="0 off the main paths, 2 on the doubly marked main path, "
+                                                "1 on a main path otherwise"),
         "connected": KeySpec("bool", (), doc="both markers lie on the same main path"),
         "marker_centers": KeySpec("int32", (n_markers(cfg), 2),
                                   doc="(row, col) of the markers: start, end, then distractor markers"),
@@ -152,65 +131,14 @@ def _keys(cfg):
 
 def params(cfg):
     """The renderer's preset record and stamp tables for a resolved config."""
-    return render_params(cfg, dcontrast=cfg.contrast, eight_bit=False, labels=True, dead_seeds=False, seed_scan=0)
+    return render_params(cfg, dcontrast=cfg.contrast, eight_bit=False, labels=True,
+                         dead_seeds=True, seed_scan=0)
 
-
-def render_params(cfg, *, dcontrast, eight_bit, labels, dead_seeds, seed_scan):
-    """Params and stamp tables of a resolved pathfinder config; the keywords are what the
-    two tasks set differently (distractor contrast, 8-bit formation as the original
-    generator, per-pixel labels, its dead seed orientations and seed scan)."""
-    P = render.Params(M=cfg.size, border=cfg.border, L=cfg.paddle_length, aa=cfg.antialias_scale,
-                      contrast=float(cfg.contrast), continuity=float(cfg.continuity),
-                      seed_distance=cfg.seed_distance, contour_length=cfg.contour_length,
-                      distractor_length=cfg.distractor_length, distractors=cfg.distractors,
-                      mark_distractors=bool(cfg.mark_distractors), marker_radius=float(cfg.marker_radius),
-                      exact=bool(cfg.exact_restarts), drop_after=cfg.distractor_tries,
-                      grow_fails=render.GROW_FAILS, backoff=render.BACKOFF, regrows=render.REGROWS,
-                      dcontrast=float(dcontrast), eight_bit=eight_bit, labels=labels, dead_seeds=dead_seeds,
-                      seed_scan=seed_scan)
-    margins = tuple(range(cfg.margin_min, cfg.margin_max + 1))
-    T = render.build_tables(cfg.paddle_length, float(cfg.paddle_thickness), margins, cfg.antialias_scale,
-                            float(cfg.marker_radius), float(cfg.continuity), eight_bit, eight_bit)
-    return P, T
 
 
 def _fill(cfg, seed, split, start, out, fixed):
     render_into(cfg, params(cfg), seed, split, start, out, out["targets"])
 
-
-def render_into(cfg, PT, seed, split, start, out, labels):
-    """Render samples start.. into ``out`` (labels: the per-pixel label array, or a dummy
-    [n, 1, 1] where the task has none) and write the counted extras; one line naming the
-    part that does not fit when a sample cannot be drawn."""
-    P, T = PT
-    count = out["inputs"].shape[0]
-    works = render.workspace(P, T, threads=max(1, min(numba.get_num_threads(), count)))
-    counts = np.zeros((count, 6), dtype=np.int32)
-    markers = np.zeros((count, 2 + cfg.distractors, 2), dtype=np.int32)
-    render.render_batch(seed, split, start, P, T, works, out["inputs"], labels, out["dashes"],
-                        markers, counts, out["peak"])
-    bad = np.nonzero(counts[:, 5] != 1)[0]
-    if bad.size:
-        i = int(bad[0])
-        if counts[i, 5] == -1:
-            raise LongsynthError(
-                f"contour_length: the two main paths of sample {start + i} do not fit in {cfg.size} x {cfg.size} px "
-                f"({render.MAIN_TRIES_EXACT if cfg.exact_restarts else render.MAIN_TRIES} restarts); "
-                f"reduce contour_length, paddle_length, margin or seed_distance")
-        raise LongsynthError(
-            f"distractors: could not place every distractor of sample {start + i} in {cfg.size} x {cfg.size} px; "
-            f"reduce distractors or distractor_length, or let them drop with distractor_tries=5")
-    out["connected"][:] = counts[:, 0] == 1
-    out["main_dashes"][:] = counts[:, 1:3]
-    out["distractors"][:] = counts[:, 3]
-    out["margin"][:] = counts[:, 4]
-    out["marker_centers"][:] = markers[:, :n_markers(cfg)]
-    if cfg.distractor_tries:  # dropped distractors leave rows of -1
-        for i in np.nonzero(counts[:, 3] < cfg.distractors)[0]:
-            out["dashes"][i, 2 * cfg.contour_length + counts[i, 3] * cfg.distractor_length:] = -1
-            if cfg.mark_distractors:
-                out["marker_centers"][i, 2 + counts[i, 3]:] = -1
-    return counts
 
 
 # ---------------------------------------------------------------- preview
@@ -265,7 +193,8 @@ def _show(samples, cfg, path):
         tiles += [_framed(np.repeat(img[:, :, None], 3, axis=2)), _framed(label_colors(tgt))]
         state = "connected" if bool(s["connected"]) else "disconnected"
         captions += [f"#{k} image", f"#{k} labels: {state}"]
-        lines.append(f"sample {k}: {state}, margin {int(s['margin'])}, main dashes {np.asarray(s['main_dashes']).tolist()}, "
+        lines.append(f"sample {k}: {state}, margin {int(s['margin'])}, "
+                     f"main dashes {np.asarray(s['main_dashes']).tolist()}, "
                      f"{int(s['distractors'])} distractors, nonzero {np.mean(img > 0):.2%}, "
                      f"class 1 {np.mean(tgt == 1):.2%}, class 2 {np.mean(tgt == 2):.2%}")
     if path is not None:
