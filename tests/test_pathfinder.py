@@ -120,7 +120,7 @@ def _paths(s, cfg):
 
 @pytest.mark.parametrize("size", SIZES)
 def test_paths_follow_the_dash_rules(batches, size):
-    """TASKS.md: dashes of paddle_length; each next dash starts about 2 margin beyond the
+    """docs/tasks/pathfinder.md: dashes of paddle_length; each next dash starts about 2 margin beyond the
     previous one's front (the pivot sits margin beyond it, the circle of radius
     paddle_length + margin about the pivot); turns at most pi / (2 continuity)."""
     cfg = cfg_of(size)
