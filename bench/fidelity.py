@@ -1,6 +1,6 @@
 """Pathfinder-Segmentation fidelity: our images against the authors' generator, side by side.
 
-    python bench/fidelity.py --authors ../shared/reference/pathfinder-authors
+    python bench/fidelity.py --authors DIR
     python bench/fidelity.py --authors DIR --sizes 128 --n 400 --classifier
     python bench/fidelity.py --authors DIR --write-reference tests/data/pathfinder_authors.json
     python bench/fidelity.py --reference tests/data/pathfinder_authors.json --n 400 --variants
