@@ -47,7 +47,8 @@ def ours(size, n, **params):
 def table(size, theirs, rows):
     names = list(rows)
     head = f"{'statistic (mean per image)':44s} {'authors':>9s}" + "".join(f" {n:>12s} {'ratio':>6s}" for n in names)
-    print(f"\n## {size} px: authors {theirs['images']} images, ours " + ", ".join(f"{n} {r['images']}" for n, r in rows.items()))
+    ours = ", ".join(f"{n} {r['images']}" for n, r in rows.items())
+    print(f"\n## {size} px: authors {theirs['images']} images, ours {ours}")
     print(head)
     for k, doc in fidelity.STATS.items():
         line = f"{k + ': ' + doc:44.44s} {theirs[k]:9.4g}"

@@ -33,7 +33,8 @@ TASK = "pathfinder"
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--original", required=True, help="folder with <size>/<difficulty folder>/ of the original's output")
+    ap.add_argument("--original", required=True,
+                    help="folder with <size>/<difficulty folder>/ of the original's output")
     ap.add_argument("--sets", default=",".join(f"{s}-{d}" for s in SIZES for d in DIFFICULTIES))
     ap.add_argument("--n", type=int, default=0, help="our images per set (default: 4 x theirs, at least 200)")
     ap.add_argument("--write-reference", default=None, help="write their summaries to this JSON (for tests)")

@@ -57,7 +57,8 @@ def test_every_preset_field_can_be_set():
 def test_release_counts_and_splits():
     t = registry.get(TASK)
     assert t.default_num_samples == 200_000
-    assert store.default_splits(t.default_num_samples, t.split_percent) == {"train": 160_000, "val": 20_000, "test": 20_000}
+    assert store.default_splits(t.default_num_samples, t.split_percent) == {"train": 160_000, "val": 20_000,
+                                                                            "test": 20_000}
     assert store.default_splits(1000) == {"train": 960, "val": 20, "test": 20}  # other tasks unchanged
 
 
@@ -168,7 +169,8 @@ def test_statistics_match_the_original():
 def _s4():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("s4_loader", os.path.join(HERE, "..", "bench", "s4_pathfinder_loader.py"))
+    spec = importlib.util.spec_from_file_location("s4_loader",
+                                                  os.path.join(HERE, "..", "bench", "s4_pathfinder_loader.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -186,7 +188,8 @@ def test_export_reads_with_the_s4_loader(tmp_path):
     out = tmp_path / "lra" / "pathfinder32"
     export(str(root), "lra-pathfinder", str(out))
     meta = (out / "curv_contour_length_14" / "metadata" / "0.npy").read_text().splitlines()
-    assert meta[0].split() == ["imgs/0", "sample_0.png", "0", meta[0].split()[3], "1.0", "14", "4", "2", "0.5", "1", "1"]
+    assert meta[0].split() == ["imgs/0", "sample_0.png", "0", meta[0].split()[3], "1.0", "14", "4", "2", "0.5", "1",
+                               "1"]
     s4 = _s4()
     ds = s4.PathFinderDataset(str(out))
     assert len(ds) == 30

@@ -183,8 +183,9 @@ def test_the_authors_dropping_rule_drops_and_marks_rows():
         assert (s["dashes"][2 * 14 + 4 * k:] == -1).all() and (s["dashes"][:2 * 14 + 4 * k, :2] >= 0).all()
         assert (s["marker_centers"][2 + k:] == -1).all()
     s = next(rows(b))
-    img, tgt, _ = naive.pathfinder_compose(s["dashes"], s["marker_centers"], int(s["margin"]), bool(s["connected"]),
-                                           5, 1.5, 2, 0.9, 2.1, 14, 128)
+    img, tgt, _ = naive.pathfinder_compose(
+        s["dashes"], s["marker_centers"], int(s["margin"]), bool(s["connected"]), cfg.paddle_length,
+        cfg.paddle_thickness, cfg.antialias_scale, cfg.contrast, cfg.marker_radius, cfg.contour_length, 128)
     assert np.array_equal(img, s["inputs"]) and np.array_equal(tgt, s["targets"])
 
 
