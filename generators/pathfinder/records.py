@@ -115,7 +115,9 @@ MARKERS = 1     # markers placed (start, end, then distractor markers)
 OCCUPIED_PX = 2  # mask pixels > 0.3 (their "free" test counts the rest)
 DISTRACTORS = 3  # distractors placed
 MAIN_DASHES = 4  # dashes of main path A; MAIN_DASHES + 1: of main path B
-N_SLOTS = 6
+CLEAN = 6       # 1 while the mask, tile flags and dash flags are the empty frame's (set by _clear, reset by
+                #   a commit): a restart that failed before any commit has nothing to clear
+N_SLOTS = 7
 
 # per-image counts the kernels hand back (render_one's ``counts``)
 C_CONNECTED = 0      # 1 when both markers lie on one main path
