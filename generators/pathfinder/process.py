@@ -172,7 +172,10 @@ def _extend(st, P, T, W, g, slot):
     total = 0.0
     m, b = T.margins[g], P.border  # the disk's rows and columns reach m from its centre
     lo, hi = b + m, M - b - m
-    for a in range(T.n_ray[g]):  # their get_coords_cmf: in-frame samples, truncated, distinct
+    # their get_coords_cmf: in-frame samples, truncated, distinct; only the rays that can give a
+    # point of nonzero turn weight (the others leave weight 0 where they land, as an unvisited point)
+    for e in range(T.n_live[g, o]):
+        a = T.live[g, o, e]
         yf, xf = pr + T.ray[g, a, 0], pc + T.ray[g, a, 1]
         if yf < 0.0 or yf >= M or xf < 0.0 or xf >= M:
             continue

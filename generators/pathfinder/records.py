@@ -84,6 +84,9 @@ Tables = namedtuple("Tables", [
     "angle",        # float64 [G, 360 + C]: orientation id -> radians (seeds, then circle points)
     "advance",      # float64 [G, 360 + C, 2]: (L + 2 margin) u(orientation): next pivot = ceil(pivot + this)
     "turn",         # float64 [G, 360 + C, C]: max(cos(min(continuity |turn|, pi/2)), 0)^2, 0 where <= 1e-12
+    "live",         # int32 [G, 360 + C, NR]: per orientation, the rays (in their order) that can give a
+                    #   circle point of nonzero turn weight; the others only give points of weight 0
+    "n_live",       # int64 [G, 360 + C]
     "disk",         # int64 [G, 2m+1, 2]: disk of radius margin as row spans: half-width per row offset
 
     "circle",       # float64 [Sc, Sc]: marker disk (PIL 'F' output, 0..1 plus ringing; eight_bit: 'L' output / 255)
