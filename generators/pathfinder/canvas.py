@@ -10,7 +10,8 @@ PIL does on the whole frame, with the ports of ``resample.py``), and :func:`comp
 import numpy as np
 from numba import njit
 
-from longsynth.generators.pathfinder.records import (COLLIDE, DASHES, MARKERS, OCCUPIED, OCCUPIED_PX, TILE)
+from longsynth.generators.pathfinder.records import (CLEAN, COLLIDE, DASHES, MARKERS, OCCUPIED, OCCUPIED_PX,
+                                                    TILE)
 from longsynth.generators.pathfinder.resample import PRECISION_BITS, clip8, fixed
 
 @njit(cache=True)
@@ -55,6 +56,7 @@ def _commit(P, T, W, g, slot):
     """Dash ``slot`` joins the mask: mask = max(mask, its mask stamp)."""
     k, r, c = W.dash[slot, 0], W.dash[slot, 1], W.dash[slot, 2]
     W.dash[slot, 3] = 1
+    W.n[CLEAN] = 0
     R, M = T.R[g], P.M
     for i in range(max(0, R - r), min(2 * R + 1, M - r + R)):
         j0, j1 = max(R - c, T.span[g, k, i, 0]), min(M - c + R, T.span[g, k, i, 1])
@@ -124,7 +126,11 @@ def _uncommit(P, T, W, g, slot):
 
 @njit(cache=True)
 def _clear(P, W):
-    """Empty frame: no dash placed, the border in the mask."""
+    """Empty frame: no dash placed, the border in the mask. Nothing to do while W.n[CLEAN]
+    holds (no commit since the last call: most restarts of the main paths fail at a seed, at
+    32 px nearly all, and seeds only write dash slots, whose flags _put leaves 0)."""
+    if W.n[CLEAN]:
+        return
     M, b = P.M, P.border
     W.dash[:, 3] = 0
     # only flagged tiles can hold nonzero pixels (the workspace starts all zero)
@@ -147,6 +153,7 @@ def _clear(P, W):
                     W.tile[p, y >> TILE, e >> TILE] = 1
                     W.tile[p, y >> TILE, (M - 1 - e) >> TILE] = 1
     W.n[OCCUPIED_PX] = M * M - max(M - 2 * b, 0) ** 2
+    W.n[CLEAN] = 1
 
 
 @njit(cache=True)

@@ -77,6 +77,15 @@ def _seed_free(T, W, g, d, r, c, band, M):
 
 
 @njit(cache=True)
+def _seed_free_inside(T, W, g, d, r, c):
+    """_seed_free where every struct pixel lies in the frame, outside the band: the mask only."""
+    for q in range(T.n_struct[g, d]):
+        if W.mask[r + T.struct[g, d, q, 0], c + T.struct[g, d, q, 1]] >= OCCUPIED:
+            return False
+    return True
+
+
+@njit(cache=True)
 def _put(W, slot, k, r, c, pr, pc, o):
     """Dash ``slot``: stamp k centred at (r, c), not yet in the mask; the path's pivot and
     orientation after it."""
@@ -118,18 +127,27 @@ def _seed(st, P, T, W, g, band, slot):
                 found = True
                 break
         if not found and P.seed_scan > 0:  # uniform over the free pixels, by counting them
+            # one pass listing them in row-major order, then the draw picks one (not a second
+            # pass to find the pick-th: the test is most of the cost when the frame is nearly full)
+            spots = np.empty(M * M, np.int64)
+            y0, y1, x0, x1 = M, -M, M, -M  # the struct's box: tails whose box lies inside the band
+            for q in range(T.n_struct[g, d]):  # need only the mask test
+                y0, y1 = min(y0, T.struct[g, d, q, 0]), max(y1, T.struct[g, d, q, 0])
+                x0, x1 = min(x0, T.struct[g, d, q, 1]), max(x1, T.struct[g, d, q, 1])
             free = 0
             for y in range(M):  # the tail itself may sit in the band: only struct pixels may not
+                inside = band <= y + y0 and y + y1 < M - band
                 for x in range(M):
-                    free += _seed_free(T, W, g, d, y, x, band, M)
+                    if inside and band <= x + x0 and x + x1 < M - band:
+                        ok = _seed_free_inside(T, W, g, d, y, x)
+                    else:
+                        ok = _seed_free(T, W, g, d, y, x, band, M)
+                    if ok:
+                        spots[free] = y * M + x
+                        free += 1
             if free > 0:
-                pick = randint(st, free)
-                for y in range(M):
-                    for x in range(M):
-                        if _seed_free(T, W, g, d, y, x, band, M):
-                            if pick == 0 and not found:
-                                r, c, found = y, x, True
-                            pick -= 1
+                pick = spots[randint(st, free)]
+                r, c, found = pick // M, pick % M, True
         if not found:
             return False  # theirs: no available coordinate ends the seeding
         hr, hc, pr, pc = _head_pivot(T, g, d, r, c)
@@ -154,7 +172,10 @@ def _extend(st, P, T, W, g, slot):
     total = 0.0
     m, b = T.margins[g], P.border  # the disk's rows and columns reach m from its centre
     lo, hi = b + m, M - b - m
-    for a in range(T.n_ray[g]):  # their get_coords_cmf: in-frame samples, truncated, distinct
+    # their get_coords_cmf: in-frame samples, truncated, distinct; only the rays that can give a
+    # point of nonzero turn weight (the others leave weight 0 where they land, as an unvisited point)
+    for e in range(T.n_live[g, o]):
+        a = T.live[g, o, e]
         yf, xf = pr + T.ray[g, a, 0], pc + T.ray[g, a, 1]
         if yf < 0.0 or yf >= M or xf < 0.0 or xf >= M:
             continue

@@ -84,6 +84,9 @@ Tables = namedtuple("Tables", [
     "angle",        # float64 [G, 360 + C]: orientation id -> radians (seeds, then circle points)
     "advance",      # float64 [G, 360 + C, 2]: (L + 2 margin) u(orientation): next pivot = ceil(pivot + this)
     "turn",         # float64 [G, 360 + C, C]: max(cos(min(continuity |turn|, pi/2)), 0)^2, 0 where <= 1e-12
+    "live",         # int32 [G, 360 + C, NR]: per orientation, the rays (in their order) that can give a
+                    #   circle point of nonzero turn weight; the others only give points of weight 0
+    "n_live",       # int64 [G, 360 + C]
     "disk",         # int64 [G, 2m+1, 2]: disk of radius margin as row spans: half-width per row offset
 
     "circle",       # float64 [Sc, Sc]: marker disk (PIL 'F' output, 0..1 plus ringing; eight_bit: 'L' output / 255)
@@ -115,7 +118,9 @@ MARKERS = 1     # markers placed (start, end, then distractor markers)
 OCCUPIED_PX = 2  # mask pixels > 0.3 (their "free" test counts the rest)
 DISTRACTORS = 3  # distractors placed
 MAIN_DASHES = 4  # dashes of main path A; MAIN_DASHES + 1: of main path B
-N_SLOTS = 6
+CLEAN = 6       # 1 while the mask, tile flags and dash flags are the empty frame's (set by _clear, reset by
+                #   a commit): a restart that failed before any commit has nothing to clear
+N_SLOTS = 7
 
 # per-image counts the kernels hand back (render_one's ``counts``)
 C_CONNECTED = 0      # 1 when both markers lie on one main path

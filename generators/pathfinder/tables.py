@@ -218,6 +218,23 @@ def build_tables(L, thickness, margins, aa, marker_radius, continuity, eight_bit
         w = np.maximum(np.cos(np.minimum(delta * continuity, 0.5 * np.pi)), 0) ** 2
         w[w <= 1e-12] = 0.0  # cos(pi/2)^2 = 4e-33 is their "zero": never drawn
         t["turn"][g, :len(a), :c] = w
+    # rays worth visiting per orientation: a ray whose pixel (floor(pivot + offset), one
+    # either side of floor(offset) by rounding) has turn weight 0 at every candidate only ever
+    # weighs 0, and skipping it changes nothing (process._extend)
+    t["live"] = np.zeros((G, 360 + C, NR), np.int32)
+    t["n_live"] = np.zeros((G, 360 + C), np.int64)
+    for g, p in enumerate(per):
+        nr = len(p["rays"])
+        near = np.full((nr, 9), -1, np.int64)  # the candidate indices each ray can give
+        for a, (dy, dx) in enumerate(p["rays"]):
+            fy, fx = math.floor(dy), math.floor(dx)
+            near[a] = [t["qmap"][g, fy + sy + reach, fx + sx + reach] if max(abs(fy + sy), abs(fx + sx)) <= reach
+                       else -1 for sy in (-1, 0, 1) for sx in (-1, 0, 1)]
+        for o in range(360 + len(p["cand"])):
+            tw = np.append(t["turn"][g, o], 0.0)  # index -1: no candidate, weight 0
+            keep = np.nonzero((tw[near] != 0.0).any(axis=1))[0]
+            t["live"][g, o, :len(keep)] = keep
+            t["n_live"][g, o] = len(keep)
     for v in t.values():
         v.setflags(write=False)
     return Tables(**t)
