@@ -198,9 +198,8 @@ def _plan_text(p, compression):
 def _interrupted(out, command):
     """The line after Ctrl-C: what is kept and how to resume."""
     try:
-        m = store.read_manifest(out)
-        written = sum(r["count"] for sp in m["splits"].values() for r in sp["shards"])
-        kept = f"{count(written)} of {count(sum(sp['count'] for sp in m['splits'].values()))} samples kept"
+        written, total = store.progress_of(store.read_manifest(out))
+        kept = f"{count(written)} of {count(total)} samples kept"
     except (LongsynthError, OSError):
         kept = "nothing kept"
     return f"interrupted: {kept}; rerun the same command to resume: {command}"

@@ -43,10 +43,12 @@ def _figure(width_px, height_px):
     return fig
 
 
-def _finish(fig, path, title):
+def _finish(fig, path, title, bottom=0.0, top=0.97):
+    """Title, layout (``bottom``/``top``: the figure's share kept below and above the axes
+    for a legend and the title) and the PNG when ``path`` is given."""
     if title:
         fig.suptitle(title, fontsize=11, x=0.01, ha="left")
-    fig.tight_layout(rect=(0, 0, 1, 0.97 if title else 1))
+    fig.tight_layout(rect=(0, bottom, 1, top if title else 1))
     if path is not None:
         fig.savefig(path, dpi=DPI)
     return fig
@@ -154,12 +156,7 @@ def image_rows(rows, path=None, *, row_labels, captions=None, legend=None, title
     if legend:
         fig.legend(handles=[Patch(facecolor=np.array(rgb) / 255, edgecolor="0.5", label=text) for rgb, text in legend],
                    loc="lower center", ncol=len(legend), fontsize=9, frameon=False)
-    if title:
-        fig.suptitle(title, fontsize=11, x=0.01, ha="left")
-    fig.tight_layout(rect=(0, 0.06 if legend else 0, 1, 0.95 if title else 1))
-    if path is not None:
-        fig.savefig(path, dpi=DPI)
-    return fig
+    return _finish(fig, path, title, bottom=0.06 if legend else 0.0, top=0.95)
 
 
 def caption_px(tile_width):

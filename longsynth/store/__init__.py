@@ -33,7 +33,7 @@ from longsynth.store.layout import (BLOCK_BYTES, CARD, CHECK_KEY, COMPRESSIONS, 
                                     LOCK, MANIFEST, MAX_COUNT, OURS_RE, RAGGED_ROWS, SHARD_BYTES, SHARD_RE, TMP_RE,
                                     block_digests, default_shard_size, sample_bytes, sample_digest)
 from longsynth.store.manifest import (DirLock, ShardJob, config_of, dataset_card, default_splits, estimate_bytes,
-                                      human, parse_splits, plan, read_manifest, versions)
+                                      human, parse_splits, plan, progress_of, read_manifest, versions)
 from longsynth.store.shards import write_shard
 from longsynth.store.pool import LocalPool
 from longsynth.store.read import Dataset, Split, open
@@ -55,5 +55,5 @@ __all__ = [
     "OURS_RE", "Plan", "RAGGED_ROWS", "SHARD_BYTES", "SHARD_RE", "SPLITS", "ShardJob", "Split", "TMP_RE",
     "block_digests", "check", "config_of", "connect", "dataset_card", "default_shard_size", "default_splits",
     "dry_run", "estimate_bytes", "generate", "human", "info", "latest_certificate", "open", "parse_splits", "plan",
-    "read_manifest", "sample_bytes", "sample_digest", "split_code", "verify", "versions", "write_shard",
+    "progress_of", "read_manifest", "sample_bytes", "sample_digest", "split_code", "verify", "versions", "write_shard",
 ]

@@ -17,7 +17,7 @@ from longsynth import safe
 from longsynth.files import file_sha256
 from longsynth.store import identity
 from longsynth.store.layout import DIGEST_KEY, sample_digest
-from longsynth.store.manifest import _jsonable, read_manifest, writer
+from longsynth.store.manifest import _jsonable, progress_of, read_manifest, writer
 from longsynth.store.read import open
 from longsynth.task import Ragged
 
@@ -78,8 +78,7 @@ def check(root, deep=False, samples=16, progress=None):
             problems.append(f"{split}: split digest mismatch")
     if deep and not problems and m.get("complete"):
         problems += _deep_check(root, m, task, cfg, samples)
-    written = sum(r["count"] for sp in m["splits"].values() for r in sp["shards"])
-    return Check(problems, bool(m.get("complete")), written, sum(sp["count"] for sp in m["splits"].values()))
+    return Check(problems, bool(m.get("complete")), *progress_of(m))
 
 
 def _check_shard(root, rec, who, h):
@@ -231,12 +230,10 @@ def _statistics(ds, samples, progress):
     balance = {}
     for split, sp in ds.splits.items():
         counts = np.zeros(256, dtype=np.int64)
-        for first, block in sp.iter_blocks(chunk=256, stop=take[split]):
-            n = 0
+        for _, block in sp.iter_blocks(chunk=256, stop=take[split]):
             for k, col in block.items():
-                values = col.values if isinstance(col, Ragged) else col
-                n = len(col.offsets) - 1 if isinstance(col, Ragged) else col.shape[0]
-                moments[k].add(values)
+                moments[k].add(col.values if isinstance(col, Ragged) else col)
+            n = next(len(c.offsets) - 1 if isinstance(c, Ragged) else c.shape[0] for c in block.values())
             if balance_of:
                 t = block["targets"]
                 v = np.asarray(t.values if isinstance(t, Ragged) else t).astype(np.int64).ravel()

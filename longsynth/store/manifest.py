@@ -70,6 +70,12 @@ def plan(root, task, params, seed, splits, shard_size, compression, generation=N
             yield ShardJob(root, task, params, seed, split, k, start, count, compression, generation)
 
 
+def progress_of(manifest):
+    """(samples written, samples planned) of a manifest: what a stopped gen has kept."""
+    written = sum(r["count"] for sp in manifest["splits"].values() for r in sp["shards"])
+    return written, sum(sp["count"] for sp in manifest["splits"].values())
+
+
 def human(n):
     """Bytes as text: 512 B, 3.2 MB, 14.7 GB (powers of 1000, as `df -H`)."""
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
