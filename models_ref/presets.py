@@ -255,6 +255,13 @@ PAPER_SOURCE = {
 COLUMNS = ("dlr", "dss", "attention")  # the paper columns a report shows beside the user's model
 
 
+def paper_split(protocol):
+    """The split the paper's figures of a protocol were measured on: "val" for the DLR paper's
+    Tables 1, 2 and 4 ("average validation R^2 across batches"), "test" for the others (Table 3's
+    test metrics at the best validation checkpoint; the LRA tables)."""
+    return "val" if protocol in ("atomic", "atomic-512") or protocol in SHIFT_LENGTHS else "test"
+
+
 def paper_figures(protocol, task):
     """{column: {metric: value}} of the papers for one task of a protocol."""
     table = PAPER.get(protocol, {})

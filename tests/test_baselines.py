@@ -48,6 +48,7 @@ def test_local_attention_is_full_attention_when_the_sequence_fits_one_chunk(caus
     torch.manual_seed(3)
     q, k, v = torch.randn(3, 2, 4, 24, 8).unbind(0)  # [B, h, L, d]
     full = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    q = q * 8 ** -0.5  # local_attention takes q scaled by the layer's temperature
     assert torch.allclose(local_attention(q, k, v, 24, causal), full, atol=1e-6)
     assert torch.allclose(local_attention(q, k, v, 64, causal), full, atol=1e-6)
     layer = Attention(16, 4, causal=causal, chunk=64)
