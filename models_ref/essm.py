@@ -42,7 +42,7 @@ class ESSM(SSMLayer):
     """One multi-head eSSM layer on u [B, L, H] -> [B, L, H].
 
     ``N``: the state size of the layer, divided over the heads: n = N / s complex states per
-    head (the official ``self.n = d_s // head``, ldnn_multihead_A_complex.py line 458).
+    head (the official ``self.n = d_s // head``, ldnn_multihead_A_complex.py line 459).
     ``heads``: s, dividing H and N. ``lr``: learning rate of Lambda, Delta and B (the paper's
     LR_SSM); C and D train at the model's (LR_other), all without weight decay.
     """

@@ -211,6 +211,10 @@ def test_readouts_rightmost_positions_and_mean_are_s4s_pooled_decoder():
     assert torch.allclose(pooled[:, 0], m.decoder(h.mean(dim=1)), atol=1e-6)  # the decoder is affine
     right = readout(out, torch.zeros(4, 7, 1), "rightmost")
     assert torch.equal(right, out[:, 18:]) and torch.equal(readout(out, None, "positions"), out)
+    # "pool": at a padded sequence's last real token, the mean over that sequence's own positions
+    pool = readout(out, None, "pool")
+    for b, n in enumerate((25, 9, 1, 17)):
+        assert torch.allclose(pool[b, n - 1], out[b, :n].mean(dim=0), atol=1e-6)
 
 
 def test_batch_norm_is_torchs_batch_norm_over_batch_and_positions():
