@@ -26,7 +26,7 @@ uses KeOps' lazy reduction instead. Each run has its address space capped (--mem
 so a run that cannot fit fails instead of starving the machine.
 
 Configurations (paper Table 6): H=128, N=1024, L=16K (Pathfinder-128) and H=64, N=2048,
-L=262K with kernel length 32K (Pathfinder-512). "chunked" is models_ref.dlr.DLR (power
+L=262K with kernel length 32K (Pathfinder-512). "chunked" is models_ref.layers.dlr.DLR (power
 tables over position chunks, never more than O(N*C + H*L) kernel memory); "naive" is the
 paper's Figure 4 kernel, which materialises P = Lambda^k as an [N, L_kernel] matrix (and
 its autograd copies). Each measurement runs in a fresh subprocess so CPU peak memory
@@ -127,7 +127,7 @@ def run_one(impl, name, device, reps, threads, authors_src=None):
     import torch
     import torch.nn.functional as F
 
-    from longsynth.models_ref.dlr import DLR
+    from longsynth.models_ref.layers.dlr import DLR
 
     torch.set_num_threads(threads)
     c = CONFIGS[name]

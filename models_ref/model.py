@@ -23,14 +23,14 @@ import torch.nn as nn
 from torch.utils.checkpoint import checkpoint
 
 from longsynth.errors import LongsynthError
-from longsynth.models_ref.attention import Attention
-from longsynth.models_ref.dlr import DLR, DLRReal
-from longsynth.models_ref.dss import INITS as DSS_INITS
-from longsynth.models_ref.dss import DSSExp
-from longsynth.models_ref.essm import ESSM
-from longsynth.models_ref.s4 import S4
-from longsynth.models_ref.kernel import SKIPS
-from longsynth.models_ref.s4d import INITS, S4D
+from longsynth.models_ref.layers.attention import Attention
+from longsynth.models_ref.layers.dlr import DLR, DLRReal
+from longsynth.models_ref.layers.dss import INITS as DSS_INITS
+from longsynth.models_ref.layers.dss import DSSExp
+from longsynth.models_ref.layers.essm import ESSM
+from longsynth.models_ref.layers.s4 import S4
+from longsynth.models_ref.layers.kernel import SKIPS
+from longsynth.models_ref.layers.s4d import INITS, S4D
 
 LAYERS = ("dlr", "dss", "s4", "s4d", "essm", "dlr-real", "attention", "local-attention")
 KERNELS = ("real", "prod")

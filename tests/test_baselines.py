@@ -3,8 +3,8 @@ import pytest
 
 import torch
 
-from longsynth.models_ref.attention import Attention, local_attention, rotary
-from longsynth.models_ref.dlr import DLRReal
+from longsynth.models_ref.layers.attention import Attention, local_attention, rotary
+from longsynth.models_ref.layers.dlr import DLRReal
 from longsynth.models_ref.model import Model, ModelConfig
 
 torch.set_num_threads(1)

@@ -8,8 +8,8 @@ import pytest
 import torch  # a test dependency: its absence must fail, not skip
 
 from longsynth.errors import LongsynthError
-from longsynth.models_ref.dlr import DLR
-from longsynth.models_ref.dss import DSSExp
+from longsynth.models_ref.layers.dlr import DLR
+from longsynth.models_ref.layers.dss import DSSExp
 from longsynth.models_ref.model import Model, ModelConfig
 
 torch.set_num_threads(1)
@@ -21,7 +21,7 @@ def _lam(m):
 
 def _conv_part(layer, u):
     """The layer's y = K * u (before residual, GELU, projection): u [B, L, H] -> [B, H, L]."""
-    from longsynth.models_ref.dlr import fft_conv
+    from longsynth.models_ref.layers.dlr import fft_conv
 
     x = u.transpose(1, 2)
     return fft_conv(x, layer.real_kernel(u.shape[1]), layer.bidirectional)
@@ -145,7 +145,7 @@ def test_dss_fft_matches_recurrence():
         x = lam_bar * x + u[:, k, :, None]
         ys.append((Wb * x).sum(-1).real)
     want = torch.stack(ys, -1)
-    from longsynth.models_ref.dss import fft_conv
+    from longsynth.models_ref.layers.dss import fft_conv
 
     got = fft_conv(u.transpose(1, 2), m.real_kernel(L))
     assert torch.allclose(got, want, atol=1e-10, rtol=0)
@@ -319,7 +319,7 @@ def test_causality_unidirectional():
 def test_real_part_kernel_is_the_real_part_and_never_subnormal(make):
     """The real matmul (half the work) gives Re K; powers that would make subnormal floats
     (10x slower arithmetic on the CPU) are exact zeros instead."""
-    from longsynth.models_ref.kernel import exp_times
+    from longsynth.models_ref.layers.kernel import exp_times
 
     torch.manual_seed(1)
     m = make()
@@ -405,7 +405,7 @@ def test_weight_decay_only_on_matrices():
 
 
 def test_register_lr_zero_freezes_and_layers_share_the_kernel_module():
-    from longsynth.models_ref import kernel
+    from longsynth.models_ref.layers import kernel
 
     torch.manual_seed(13)
     for layer in (DLR(4, 8, lr=0.0), DSSExp(4, 8, lr=0.0)):

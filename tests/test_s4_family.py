@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch  # a test dependency: its absence must fail, not skip
 
-from longsynth.models_ref.essm import ESSM
-from longsynth.models_ref.kernel import fft_conv
+from longsynth.models_ref.layers.essm import ESSM
+from longsynth.models_ref.layers.kernel import fft_conv
 from longsynth.models_ref.model import Model, ModelConfig
-from longsynth.models_ref.s4 import S4, legs_nplr
-from longsynth.models_ref.s4d import S4D
+from longsynth.models_ref.layers.s4 import S4, legs_nplr
+from longsynth.models_ref.layers.s4d import S4D
 
 torch.set_num_threads(1)
 TOL = 1e-9  # float64 twins: agreement to rounding
@@ -208,7 +208,7 @@ def test_s4_float32_kernel_at_path_x_length_is_the_float64_one():
 
 
 def test_cauchy_backward_is_the_derivative():
-    from longsynth.models_ref.s4 import Cauchy
+    from longsynth.models_ref.layers.s4 import Cauchy
 
     torch.manual_seed(8)
     num = torch.randn(2, 4, 5, dtype=torch.complex128, requires_grad=True)

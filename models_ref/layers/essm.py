@@ -22,7 +22,7 @@ activation GELU(y) * sigmoid(W_g GELU(y)) (the official ``acttivation_post: half
 Initialisation as the official code with its LRA configs (leonty1/essm
 src/models/sequence/ss/standalone/ldnn_multihead_A_complex.py ``ssm_initializer``, lines
 186-256, ``keep_d_state: true``; docs/models.md "eSSM"): Lambda the eigenvalues with Im > 0
-of the normal part of a 2n-state HiPPO-LegS (models_ref/s4.py ``legs_nplr``), its real part
+of the normal part of a 2n-state HiPPO-LegS (models_ref/layers/s4.py ``legs_nplr``), its real part
 kept <= -1e-4 by clipping (``max_real_Lambda``; the paper's f_+ says 1e-3); B = Re(V^* B0)
 and C = Re(C0 V) with B0, C0 complex, both parts N(0, 1) truncated at +-2, V the LegS
 eigenvectors; D = 1; log Delta ~ U[log dt_min, log dt_max] per state. Only torch is imported here.
@@ -33,7 +33,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from longsynth.models_ref.kernel import SSMLayer, exp_times, fft_conv
+from longsynth.models_ref.layers.kernel import SSMLayer, exp_times, fft_conv
 
 RE_MAX = -1e-4  # Re Lambda is clipped to at most this: the official max_real_Lambda (the paper's f_+ says 1e-3)
 
@@ -52,7 +52,7 @@ class ESSM(SSMLayer):
         super().__init__(H, bidirectional=bidirectional, max_kernel_length=max_kernel_length, skip=None)
         if heads < 1 or H % heads or N % heads:
             raise ValueError(f"heads: must divide H = {H} and N = {N}, got {heads}")
-        from longsynth.models_ref.s4 import legs_nplr
+        from longsynth.models_ref.layers.s4 import legs_nplr
 
         self.N, self.heads, h, n = N, heads, H // heads, N // heads
         Lam, _, _, V = legs_nplr(2 * n)  # [n], V [2n, n]: the Im > 0 half of a 2n-state LegS

@@ -32,7 +32,7 @@ import math
 
 import torch
 
-from longsynth.models_ref.kernel import SSMLayer
+from longsynth.models_ref.layers.kernel import SSMLayer
 
 B_CLIP = 2.0  # |Im B| at initialisation, as the official nplr(..., B_clip=2.0)
 CAUCHY_ELEMENTS = 1 << 21  # H_k * N * chunk complex entries per Cauchy chunk (16 MiB in complex64)

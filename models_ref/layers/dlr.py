@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from longsynth.models_ref.kernel import SSMLayer, exp_times, fft_conv  # noqa: F401  (fft_conv re-exported)
+from longsynth.models_ref.layers.kernel import SSMLayer, exp_times, fft_conv  # noqa: F401  (fft_conv re-exported)
 
 
 class DLR(SSMLayer):

@@ -22,7 +22,7 @@ import math
 
 import torch
 
-from longsynth.models_ref.kernel import SSMLayer, exp_times
+from longsynth.models_ref.layers.kernel import SSMLayer, exp_times
 
 INITS = ("legs", "lin")
 
@@ -32,7 +32,7 @@ def s4d_init(N, init):
     if init == "lin":
         return torch.complex(torch.full((N // 2,), -0.5, dtype=torch.float64),
                              math.pi * torch.arange(N // 2, dtype=torch.float64))  # [N/2]
-    from longsynth.models_ref.s4 import legs_nplr
+    from longsynth.models_ref.layers.s4 import legs_nplr
 
     return legs_nplr(N)[0]  # [N/2]  eigenvalues of the normal part of HiPPO-LegS
 
@@ -60,7 +60,7 @@ class S4D(SSMLayer):
         self.register("A_im", A.imag.clone(), lr)  # [H_k, N/2]
         self.register("C", torch.randn(H_k, N // 2, 2) * math.sqrt(0.5), lr)  # [H_k, N/2, 2]  Re C, Im C
         if init == "legs":
-            from longsynth.models_ref.s4 import B_CLIP, legs_nplr
+            from longsynth.models_ref.layers.s4 import B_CLIP, legs_nplr
 
             B = legs_nplr(N)[2]  # [N/2]  V^* B_legs
             B = torch.complex(B.real, B.imag.clamp(-B_CLIP, B_CLIP)).to(torch.complex64)  # [N/2]

@@ -26,7 +26,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from longsynth.models_ref.kernel import OutputLinear
+from longsynth.models_ref.layers.kernel import OutputLinear
 
 
 def rotary(x, base=10000.0):

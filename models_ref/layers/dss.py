@@ -15,8 +15,8 @@ import math
 
 import torch
 
-from longsynth.models_ref.kernel import SSMLayer, exp_times
-from longsynth.models_ref.kernel import fft_conv as _fft_conv
+from longsynth.models_ref.layers.kernel import SSMLayer, exp_times
+from longsynth.models_ref.layers.kernel import fft_conv as _fft_conv
 
 INITS = ("lin", "skew-hippo")
 
@@ -47,7 +47,7 @@ class DSSExp(SSMLayer):
         if init == "lin":
             Lam = torch.complex(torch.full((N,), -0.5), math.pi * torch.arange(N, dtype=torch.float32))  # [N]
         else:
-            from longsynth.models_ref.s4 import legs_nplr
+            from longsynth.models_ref.layers.s4 import legs_nplr
 
             Lam = legs_nplr(2 * N)[0].to(torch.complex64)  # [N]  -1/2 + i w_n, w_n > 0
         self.register("Lambda_log_neg_re", torch.log(-Lam.real).clone(), lr)  # [N]  log(-Re Lambda)
