@@ -12,6 +12,8 @@ MODULES = [
     "longsynth.generators.listops",
     "longsynth.generators.pathfinder.seg",
     "longsynth.generators.pathfinder.lra",
+    "longsynth.generators.word_problem",
+    "longsynth.generators.formal_language",
 ]
 
 _TASKS = None
