@@ -46,10 +46,18 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.errors import LongsynthError
+from longsynth.generators._tokens import IGNORE
 from longsynth.rng import SPLITS, next_u64, randint, split_name, stream
 from longsynth.task import KeySpec, Task, param
 
-IGNORE = -100
+CITATION = """@inproceedings{grazzi2025unlocking,
+  title     = {Unlocking State-Tracking in Linear {RNN}s Through Negative Eigenvalues},
+  author    = {Grazzi, Riccardo and Siems, Julien and Zela, Arber and Franke, J{\\"o}rg K. H. and Hutter, Frank
+               and Pontil, Massimiliano},
+  booktitle = {International Conference on Learning Representations (ICLR)},
+  note      = {arXiv:2411.12537},
+  year      = {2025}
+}"""
 MAX_CONTEXT = 1 << 20
 MAX_VOCAB = int(np.iinfo(np.int16).max)
 SPLIT_ORDER = ("train", "val", "test")  # the order the authors draw their split seeds in
@@ -321,6 +329,10 @@ def _fill_modular(cfg, seed, split, start, out, fixed):
         modular_fill(seed, split, start, cfg.vocab_size, lo, hi, out["inputs"], out["targets"])
 
 
+def _vocab_size(cfg):
+    return cfg.vocab_size
+
+
 def _vocab_parity(cfg):
     return ["[PAD]"] + [str(i) for i in range(cfg.vocab_size - 1)]
 
@@ -447,6 +459,9 @@ TASKS = [
         check=_check_lengths,
         vocab=_vocab_parity,
         family="tokens",
+        vocab_size=_vocab_size,
+        authors=authors_parity,
+        citation=CITATION,
         card="bits are tokens 1 and 2 (vocab_size 3), then the answer 1 + parity and zero padding; the answer "
         "is hidden in the input and scored one position early; lengths 3-40 for train, 40-256 for val/test.",
     ),
@@ -460,6 +475,9 @@ TASKS = [
         resolve=_resolve_modular,
         vocab=_vocab_modular,
         family="tokens",
+        vocab_size=_vocab_size,
+        authors=authors_modular,
+        citation=CITATION,
         card="numbers 5.. and operators + - * (1-3), '=' 4, then the answer, hidden in the input and scored one "
         "position early; --brackets: nested bracketed +/- expressions with the authors' layout (numbers first).",
     ),

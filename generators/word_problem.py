@@ -37,6 +37,7 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.errors import LongsynthError
+from longsynth.generators._tokens import token_dtype
 from longsynth.rng import randint, split_name, stream
 from longsynth.task import KeySpec, Task, param
 
@@ -45,6 +46,13 @@ BOS = SPECIAL.index("[BOS]")  # offset after the |G| element ids
 MAX_ORDER = 5040  # |S7|: a 5040 x 5040 table is 100 MB as int32
 MAX_PERM_LETTERS = 7
 _FACTOR = re.compile(r"^([SAZ])([1-9][0-9]*)$")
+CITATION = """@inproceedings{merrill2024illusion,
+  title     = {The Illusion of State in State-Space Models},
+  author    = {Merrill, William and Petty, Jackson and Sabharwal, Ashish},
+  booktitle = {International Conference on Machine Learning (ICML)},
+  note      = {arXiv:2404.08819},
+  year      = {2024}
+}"""
 
 
 @dataclass(frozen=True)
@@ -170,14 +178,10 @@ def vocab_size(cfg):
     return group_order(parse_group(cfg.group)) + len(SPECIAL)
 
 
-def _dtype(cfg):
-    return "int16" if vocab_size(cfg) <= np.iinfo(np.int16).max else "int32"
-
-
 def _keys(cfg):
     return {
-        "inputs": KeySpec(_dtype(cfg), (cfg.k + 1,), doc="BOS, then k element ids"),
-        "targets": KeySpec(_dtype(cfg), (cfg.k + 1,), doc="BOS, then the k prefix products"),
+        "inputs": KeySpec(token_dtype(vocab_size(cfg)), (cfg.k + 1,), doc="BOS, then k element ids"),
+        "targets": KeySpec(token_dtype(vocab_size(cfg)), (cfg.k + 1,), doc="BOS, then the k prefix products"),
     }
 
 
@@ -244,6 +248,9 @@ TASK = Task(
     check=_check,
     vocab=_vocab,
     family="tokens",
+    vocab_size=vocab_size,
+    authors=authors,
+    citation=CITATION,
     card="inputs: BOS and k element ids drawn uniformly from the group (elements in the authors' order: "
     "permutations of 1..n lexicographic, A_n the even ones, products indexed i*|H|+j); targets: BOS and "
     "the prefix products s_t = x_1 ... x_t with (a b)(i) = a(b(i)).",

@@ -262,8 +262,8 @@ def test_word_problem_authors_stream_equals_their_csv(fixtures):
     data, meta = fixtures
     assert len(meta["wp"]) >= 5
     for name, case in meta["wp"].items():
-        cfg = registry.get("word-problem").make_config(group=case["group"], k=case["k"])
-        got = word_problem.authors(cfg, case["count"], case["seed"], "train")
+        got = longsynth.authors_stream("word-problem", case["count"], seed=case["seed"], split="train",
+                                       group=case["group"], k=case["k"])
         order = word_problem.group_order(word_problem.parse_group(case["group"]))
         assert (got["inputs"][:, 0] == order + 1).all() and (got["targets"][:, 0] == order + 1).all()
         np.testing.assert_array_equal(got["inputs"][:, 1:], data[f"wp/{name}/input"], err_msg=name)
@@ -271,12 +271,11 @@ def test_word_problem_authors_stream_equals_their_csv(fixtures):
 
 
 def test_word_problem_authors_refuses_what_they_cannot_reproduce():
-    cfg = registry.get("word-problem").make_config(group="S3", k=2)
     with pytest.raises(LongsynthError, match="split"):
-        word_problem.authors(cfg, 10, 0, "test")
+        longsynth.authors_stream("word-problem", 10, seed=0, split="test", group="S3", k=2)
     with pytest.raises(LongsynthError, match="36"):
-        word_problem.authors(cfg, 37, 0, "train")
-    every = word_problem.authors(cfg, 36, 0, "train")["inputs"][:, 1:]
+        longsynth.authors_stream("word-problem", 37, seed=0, group="S3", k=2)
+    every = longsynth.authors_stream("word-problem", 36, seed=0, group="S3", k=2)["inputs"][:, 1:]
     assert len({tuple(r) for r in every.tolist()}) == 36
 
 
@@ -284,11 +283,9 @@ def test_formal_language_authors_stream_equals_their_loader(fixtures):
     data, meta = fixtures
     assert len(meta["fl"]) >= 6
     for name, case in meta["fl"].items():
-        task = registry.get(case["task"])
-        cfg = task.make_config(**case["params"])
-        fn = formal_language.authors_parity if case["task"] == "parity" else formal_language.authors_modular
         for split in ("train", "val", "test"):
-            got = fn(cfg, case["count"], case["seed"], split)
+            got = longsynth.authors_stream(case["task"], case["count"], seed=case["seed"], split=split,
+                                           **case["params"])
             their_targets = data[f"fl/{name}/{split}/targets"]
             np.testing.assert_array_equal(got["inputs"], data[f"fl/{name}/{split}/inputs"], err_msg=name)
             np.testing.assert_array_equal(got["targets"], np.where(their_targets == -1, -100, their_targets),
