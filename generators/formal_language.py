@@ -439,14 +439,14 @@ def _authors(raw):
     return authors
 
 
-def _authors_modular(cfg, count, seed, split):
-    return (_authors_brackets if cfg.brackets else _authors_plain)(cfg, count, seed, split)
-
-
 _authors_plain = _authors(_authors_modular_raw)
 _authors_brackets = _authors(_authors_brackets_raw)
 authors_parity = _authors(_authors_parity_raw)
-authors_modular = _authors_modular
+
+
+def authors_modular(cfg, count, seed, split):
+    """The authors' stream of modular_arithmetic or, with brackets, modular_arithmetic_with_brackets."""
+    return (_authors_brackets if cfg.brackets else _authors_plain)(cfg, count, seed, split)
 
 
 TASKS = [
