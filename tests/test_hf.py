@@ -160,8 +160,8 @@ def test_card_parses_and_describes_the_dataset(exported, name):
     mark = json.loads((out / "longsynth.json").read_text())
     assert mark["dataset"] == m and mark["export"]["format"] == "hf"
     assert sorted(mark["export"]["files"]) == sorted(tree(out))
-    if m["vocab"]:
-        assert "4 `]`" in text
+    if m["vocab"]:  # every id with its token (listops: 4 `]`)
+        assert "Token id -> token: " + ", ".join(f"{i} `{t}`" for i, t in enumerate(m["vocab"])) + "." in text
     if m["fixed"]:
         assert "`positions`" in text and mark["dataset"]["fixed"]["positions"] == m["fixed"]["positions"]
 
