@@ -37,8 +37,12 @@ Draw order (the reproducibility contract; ``stream(seed, split, index)``, one pe
                  tokens randint(n)), else key(size) and, for a key neither shown nor the probe
                  key, value(size).
     selective    num_tokens_to_copy tokens randint(V - 2), then for each of the
-                 seq_len - 2 num_tokens_to_copy - 1 blanks its gap randint(num_tokens_to_copy)
-                 (randint(num_tokens_to_copy + 1) with blank_after_last).
+                 seq_len - 2 num_tokens_to_copy - 1 blanks its gap, uniform on [0, g) with
+                 g = num_tokens_to_copy (num_tokens_to_copy + 1 with blank_after_last), by
+                 Lemire's multiply-shift on 32-bit halves: each next_u64 gives two halves x, low
+                 half first; m = x * g; m mod 2^32 < 2^32 mod g rejects x (the next half is
+                 tried), else the gap is m >> 32. (No division per draw: the blanks are most of
+                 the sequence.)
     compression  seq_len - 1 tokens randint(V - n - 1); then if frac_noise > 0 for each of
                  them: uniform() < frac_noise replaces it by V - n - 1 + randint(n).
     memorization f = randint(seq_len / 2); then per pair i: if frac_noise > 0 and i != f,
@@ -57,7 +61,7 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.errors import LongsynthError
-from longsynth.rng import FIXED, SPLITS, randint, stream, uniform
+from longsynth.rng import FIXED, SPLITS, next_u64, randint, stream, uniform
 from longsynth.task import KeySpec, Task, param
 
 IGNORE = -100
@@ -445,6 +449,30 @@ def fuzzy_fill(seed, split, start, law, inp, tgt):
 
 
 @njit(cache=True)
+def _count_gaps(s, draws, counts):
+    """counts[j] += 1 for ``draws`` values j uniform on [0, len(counts)) (< 2^32): Lemire's
+    multiply-shift with rejection on the 32-bit halves of next_u64, low half first."""
+    g = np.uint64(counts.shape[0])
+    low = np.uint64(0xFFFFFFFF)
+    threshold = (np.uint64(1 << 32) - g) % g  # 2^32 mod g
+    word = np.uint64(0)
+    halves = 0
+    for _ in range(draws):
+        while True:
+            if halves == 0:
+                word = next_u64(s)
+                x = word & low
+                halves = 1
+            else:
+                x = word >> np.uint64(32)
+                halves = 0
+            m = x * g
+            if (m & low) >= threshold:
+                break
+        counts[np.int64(m >> np.uint64(32))] += 1
+
+
+@njit(cache=True)
 def copying_one(seed, split, index, law, inp, tgt):
     """inp, tgt [seq_len]: data tokens with blanks in the gaps before them, copy token, blanks."""
     s = stream(seed, split, index)
@@ -453,25 +481,16 @@ def copying_one(seed, split, index, law, inp, tgt):
     for j in range(n):
         data[j] = randint(s, law.n_data)
     gaps = np.zeros(law.n_gaps, dtype=np.int64)
-    for _ in range(law.n_blank):
-        gaps[randint(s, law.n_gaps)] += 1
-    pos = 0
-    for j in range(law.n_gaps):
-        for _ in range(gaps[j]):
-            inp[pos] = law.blank
-            pos += 1
-        if j < n:
-            inp[pos] = data[j]
-            pos += 1
-    inp[pos] = law.copy
-    pos += 1
+    _count_gaps(s, law.n_blank, gaps)
+    inp[:] = law.blank
+    pos = -1
     for j in range(n):
-        inp[pos + j] = law.blank
+        pos += gaps[j] + 1  # data token j follows the blanks of gaps 0..j
+        inp[pos] = data[j]
+    inp[law.n_blank + n] = law.copy
     m = inp.shape[0] - n
-    for i in range(m):
-        tgt[i] = IGNORE
-    for j in range(n):
-        tgt[m + j] = data[j]
+    tgt[:m] = IGNORE
+    tgt[m:] = data
 
 
 @njit(cache=True, parallel=True)

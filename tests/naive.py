@@ -690,8 +690,16 @@ def mad_selective_copying(seed, split, index, vocab_size, seq_len, num_tokens_to
     data = [st.randint(vocab_size - 2) for _ in range(n)]
     slots = n + 1 if blank_after_last else n
     before = [0] * (n + 1)
+    halves = []
     for _ in range(seq_len - 2 * n - 1):
-        before[st.randint(slots)] += 1
+        while True:  # Lemire: x * slots, rejected while its low 32 bits fall below 2^32 mod slots
+            if not halves:
+                w = st.u64()
+                halves = [w & 0xFFFFFFFF, w >> 32]
+            m = halves.pop(0) * slots
+            if m % 2**32 >= 2**32 % slots:
+                break
+        before[m >> 32] += 1
     blank, copy = vocab_size - 2, vocab_size - 1
     x = []
     for j in range(n):
