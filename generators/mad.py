@@ -18,7 +18,10 @@ Vocabulary layout (V = vocab_size, n = noise_vocab_size, "ns" the non-special to
                                    noise [ns, V - 1), insert V - 1
 
 Draw order (the reproducibility contract; ``stream(seed, split, index)``, one per sample;
-``randint(m)`` uniform on [0, m), ``uniform()`` on [0, 1)):
+``randint(m)`` uniform on [0, m), ``uniform()`` on [0, 1); ``lemire(g)`` a run of draws uniform
+on [0, g) by Lemire's multiply-shift on 32-bit halves: each next_u64 gives two halves x, low
+half first; m = x * g; x is rejected (the next half tried) while m mod 2^32 < 2^32 mod g, else
+the draw is m >> 32; a run starts on a fresh next_u64):
     recall       f = randint(P) with P = seq_len / 2 (the slot that is never noise); then for
                  slots i = 0..P-2: if frac_noise > 0 and i != f, noise = uniform() < frac_noise;
                  a noise slot draws 2 tokens randint(n); otherwise key randint(ns//2) and, if
@@ -36,14 +39,10 @@ Draw order (the reproducibility contract; ``stream(seed, split, index)``, one pe
                  unused; else noise = uniform() < frac_noise when frac_noise > 0 (ks + vs
                  tokens randint(n)), else key(size) and, for a key neither shown nor the probe
                  key, value(size).
-    selective    num_tokens_to_copy tokens randint(V - 2), then for each of the
-                 seq_len - 2 num_tokens_to_copy - 1 blanks its gap, uniform on [0, g) with
-                 g = num_tokens_to_copy (num_tokens_to_copy + 1 with blank_after_last), by
-                 Lemire's multiply-shift on 32-bit halves: each next_u64 gives two halves x, low
-                 half first; m = x * g; m mod 2^32 < 2^32 mod g rejects x (the next half is
-                 tried), else the gap is m >> 32. (No division per draw: the blanks are most of
-                 the sequence.)
-    compression  seq_len - 1 tokens randint(V - n - 1); then if frac_noise > 0 for each of
+    selective    num_tokens_to_copy tokens randint(V - 2), then lemire(g) for each of the
+                 seq_len - 2 num_tokens_to_copy - 1 blanks: its gap, with g = num_tokens_to_copy
+                 (num_tokens_to_copy + 1 with blank_after_last).
+    compression  seq_len - 1 tokens lemire(V - n - 1); then if frac_noise > 0 for each of
                  them: uniform() < frac_noise replaces it by V - n - 1 + randint(n).
     memorization f = randint(seq_len / 2); then per pair i: if frac_noise > 0 and i != f,
                  noise = uniform() < frac_noise (2 tokens randint(n)), else key randint(ns//2).
@@ -449,15 +448,15 @@ def fuzzy_fill(seed, split, start, law, inp, tgt):
 
 
 @njit(cache=True)
-def _count_gaps(s, draws, counts):
-    """counts[j] += 1 for ``draws`` values j uniform on [0, len(counts)) (< 2^32): Lemire's
-    multiply-shift with rejection on the 32-bit halves of next_u64, low half first."""
-    g = np.uint64(counts.shape[0])
+def lemire_fill(s, bound, out):
+    """out[i] <- uniform on [0, bound) (bound < 2^32), in order: Lemire's multiply-shift with
+    rejection on the 32-bit halves of next_u64, low half first (no division per draw)."""
+    g = np.uint64(bound)
     low = np.uint64(0xFFFFFFFF)
-    threshold = (np.uint64(1 << 32) - g) % g  # 2^32 mod g
+    threshold = (np.uint64(1 << 32) - g) % g  # 2^32 mod bound
     word = np.uint64(0)
     halves = 0
-    for _ in range(draws):
+    for i in range(out.shape[0]):
         while True:
             if halves == 0:
                 word = next_u64(s)
@@ -469,7 +468,7 @@ def _count_gaps(s, draws, counts):
             m = x * g
             if (m & low) >= threshold:
                 break
-        counts[np.int64(m >> np.uint64(32))] += 1
+        out[i] = m >> np.uint64(32)
 
 
 @njit(cache=True)
@@ -480,8 +479,11 @@ def copying_one(seed, split, index, law, inp, tgt):
     data = np.empty(n, dtype=np.int64)
     for j in range(n):
         data[j] = randint(s, law.n_data)
+    at = np.empty(law.n_blank, dtype=np.int64)
+    lemire_fill(s, law.n_gaps, at)
     gaps = np.zeros(law.n_gaps, dtype=np.int64)
-    _count_gaps(s, law.n_blank, gaps)
+    for b in range(law.n_blank):
+        gaps[at[b]] += 1
     inp[:] = law.blank
     pos = -1
     for j in range(n):
@@ -507,8 +509,7 @@ def compression_one(seed, split, index, law, inp, tgt):
     """inp, tgt [seq_len]: seq_len - 1 tokens and the end token; targets the (noisy) inputs."""
     s = stream(seed, split, index)
     n = inp.shape[0] - 1
-    for i in range(n):
-        inp[i] = randint(s, law.n_data)
+    lemire_fill(s, law.n_data, inp[:n])
     inp[n] = law.end
     for i in range(n + 1):
         tgt[i] = inp[i]
