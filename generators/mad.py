@@ -60,10 +60,20 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.errors import LongsynthError
+from longsynth.generators import mad_authors
+from longsynth.generators._tokens import IGNORE, token_dtype
 from longsynth.rng import FIXED, SPLITS, next_u64, randint, stream, uniform
 from longsynth.task import KeySpec, Task, param
 
-IGNORE = -100
+CITATION = """@inproceedings{poli2024mad,
+  title     = {Mechanistic Design and Scaling of Hybrid Architectures},
+  author    = {Poli, Michael and Thomas, Armin W. and Nguyen, Eric and Ponnusamy, Pragaash and Deiseroth, Bj{\\"o}rn
+               and Kersting, Kristian and Suzuki, Taiji and Hie, Brian and Ermon, Stefano and R{\\'e}, Christopher
+               and Zhang, Ce and Massaroli, Stefano},
+  booktitle = {International Conference on Machine Learning (ICML)},
+  year      = {2024},
+  note      = {arXiv:2403.17844}
+}"""
 TRAIN = SPLITS["train"]
 MAX_VOCAB = 1 << 20
 MAX_LEN = 1 << 20
@@ -575,11 +585,6 @@ def memorization_fill(seed, split, start, law, kv, inp, tgt):
 # ---------------------------------------------------------------- task records
 
 
-def token_dtype(vocab_size):
-    """int16 while every id and -100 fit, else int32."""
-    return "int16" if vocab_size <= np.iinfo(np.int16).max else "int32"
-
-
 def _token_keys(length):
     def keys(cfg):
         dt = token_dtype(cfg.vocab_size)
@@ -631,9 +636,14 @@ def _fill_memorization(cfg, seed, split, start, out, fixed):
     memorization_fill(seed, split, start, _memorization_law(cfg), kv, out["inputs"], out["targets"])
 
 
+def _vocab_size(cfg):
+    return cfg.vocab_size
+
+
 def _task(name, config, summary, length, fill, check, card, **extra):
     return Task(name=name, config=config, summary=summary, keys=_token_keys(length), fill=fill, check=check,
-                family="tokens", card=card, **extra)
+                family="tokens", card=card, vocab_size=_vocab_size, authors=mad_authors.stream_of(name),
+                citation=CITATION, **extra)
 
 
 TASKS = [

@@ -24,8 +24,7 @@ import math
 import numpy as np
 
 from longsynth.errors import LongsynthError
-
-IGNORE = -100
+from longsynth.generators._tokens import IGNORE
 
 # configs/tasks/*.yml: num_train_examples of each task's baseline; MADConfig.num_test_examples, seed
 MAD_TRAIN_EXAMPLES = {
@@ -268,7 +267,7 @@ def _instances(name, cfg):
 
 def _stack(pairs):
     if not pairs:
-        raise LongsynthError("count: must be >= 1")
+        return {"inputs": np.zeros(0, dtype=np.int64), "targets": np.zeros(0, dtype=np.int64)}
     return {"inputs": np.stack([p[0] for p in pairs]).astype(np.int64),
             "targets": np.stack([p[1] for p in pairs]).astype(np.int64)}
 
@@ -282,6 +281,8 @@ def run(name, cfg, count, draws, is_training):
 def stream_of(name):
     """The ``authors(cfg, count, seed, split)`` function of task ``name``."""
     def authors(cfg, count, seed, split):
+        if not 0 <= seed < 1 << 32:
+            raise LongsynthError(f"seed: MAD's np.random.seed takes [0, 2**32), got {seed}")
         return run(name, cfg, count, Draws(seed), split == "train")
     authors.__doc__ = f"MAD's stream of {name} for seed (fresh default_rng(seed) and legacy seed(seed))."
     return authors

@@ -36,8 +36,10 @@ CASES = {  # name: (task, params, splits); shard sizes of 7 make blocks end at s
     "listops": ("listops", SMALL_LISTOPS, {"train": 20, "val": 3, "test": 3}),
     "pathfinder-seg": ("pathfinder-seg", {"size": 128}, {"train": 5, "val": 2, "test": 2}),
     "mqar": ("mqar", {"input_seq_len": 32, "num_kv_pairs": 4}, {"train": 9, "val": 2, "test": 2}),  # tokens, int16
+    "mad-memorization": ("mad-memorization", {"vocab_size": 40, "seq_len": 12}, {"train": 9, "val": 2, "test": 2}),
 }
-CITED = {"listops": "Long Range Arena", "mqar": "arXiv:2312.04927"}  # the others cite the DLR paper
+# the others cite the DLR paper
+CITED = {"listops": "Long Range Arena", "mqar": "arXiv:2312.04927", "mad-memorization": "arXiv:2403.17844"}
 HF_SPLITS = {"train": "train", "val": "validation", "test": "test"}
 
 datasets.disable_progress_bars()

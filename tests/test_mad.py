@@ -8,6 +8,8 @@ import pytest
 
 import longsynth
 import naive
+from click.testing import CliRunner
+from longsynth.cli.main import cli
 from longsynth.errors import LongsynthError
 from longsynth.generators import mad, mad_authors
 from longsynth.rng import SPLITS
@@ -96,9 +98,9 @@ def _fixture_cases():
 @pytest.mark.parametrize("i,case", _fixture_cases(), ids=lambda c: str(c) if isinstance(c, int) else c["task"])
 def test_authors_stream_equals_mads_own_output(i, case):
     cfg = TASKS[case["task"]].make_config(**case["params"])
-    if case["kind"] == "stream":
-        fn = mad_authors.stream_of(case["task"])
-        got = {s: fn(cfg, case["count"], case["seed"], s) for s in ("train", "test")}
+    if case["kind"] == "stream":  # through the public API, as a user asks for it
+        got = {s: longsynth.authors_stream(case["task"], case["count"], seed=case["seed"], split=s, **case["params"])
+               for s in ("train", "test")}
     else:
         got = mad_authors.mad_dataset(case["task"], cfg, seed=case["seed"],
                                       num_train_examples=case["num_train_examples"],
@@ -133,6 +135,24 @@ def test_authors_stream_refuses_our_corrected_variants():
     cfg = TASKS["mad-compression"].make_config(ignore_noise_targets=True)
     with pytest.raises(LongsynthError, match="ignore_noise_targets"):
         mad_authors.stream_of("mad-compression")(cfg, 2, 0, "train")
+
+
+def test_gen_authors_stream_writes_mads_stream_and_verifies(tmp_path):
+    out = tmp_path / "sc"
+    args = ["--seq-len", "40", "--num-tokens-to-copy", "8", "--splits", "train=12,test=5", "--seed", "3"]
+    r = CliRunner().invoke(cli, ["gen", "mad-selective-copying", *args, "--authors-stream", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    ds = longsynth.open(out)
+    for split, n in (("train", 12), ("test", 5)):
+        want = longsynth.authors_stream("mad-selective-copying", n, seed=3, split=split, seq_len=40,
+                                        num_tokens_to_copy=8)
+        for k in ("inputs", "targets"):
+            assert np.array_equal(np.stack([ds[split][i][k] for i in range(n)]), want[k])
+    r = CliRunner().invoke(cli, ["verify", "--deep", str(out)])
+    assert r.exit_code == 0 and "OK" in r.output, r.output
+    r = CliRunner().invoke(cli, ["gen", "mad-selective-copying", *args, "--blank-after-last", "--authors-stream",
+                                 "--out", str(tmp_path / "no")])
+    assert r.exit_code != 0 and "blank_after_last: MAD's generator has no such option" in r.output
 
 
 def test_authors_stream_leaves_numpys_global_state_alone():
