@@ -75,6 +75,7 @@ CITATION = """@inproceedings{poli2024mad,
   note      = {arXiv:2403.17844}
 }"""
 TRAIN = SPLITS["train"]
+MAD_TEST = mad_authors.MAD_TEST_EXAMPLES  # MAD's sizes exactly: --splits train=12800,test=1280 (memorization 256)
 MAX_VOCAB = 1 << 20
 MAX_LEN = 1 << 20
 
@@ -643,7 +644,7 @@ def _vocab_size(cfg):
 def _task(name, config, summary, length, fill, check, card, **extra):
     return Task(name=name, config=config, summary=summary, keys=_token_keys(length), fill=fill, check=check,
                 family="tokens", card=card, vocab_size=_vocab_size, authors=mad_authors.stream_of(name),
-                citation=CITATION, **extra)
+                citation=CITATION, default_num_samples=mad_authors.MAD_TRAIN_EXAMPLES[name] + MAD_TEST, **extra)
 
 
 TASKS = [
