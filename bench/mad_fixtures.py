@@ -86,7 +86,7 @@ def stream_case(instances, task, params, seed, count):
     return out
 
 
-def dataset_case(instances, generate_data, task, fields, seed, n_train, n_test):
+def dataset_case(instances, generate_data, task, fields, *, seed, n_train, n_test):
     """MADConfig.instance_fn_kwargs for these fields (MADConfig's defaults elsewhere), then generate_data."""
     kw = dict(vocab_size=16, seq_len=128, k_motif_size=1, v_motif_size=1, frac_noise=0.0, noise_vocab_size=0,
               num_tokens_to_copy=0, multi_query=True)
@@ -115,7 +115,8 @@ def main():
             arrays[f"{i}/{split}/inputs"], arrays[f"{i}/{split}/targets"] = x.astype(np.int16), y.astype(np.int16)
         cases.append(dict(kind="stream", task=task, params=params, seed=seed, count=count))
     for j, (task, fields, seed, n_train, n_test) in enumerate(DATASET_CASES, start=len(cases)):
-        for split, (x, y) in dataset_case(instances, generate_data, task, fields, seed, n_train, n_test).items():
+        for split, (x, y) in dataset_case(instances, generate_data, task, fields, seed=seed, n_train=n_train,
+                                                 n_test=n_test).items():
             arrays[f"{j}/{split}/inputs"], arrays[f"{j}/{split}/targets"] = x.astype(np.int16), y.astype(np.int16)
         cases.append(dict(kind="dataset", task=task, params=fields, seed=seed, num_train_examples=n_train,
                           num_test_examples=n_test))

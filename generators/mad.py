@@ -641,35 +641,41 @@ def _vocab_size(cfg):
     return cfg.vocab_size
 
 
-def _task(name, config, summary, length, fill, check, card, **extra):
+def _task(name, *, config, summary, length, fill, check, card, **extra):
     return Task(name=name, config=config, summary=summary, keys=_token_keys(length), fill=fill, check=check,
                 family="tokens", card=card, vocab_size=_vocab_size, authors=mad_authors.stream_of(name),
                 citation=CITATION, default_num_samples=mad_authors.MAD_TRAIN_EXAMPLES[name] + MAD_TEST, **extra)
 
 
 TASKS = [
-    _task("mad-recall", RecallConfig, "MAD in-context recall: values of repeated keys in a key-value stream",
-          _recall_length, _fill_recall, _check_recall,
-          "seq_len/2 - 1 key-value pairs (keys [0, ns/2), values [ns/2, ns), one value per key), then a probe "
-          "pair of a key shown before; train: next-token targets; test: the values of keys shown before "
+    _task("mad-recall", config=RecallConfig,
+          summary="MAD in-context recall: values of repeated keys in a key-value stream",
+          length=_recall_length, fill=_fill_recall, check=_check_recall,
+          card="seq_len/2 - 1 key-value pairs (keys [0, ns/2), values [ns/2, ns), one value per key), then a "
+          "probe pair of a key shown before; train: next-token targets; test: the values of keys shown before "
           "(docs/tasks/mad.md)."),
-    _task("mad-noisy-recall", NoisyRecallConfig, "MAD noisy in-context recall: recall with noise slots",
-          _recall_length, _fill_recall, _check_recall,
-          "in-context recall where each pair slot is 2 noise tokens with probability frac_noise "
+    _task("mad-noisy-recall", config=NoisyRecallConfig,
+          summary="MAD noisy in-context recall: recall with noise slots",
+          length=_recall_length, fill=_fill_recall, check=_check_recall,
+          card="in-context recall where each pair slot is 2 noise tokens with probability frac_noise "
           "(docs/tasks/mad.md)."),
-    _task("mad-fuzzy-recall", FuzzyRecallConfig, "MAD fuzzy in-context recall: keys and values of 1..k tokens",
-          _seq_length, _fill_fuzzy, _check_fuzzy,
-          "in-context recall whose keys and values are motifs of 1..k_motif_size / 1..v_motif_size distinct "
+    _task("mad-fuzzy-recall", config=FuzzyRecallConfig,
+          summary="MAD fuzzy in-context recall: keys and values of 1..k tokens",
+          length=_seq_length, fill=_fill_fuzzy, check=_check_fuzzy,
+          card="in-context recall whose keys and values are motifs of 1..k_motif_size / 1..v_motif_size distinct "
           "tokens, padded at the front (docs/tasks/mad.md)."),
-    _task("mad-selective-copying", SelectiveCopyingConfig, "MAD selective copying: copy the tokens among blanks",
-          _seq_length, _fill_copying, _check_copying,
-          "num_tokens_to_copy data tokens scattered among blanks, a copy token, then the data tokens are the "
+    _task("mad-selective-copying", config=SelectiveCopyingConfig,
+          summary="MAD selective copying: copy the tokens among blanks",
+          length=_seq_length, fill=_fill_copying, check=_check_copying,
+          card="num_tokens_to_copy data tokens scattered among blanks, a copy token, then the data tokens are the "
           "targets of the last positions (docs/tasks/mad.md)."),
-    _task("mad-compression", CompressionConfig, "MAD compression: reproduce a random sequence (autoencoder)",
-          _seq_length, _fill_compression, _check_compression,
-          "seq_len - 1 uniform tokens and an end token; the targets are the inputs (docs/tasks/mad.md)."),
-    _task("mad-memorization", MemorizationConfig, "MAD memorization: values of a fixed key -> value map",
-          _memorization_length, _fill_memorization, _check_memorization,
-          "seq_len/2 pairs (key, insert token); the insert token's target is the key's value under a map fixed "
-          "by kv_map_seed (docs/tasks/mad.md).", fixed=_memorization_fixed),
+    _task("mad-compression", config=CompressionConfig,
+          summary="MAD compression: reproduce a random sequence (autoencoder)",
+          length=_seq_length, fill=_fill_compression, check=_check_compression,
+          card="seq_len - 1 uniform tokens and an end token; the targets are the inputs (docs/tasks/mad.md)."),
+    _task("mad-memorization", config=MemorizationConfig,
+          summary="MAD memorization: values of a fixed key -> value map",
+          length=_memorization_length, fill=_fill_memorization, check=_check_memorization,
+          card="seq_len/2 pairs (key, insert token); the insert token's target is the key's value under a map "
+          "fixed by kv_map_seed (docs/tasks/mad.md).", fixed=_memorization_fixed),
 ]

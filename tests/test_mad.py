@@ -155,6 +155,19 @@ def test_gen_authors_stream_writes_mads_stream_and_verifies(tmp_path):
     assert r.exit_code != 0 and "blank_after_last: MAD's generator has no such option" in r.output
 
 
+def test_recall_where_mads_code_fails():
+    """Every loop slot noise and the never-noise slot the final one: MAD's generator raises
+    (rng.choice of an empty list; at seq_len 4 and frac_noise 0.99 about half the draws).
+    The authors' stream says so in one line; our law redraws such a sample."""
+    p = dict(vocab_size=20, seq_len=4, noise_vocab_size=4, frac_noise=0.99)
+    with pytest.raises(LongsynthError, match="every slot was noise, no key to probe"):
+        longsynth.authors_stream("mad-recall", 50, seed=0, split="test", **p)
+    b = _ours("mad-recall", p, "test", 300)
+    x, y = b["inputs"], b["targets"]
+    assert (x[:, 0] < 8).all() and (x[:, 1] >= 8).all() and (x[:, 2] == x[:, 0]).all()  # the pair, then its probe
+    assert (y[:, 2] == x[:, 1]).all() and (y[:, :2] == -100).all()
+
+
 def test_authors_stream_leaves_numpys_global_state_alone():
     np.random.seed(99)
     before = np.random.get_state()[1].copy()
