@@ -63,6 +63,14 @@ class Stream:
             if r >= threshold:
                 return r % n
 
+    def below(self, n):
+        """Lemire: m = (top 32 bits) * n, redrawn while m mod 2^32 < 2^32 mod n; m >> 32."""
+        threshold = (1 << 32) % n
+        while True:
+            m = (self.u64() >> 32) * n
+            if m & 0xFFFFFFFF >= threshold:
+                return m >> 32
+
     def normal(self):
         while True:
             r = self.u64()
