@@ -18,10 +18,8 @@ Vocabulary layout (V = vocab_size, n = noise_vocab_size, "ns" the non-special to
                                    noise [ns, V - 1), insert V - 1
 
 Draw order (the reproducibility contract; ``stream(seed, split, index)``, one per sample;
-``randint(m)`` uniform on [0, m), ``uniform()`` on [0, 1); ``lemire(g)`` a run of draws uniform
-on [0, g) by Lemire's multiply-shift on 32-bit halves: each next_u64 gives two halves x, low
-half first; m = x * g; x is rejected (the next half tried) while m mod 2^32 < 2^32 mod g, else
-the draw is m >> 32; a run starts on a fresh next_u64):
+``randint(m)`` uniform on [0, m), ``uniform()`` on [0, 1); ``below(m)`` uniform on [0, m) by
+Lemire's multiply-shift, no division on most draws (all three: longsynth/rng.py)):
     recall       f = randint(P) with P = seq_len / 2 (the slot that is never noise); then for
                  slots i = 0..P-2: if frac_noise > 0 and i != f, noise = uniform() < frac_noise;
                  a noise slot draws 2 tokens randint(n); otherwise key randint(ns//2) and, if
@@ -39,10 +37,10 @@ the draw is m >> 32; a run starts on a fresh next_u64):
                  unused; else noise = uniform() < frac_noise when frac_noise > 0 (ks + vs
                  tokens randint(n)), else key(size) and, for a key neither shown nor the probe
                  key, value(size).
-    selective    num_tokens_to_copy tokens randint(V - 2), then lemire(g) for each of the
-                 seq_len - 2 num_tokens_to_copy - 1 blanks: its gap, with g = num_tokens_to_copy
-                 (num_tokens_to_copy + 1 with blank_after_last).
-    compression  seq_len - 1 tokens lemire(V - n - 1); then if frac_noise > 0 for each of
+    selective    num_tokens_to_copy tokens randint(V - 2), then for each of the
+                 seq_len - 2 num_tokens_to_copy - 1 blanks its gap below(g), with
+                 g = num_tokens_to_copy (num_tokens_to_copy + 1 with blank_after_last).
+    compression  seq_len - 1 tokens below(V - n - 1); then if frac_noise > 0 for each of
                  them: uniform() < frac_noise replaces it by V - n - 1 + randint(n).
     memorization f = randint(seq_len / 2); then per pair i: if frac_noise > 0 and i != f,
                  noise = uniform() < frac_noise (2 tokens randint(n)), else key randint(ns//2).
@@ -62,7 +60,7 @@ from numba import njit, prange
 from longsynth.errors import LongsynthError
 from longsynth.generators import mad_authors
 from longsynth.generators._tokens import IGNORE, token_dtype
-from longsynth.rng import FIXED, SPLITS, next_u64, randint, stream, uniform
+from longsynth.rng import FIXED, SPLITS, below, randint, stream, uniform
 from longsynth.task import KeySpec, Task, param
 
 CITATION = """@inproceedings{poli2024mad,
@@ -459,30 +457,6 @@ def fuzzy_fill(seed, split, start, law, inp, tgt):
 
 
 @njit(cache=True)
-def lemire_fill(s, bound, out):
-    """out[i] <- uniform on [0, bound) (bound < 2^32), in order: Lemire's multiply-shift with
-    rejection on the 32-bit halves of next_u64, low half first (no division per draw)."""
-    g = np.uint64(bound)
-    low = np.uint64(0xFFFFFFFF)
-    threshold = (np.uint64(1 << 32) - g) % g  # 2^32 mod bound
-    word = np.uint64(0)
-    halves = 0
-    for i in range(out.shape[0]):
-        while True:
-            if halves == 0:
-                word = next_u64(s)
-                x = word & low
-                halves = 1
-            else:
-                x = word >> np.uint64(32)
-                halves = 0
-            m = x * g
-            if (m & low) >= threshold:
-                break
-        out[i] = m >> np.uint64(32)
-
-
-@njit(cache=True)
 def copying_one(seed, split, index, law, inp, tgt):
     """inp, tgt [seq_len]: data tokens with blanks in the gaps before them, copy token, blanks."""
     s = stream(seed, split, index)
@@ -490,11 +464,9 @@ def copying_one(seed, split, index, law, inp, tgt):
     data = np.empty(n, dtype=np.int64)
     for j in range(n):
         data[j] = randint(s, law.n_data)
-    at = np.empty(law.n_blank, dtype=np.int64)
-    lemire_fill(s, law.n_gaps, at)
     gaps = np.zeros(law.n_gaps, dtype=np.int64)
-    for b in range(law.n_blank):
-        gaps[at[b]] += 1
+    for _ in range(law.n_blank):
+        gaps[below(s, law.n_gaps)] += 1
     inp[:] = law.blank
     pos = -1
     for j in range(n):
@@ -520,7 +492,8 @@ def compression_one(seed, split, index, law, inp, tgt):
     """inp, tgt [seq_len]: seq_len - 1 tokens and the end token; targets the (noisy) inputs."""
     s = stream(seed, split, index)
     n = inp.shape[0] - 1
-    lemire_fill(s, law.n_data, inp[:n])
+    for i in range(n):
+        inp[i] = below(s, law.n_data)
     inp[n] = law.end
     for i in range(n + 1):
         tgt[i] = inp[i]
