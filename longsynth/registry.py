@@ -13,6 +13,8 @@ MODULES = [
     "longsynth.generators.pathfinder.seg",
     "longsynth.generators.pathfinder.lra",
     "longsynth.generators.mqar",
+    "longsynth.generators.word_problem",
+    "longsynth.generators.formal_language",
     "longsynth.generators.mad",
 ]
 

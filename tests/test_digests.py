@@ -24,6 +24,8 @@ EXTRA = {
     "pathfinder-seg": [dict(size=256), dict(distractor_tries=0), dict(exact_restarts=False)],
     "pathfinder": [dict(size=64, difficulty="easy"), dict(size=128), dict(exact_restarts=False),
                    dict(distractor_tries=0, difficulty="medium")],
+    "word-problem": [dict(group="S5", k=16), dict(group="A4xZ5", k=3)],
+    "modular-arithmetic": [dict(brackets=True), dict(brackets=True, mult=True, vocab_size=20)],
 }
 
 

@@ -36,10 +36,13 @@ CASES = {  # name: (task, params, splits); shard sizes of 7 make blocks end at s
     "listops": ("listops", SMALL_LISTOPS, {"train": 20, "val": 3, "test": 3}),
     "pathfinder-seg": ("pathfinder-seg", {"size": 128}, {"train": 5, "val": 2, "test": 2}),
     "mqar": ("mqar", {"input_seq_len": 32, "num_kv_pairs": 4}, {"train": 9, "val": 2, "test": 2}),  # tokens, int16
+    "word-problem": ("word-problem", {"group": "A5", "k": 6}, {"train": 9, "val": 2, "test": 2}),
+    "parity": ("parity", {"context_length": 16, "max_sequence_length": 9, "test_min_sequence_length": 9,
+                          "test_max_sequence_length": 16}, {"train": 9, "val": 2, "test": 2}),
     "mad-memorization": ("mad-memorization", {"vocab_size": 40, "seq_len": 12}, {"train": 9, "val": 2, "test": 2}),
 }
-# the others cite the DLR paper
-CITED = {"listops": "Long Range Arena", "mqar": "arXiv:2312.04927", "mad-memorization": "arXiv:2403.17844"}
+CITED = {"listops": "Long Range Arena", "mqar": "arXiv:2312.04927", "word-problem": "arXiv:2404.08819",
+         "parity": "arXiv:2411.12537", "mad-memorization": "arXiv:2403.17844"}  # the others cite the DLR paper
 HF_SPLITS = {"train": "train", "val": "validation", "test": "test"}
 
 datasets.disable_progress_bars()
@@ -158,8 +161,8 @@ def test_card_parses_and_describes_the_dataset(exported, name):
     mark = json.loads((out / "longsynth.json").read_text())
     assert mark["dataset"] == m and mark["export"]["format"] == "hf"
     assert sorted(mark["export"]["files"]) == sorted(tree(out))
-    if m["vocab"]:
-        assert "4 `]`" in text
+    if m["vocab"]:  # every id with its token (listops: 4 `]`)
+        assert "Token id -> token: " + ", ".join(f"{i} `{t}`" for i, t in enumerate(m["vocab"])) + "." in text
     if m["fixed"]:  # the dataset-level draws travel in longsynth.json; those stored as keys are on the card
         assert mark["dataset"]["fixed"] == m["fixed"]
         assert all(f"`{k}`" in text for k in m["fixed"] if k in ds.task.keys(ds.config))
