@@ -1,6 +1,6 @@
 """Benchmark: MAD's own generators beside longsynth's kernels and authors' streams, in one run.
 
-    python bench/mad.py --mad /tmp/mad-lab [--budget 3] [--json PATH]
+    python bench/mad.py --mad /tmp/mad-lab [--budget 3] [--only TASK,...] [--json PATH]
 
 ``--mad`` is a checkout of athms/mad-lab at 0f49a452 (docs/tasks/mad.md says how to fetch it;
 only mad/data/instances.py is loaded, it needs NumPy alone). For each setting, samples per CPU
@@ -112,13 +112,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mad", required=True, help="checkout of athms/mad-lab at 0f49a452")
     ap.add_argument("--budget", type=float, default=3.0, help="CPU seconds per measurement (default 3)")
+    ap.add_argument("--only", default=None, help="comma-separated tasks: their settings only (default: all)")
     ap.add_argument("--json", default=None, help="write the results here")
     args = ap.parse_args()
     instances = load_instances(args.mad)
     results = {"machine": machine(), "budget_cpu_s": args.budget, "settings": []}
     print(f"{'setting':44s} {'theirs/s':>10s} {'authors/s':>10s} {'ours/s':>12s} {'ours/theirs':>12s} "
           f"{'authors/theirs':>15s}")
-    for task, params in SETTINGS:
+    only = set(args.only.split(",")) if args.only else {task for task, _ in SETTINGS}
+    unknown = only - {task for task, _ in SETTINGS}
+    if unknown:
+        ap.error(f"--only: no settings for {', '.join(sorted(unknown))}")
+    for task, params in [(t, p) for t, p in SETTINGS if t in only]:
         cfg = registry.get(task).make_config(**params)
         row = {"task": task, "params": params, "theirs": theirs(instances, task, cfg, args.budget),
                "authors": authors(task, cfg, args.budget), "ours": ours(task, cfg, args.budget)}

@@ -19,7 +19,10 @@ Vocabulary layout (V = vocab_size, n = noise_vocab_size, "ns" the non-special to
 
 Draw order (the reproducibility contract; ``stream(seed, split, index)``, one per sample;
 ``randint(m)`` uniform on [0, m), ``uniform()`` on [0, 1); ``below(m)`` uniform on [0, m) by
-Lemire's multiply-shift, no division on most draws (all three: longsynth/rng.py)):
+Lemire's multiply-shift, no division on most draws (all three: longsynth/rng.py); ``pairs(g)``
+a run of draws uniform on [0, g), as below(g) but on both 32-bit halves of each next_u64: x the
+low half, then the high half; m = x * g, x rejected while m mod 2^32 < 2^32 mod g, else the
+draw is m >> 32; a run starts on a fresh next_u64):
     recall       f = randint(P) with P = seq_len / 2 (the slot that is never noise); then for
                  slots i = 0..P-2: if frac_noise > 0 and i != f, noise = uniform() < frac_noise;
                  a noise slot draws 2 tokens randint(n); otherwise key randint(ns//2) and, if
@@ -37,8 +40,8 @@ Lemire's multiply-shift, no division on most draws (all three: longsynth/rng.py)
                  unused; else noise = uniform() < frac_noise when frac_noise > 0 (ks + vs
                  tokens randint(n)), else key(size) and, for a key neither shown nor the probe
                  key, value(size).
-    selective    num_tokens_to_copy tokens randint(V - 2), then for each of the
-                 seq_len - 2 num_tokens_to_copy - 1 blanks its gap below(g), with
+    selective    num_tokens_to_copy tokens randint(V - 2), then pairs(g) for the
+                 seq_len - 2 num_tokens_to_copy - 1 blanks: their gaps, with
                  g = num_tokens_to_copy (num_tokens_to_copy + 1 with blank_after_last).
     compression  seq_len - 1 tokens below(V - n - 1); then if frac_noise > 0 for each of
                  them: uniform() < frac_noise replaces it by V - n - 1 + randint(n).
@@ -60,7 +63,7 @@ from numba import njit, prange
 from longsynth.errors import LongsynthError
 from longsynth.generators import mad_authors
 from longsynth.generators._tokens import IGNORE, token_dtype
-from longsynth.rng import FIXED, SPLITS, below, randint, stream, uniform
+from longsynth.rng import FIXED, SPLITS, below, next_u64, randint, stream, uniform
 from longsynth.task import KeySpec, Task, param
 
 CITATION = """@inproceedings{poli2024mad,
@@ -457,25 +460,48 @@ def fuzzy_fill(seed, split, start, law, inp, tgt):
 
 
 @njit(cache=True)
+def count_pairs(s, draws, counts):
+    """counts[j] += 1 for ``draws`` values j uniform on [0, len(counts)) (< 2^32), in order:
+    rng.below's multiply-shift with rejection, but on both 32-bit halves of each next_u64 (low
+    half first), two draws a word. Selective copying draws a gap per blank, most of its
+    sequence: half the generator calls of one ``below`` per blank."""
+    g = np.uint64(counts.shape[0])
+    low = np.uint64(0xFFFFFFFF)
+    threshold = (np.uint64(1 << 32) - g) % g  # 2^32 mod bound
+    word = np.uint64(0)
+    halves = 0
+    for _ in range(draws):
+        while True:
+            if halves == 0:
+                word = next_u64(s)
+                x = word & low
+                halves = 1
+            else:
+                x = word >> np.uint64(32)
+                halves = 0
+            m = x * g
+            if (m & low) >= threshold:
+                break
+        counts[np.int64(m >> np.uint64(32))] += 1
+
+
+@njit(cache=True)
 def copying_one(seed, split, index, law, inp, tgt):
     """inp, tgt [seq_len]: data tokens with blanks in the gaps before them, copy token, blanks."""
     s = stream(seed, split, index)
     n = law.n_copy
-    data = np.empty(n, dtype=np.int64)
-    for j in range(n):
-        data[j] = randint(s, law.n_data)
+    m = inp.shape[0] - n
+    for j in range(n):  # the data tokens, kept where the targets want them
+        tgt[m + j] = randint(s, law.n_data)
     gaps = np.zeros(law.n_gaps, dtype=np.int64)
-    for _ in range(law.n_blank):
-        gaps[below(s, law.n_gaps)] += 1
+    count_pairs(s, law.n_blank, gaps)
     inp[:] = law.blank
     pos = -1
     for j in range(n):
         pos += gaps[j] + 1  # data token j follows the blanks of gaps 0..j
-        inp[pos] = data[j]
+        inp[pos] = tgt[m + j]
     inp[law.n_blank + n] = law.copy
-    m = inp.shape[0] - n
     tgt[:m] = IGNORE
-    tgt[m:] = data
 
 
 @njit(cache=True, parallel=True)

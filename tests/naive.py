@@ -912,14 +912,28 @@ def mad_fuzzy_recall(seed, split, index, vocab_size, seq_len, multi_query, k_mot
     return _mad_out([padding] * pad + tokens, [MAD_IGNORE] * pad + scored, split, _mad_dtype(vocab_size))
 
 
+def _mad_pairs(st, bound, count):
+    """count draws on [0, bound): 32-bit halves of u64 words (low first), x * bound, rejected while
+    its low 32 bits fall below 2^32 mod bound, else its high 32 bits."""
+    out, halves = [], []
+    while len(out) < count:
+        if not halves:
+            w = st.u64()
+            halves = [w & 0xFFFFFFFF, w >> 32]
+        m = halves.pop(0) * bound
+        if m % 2**32 >= 2**32 % bound:
+            out.append(m >> 32)
+    return out
+
+
 def mad_selective_copying(seed, split, index, vocab_size, seq_len, num_tokens_to_copy, blank_after_last):
     st = Stream(seed, SPLITS[split], index)
     n = num_tokens_to_copy
     data = [st.randint(vocab_size - 2) for _ in range(n)]
     slots = n + 1 if blank_after_last else n
     before = [0] * (n + 1)
-    for _ in range(seq_len - 2 * n - 1):
-        before[st.below(slots)] += 1
+    for gap in _mad_pairs(st, slots, seq_len - 2 * n - 1):
+        before[gap] += 1
     blank, copy = vocab_size - 2, vocab_size - 1
     x = []
     for j in range(n):
