@@ -15,6 +15,7 @@ MODULES = [
     "longsynth.generators.mqar",
     "longsynth.generators.word_problem",
     "longsynth.generators.formal_language",
+    "longsynth.generators.mad",
 ]
 
 _TASKS = None
