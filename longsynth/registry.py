@@ -13,6 +13,7 @@ MODULES = [
     "longsynth.generators.pathfinder.seg",
     "longsynth.generators.pathfinder.lra",
     "longsynth.generators.mqar",
+    "longsynth.generators.safari",
 ]
 
 _TASKS = None

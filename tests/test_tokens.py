@@ -189,3 +189,11 @@ def test_authors_stream_api_checks_its_arguments():
         longsynth.authors_stream("mqar", 3, seed=0, L=5)
     got = longsynth.authors_stream("mqar", 0, seed=0)
     assert got["inputs"].shape == (0, 64)
+
+
+def test_authors_stream_of_no_rows_has_the_row_shape():
+    for name, t in registry.all_tasks().items():
+        if t.authors is not None:
+            got = longsynth.authors_stream(name, 0, seed=0)
+            L = t.keys(t.make_config())["inputs"].shape[0]
+            assert got["inputs"].shape == (0, L) and got["targets"].shape == (0, L), name
