@@ -14,6 +14,7 @@ MODULES = [
     "longsynth.generators.pathfinder.lra",
     "longsynth.generators.mqar",
     "longsynth.generators.safari",
+    "longsynth.generators.copying",
 ]
 
 _TASKS = None

@@ -670,3 +670,18 @@ def induction_head(seed, split, index, vocab_size, input_seq_len, induction_len=
         seq[p : p + 1 + m] = [n + 1] + answer
     x, y = _safari_targets(seq + answer, split, m)
     return {"inputs": x.astype(np.int16), "targets": y.astype(np.int16)}
+
+
+def selective_copying(seed, split, index, L, M, A):
+    """docs/tasks/selective-copying.md: M tokens 1 + randint(A - 2), Floyd's M-subset of
+    L + M positions, the tokens there in order, M markers A - 1; targets the tokens at the markers."""
+    st = Stream(seed, SPLITS[split], index)
+    tokens = [1 + st.randint(A - 2) for _ in range(M)]
+    pos = floyd(st, L + M, M)
+    x = np.zeros(L + 2 * M, dtype=np.int64)
+    x[pos] = tokens
+    x[L + M :] = A - 1
+    y = np.full(L + 2 * M, -100, dtype=np.int64)
+    y[L + M :] = tokens
+    dtype = np.int16 if A <= 32767 else np.int32
+    return {"inputs": x.astype(dtype), "targets": y.astype(dtype)}
