@@ -104,7 +104,8 @@ def authors_rows(cfg, count, seed, split):
     L, M, A = cfg.L, cfg.M, cfg.A
     g = torch.Generator().manual_seed(seed + {"train": 0, "val": 1, "test": 2}[split])
     tokens = torch.randint(low=1, high=A - 1, size=(count, M), generator=g)
-    inds = torch.stack([torch.randperm(L + M, generator=g)[:M] for _ in range(count)], 0).reshape(count, M)
+    rows = [torch.randperm(L + M, generator=g)[:M] for _ in range(count)]
+    inds = torch.stack(rows, 0) if rows else torch.zeros((0, M), dtype=torch.long)
     inds, _ = inds.sort()
     x = torch.zeros((count, L + M), dtype=torch.long).scatter_(-1, inds, tokens)
     inputs = torch.cat([x, torch.full((count, M), A - 1, dtype=torch.long)], dim=-1).numpy()
