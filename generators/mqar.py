@@ -101,20 +101,22 @@ def _slots(s, picks, cdf, guide, taken):
     n = cdf.shape[0]
     total = cdf[n - 1]
     g = guide.shape[0]
-    for j in range(picks.shape[0]):
-        while True:
-            u = uniform(s) * total
-            # the first i with cdf[i] > u (n - 1 if none), searched from the guide's entry:
-            # back while the slot before also exceeds u, then on while this one does not
-            lo = guide[min(g - 1, np.int64(u / total * g))]
-            while lo > 0 and cdf[lo - 1] > u:
-                lo -= 1
-            while lo < n - 1 and cdf[lo] <= u:
-                lo += 1
-            if taken[lo] == 0:
-                taken[lo] = 1
-                break
-        picks[j] = lo
+    j = 0
+    while j < picks.shape[0]:
+        x = uniform(s)
+        u = x * total
+        # the first i with cdf[i] > u (n - 1 if none), searched from the guide's entry for x
+        # (u / total up to rounding): back while the slot before also exceeds u, then on
+        # while this one does not
+        lo = guide[min(g - 1, np.int64(x * g))]
+        while lo > 0 and cdf[lo - 1] > u:
+            lo -= 1
+        while lo < n - 1 and cdf[lo] <= u:
+            lo += 1
+        if taken[lo] == 0:
+            taken[lo] = 1
+            picks[j] = lo
+            j += 1
     for j in range(picks.shape[0]):
         taken[picks[j]] = 0
 
