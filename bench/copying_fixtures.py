@@ -9,12 +9,11 @@ variable=True, batch_shape=(count,))``, as S4's ``CopyingEvalDataset`` makes a s
 (L, M, A, count, seed), ``c/x`` and ``c/y`` (int16). Needs torch.
 """
 import argparse
-import importlib.util
 import os
-import sys
-import types
 
 import numpy as np
+
+import _authors
 
 CASES = {  # name: (L, M, A, count, seed)
     "tiny": (4, 2, 6, 8, 0),
@@ -30,13 +29,7 @@ def main():
     args = ap.parse_args()
     import torch
 
-    for name in ("src", "src.utils"):
-        sys.modules[name] = types.ModuleType(name)
-    sys.modules["src.utils.distributed"] = sys.modules["src.utils"].distributed = types.ModuleType("distributed")
-    path = os.path.join(os.path.abspath(args.s4), "src", "dataloaders", "datasets", "copying.py")
-    spec = importlib.util.spec_from_file_location("s4_copying", path)
-    copying = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(copying)
+    copying = _authors.s4_copying(args.s4)
     arrays = {}
     for name, (L, M, A, count, seed) in CASES.items():
         torch.manual_seed(seed)

@@ -16,10 +16,10 @@ our law against theirs in distribution on the cases of 2,000 rows.
 """
 import argparse
 import os
-import sys
-import types
 
 import numpy as np
+
+import _authors
 
 RECALL = {  # name: (vocab_size, input_seq_len, num_keys, allow_dot, count, seed)
     "ar-h3": (10, 20, 1, False, 2000, 0),
@@ -40,16 +40,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "data",
                                                   "safari_synthetics.npz"))
     args = ap.parse_args()
-    root = os.path.abspath(args.safari)
-    sys.path.insert(0, root)
-    for name, path in (("src", "src"), ("src.dataloaders", os.path.join("src", "dataloaders"))):
-        pkg = types.ModuleType(name)  # the packages without their __init__ (which imports every dataset)
-        pkg.__path__ = [os.path.join(root, path)]
-        sys.modules[name] = pkg
-    base = types.ModuleType("src.dataloaders.base")
-    base.SequenceDataset = type("SequenceDataset", (), {})
-    sys.modules["src.dataloaders.base"] = base
-    from src.dataloaders import synthetics as syn
+    syn = _authors.safari(args.safari)
 
     special = {"copy_prefix": "=>", "noop": "."}
     arrays = {}

@@ -8,9 +8,10 @@ the M-subsets of the L + M first positions; every other of those positions is 0;
 come M markers. inputs [L + 2M]; targets [L + 2M] are -100 except the last M, which are
 the data tokens in order: the model must reproduce them at the markers.
 
-Draw order (stream(seed, split, index)): the M tokens, 1 + randint(A - 2) each; then the
-positions by Floyd's algorithm with n = L + M: for t = n - M .. n - 1: r = randint(t + 1);
-t is chosen if r already is, else r. Tokens go to the chosen positions in increasing order.
+Draw order (stream(seed, split, index); below: longsynth.rng's exact multiply-shift draw):
+the M tokens, 1 + below(A - 2) each; then the positions by Floyd's algorithm with
+n = L + M: for t = n - M .. n - 1: r = below(t + 1); t is chosen if r already is, else r.
+Tokens go to the chosen positions in increasing order.
 
 Worked example (L = 4, M = 2, A = 6): tokens (3, 1), positions {1, 4}:
     inputs   0    3    0    0    1    0    5    5
@@ -23,7 +24,7 @@ from numba import njit, prange
 
 from longsynth.errors import LongsynthError
 from longsynth.generators._tokens import IGNORE, token_dtype
-from longsynth.rng import randint, stream
+from longsynth.rng import below, stream
 from longsynth.task import KeySpec, Task, param
 
 MAX_L = 1 << 24
@@ -45,39 +46,39 @@ class CopyingConfig:
 
 
 @njit(cache=True)
-def copying_one(seed, split, index, A, taken, inp, tgt):
-    m = tgt.shape[0] - taken.shape[0]
+def copying_one(seed, split, index, A, taken, pos, inp, tgt):
+    """inp, tgt [L + 2M]; ``taken``: a zeroed byte map of L + M positions (zeroed again on
+    return); ``pos`` [M] scratch."""
+    m = pos.shape[0]
     n = taken.shape[0]  # L + M
     s = stream(seed, split, index)
     for j in range(m):  # the tokens, kept in the targets' last m slots
-        tgt[n + j] = 1 + randint(s, A - 2)
-    taken[:] = 0
-    for t in range(n - m, n):
-        r = randint(s, t + 1)
+        tgt[n + j] = 1 + below(s, A - 2)
+    for j, t in enumerate(range(n - m, n)):
+        r = below(s, t + 1)
         if taken[r]:
-            taken[t] = 1
-        else:
-            taken[r] = 1
-    j = 0
-    for i in range(n):
-        tgt[i] = IGNORE
-        if taken[i]:
-            inp[i] = tgt[n + j]
-            j += 1
-        else:
-            inp[i] = 0
-    for i in range(n, n + m):
-        inp[i] = A - 1
+            r = t
+        taken[r] = 1
+        pos[j] = r
+    pos.sort()
+    inp[:n] = 0
+    tgt[:n] = IGNORE
+    inp[n:] = A - 1
+    for j in range(m):
+        inp[pos[j]] = tgt[n + j]
+        taken[pos[j]] = 0
 
 
 @njit(cache=True, parallel=True)
 def copying_fill(seed, split, start, A, n, inp, tgt):
     count = inp.shape[0]
+    m = inp.shape[1] - n
     chunks = min(count, 64)
     for c in prange(chunks):  # scratch allocated once per chunk of samples
-        taken = np.empty(n, dtype=np.uint8)
+        taken = np.zeros(n, dtype=np.uint8)
+        pos = np.empty(m, dtype=np.int64)
         for b in range(c * count // chunks, (c + 1) * count // chunks):
-            copying_one(seed, split, start + b, A, taken, inp[b], tgt[b])
+            copying_one(seed, split, start + b, A, taken, pos, inp[b], tgt[b])
 
 
 def _keys(cfg):

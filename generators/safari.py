@@ -26,11 +26,12 @@ the induction_len tokens after the first kept trigger are the answer; at every k
 "=>" is written followed by the answer; the answer is appended. Length L + 1 + induction_len.
 
 Draw order (stream(seed, split, index)):
-    associative-recall  values: for t = 0..T-1: K + 1 + randint(n - K)
-                        pairs: P times t = randint(T)
-                        query: t = randint(T), redrawn while absent unless allow_dot
-    induction-head      L tokens 1 + randint(n); u = uniform(); (1 if u < 0.5 else
-                        induction_num_triggers) positions randint(L - 1 - induction_len)
+    associative-recall  values: for t = 0..T-1: K + 1 + below(n - K)
+                        pairs: P times t = below(T)
+                        query: t = below(T), redrawn while absent unless allow_dot
+    induction-head      L tokens 1 + below(n); u = uniform(); (1 if u < 0.5 else
+                        induction_num_triggers) positions below(L - 1 - induction_len)
+    (below: longsynth.rng's exact multiply-shift draw of [0, n))
 
 Worked example (associative-recall, V = 10: n = 8, ids "." 0, "0".."7" 1..8, "=>" 9; keys
 1..4, values 5..8; L = 8): values of keys 1..4: (7, 5, 8, 7); pairs 2 4 1 2; query 4:
@@ -48,7 +49,7 @@ from numba import njit, prange
 
 from longsynth.errors import LongsynthError
 from longsynth.generators._tokens import IGNORE, token_dtype
-from longsynth.rng import randint, stream, uniform
+from longsynth.rng import below, stream, uniform
 from longsynth.task import KeySpec, Task, param
 
 MAX_L = 1 << 20
@@ -158,12 +159,12 @@ def recall_one(seed, split, index, V, nk, allow_dot, scratch, inp, tgt):
     T = vals.shape[0]
     s = stream(seed, split, index)
     for t in range(T):
-        vals[t] = K + 1 + randint(s, n - K)
+        vals[t] = K + 1 + below(s, n - K)
         present[t] = 0
     P = (seq.shape[0] - nk - 2) // (nk + 1)
     w = 0
     for _ in range(P):
-        t = randint(s, T)
+        t = below(s, T)
         present[t] = 1
         c = t
         for d in range(nk - 1, -1, -1):  # key tokens, the first most significant
@@ -171,10 +172,10 @@ def recall_one(seed, split, index, V, nk, allow_dot, scratch, inp, tgt):
             c //= K
         seq[w + nk] = vals[t]
         w += nk + 1
-    t = randint(s, T)
+    t = below(s, T)
     if not allow_dot:
         while present[t] == 0:
-            t = randint(s, T)
+            t = below(s, T)
     seq[w] = n + 1
     c = t
     for d in range(nk, 0, -1):
@@ -191,11 +192,11 @@ def induction_one(seed, split, index, V, ilen, triggers, scratch, inp, tgt):
     L = seq.shape[0] - 1 - ilen
     s = stream(seed, split, index)
     for t in range(L):
-        seq[t] = 1 + randint(s, n)
+        seq[t] = 1 + below(s, n)
     seq[L] = n + 1
     m = 1 if uniform(s) < 0.5 else triggers
     for j in range(m):
-        pos[j] = randint(s, L - 1 - ilen)
+        pos[j] = below(s, L - 1 - ilen)
     pos[:m].sort()
     first = pos[0]
     for i in range(ilen):

@@ -15,6 +15,9 @@ Draws:
     next_u64(s)        64 random bits
     uniform(s)         (u >> 11) * 2^-53, in [0, 1)
     randint(s, n)      exact uniform integer in [0, n) by rejection (threshold 2^64 mod n)
+    below(s, n)        exact uniform integer in [0, n), n <= 2^32, without a division on most
+                       draws (Lemire): x = the top 32 bits of a u64, m = x * n; redrawn while
+                       m mod 2^32 < 2^32 mod n; the result m >> 32 (the token tasks' draw)
     normal(s)          ziggurat, 256 layers (Marsaglia & Tsang), one u64 per fast draw:
                        bits 0-7 layer, bit 8 sign, bits 9-60 the 52-bit abscissa
     normal_fill(s, x)  x[i] = normal(s) for i in order
@@ -137,6 +140,22 @@ def randint(s, n):
         r = next_u64(s)
         if r >= threshold:
             return np.int64(r % un)
+
+
+@njit(cache=True, inline="always")
+def below(s, n):
+    """Uniform integer in [0, n), 1 <= n <= 2^32 (Lemire's multiply-shift with rejection):
+    one u64 per draw, of which the top 32 bits are used; a division only when a draw lands
+    in the first n of the 2^32 low words."""
+    un = np.uint64(n)
+    m = (next_u64(s) >> np.uint64(32)) * un
+    low = m & np.uint64(0xFFFFFFFF)
+    if low < un:
+        threshold = (np.uint64(0x100000000) - un) % un
+        while low < threshold:
+            m = (next_u64(s) >> np.uint64(32)) * un
+            low = m & np.uint64(0xFFFFFFFF)
+    return np.int64(m >> np.uint64(32))
 
 
 @njit(cache=True)

@@ -63,6 +63,14 @@ class Stream:
             if r >= threshold:
                 return r % n
 
+    def below(self, n):
+        """Lemire: m = (top 32 bits) * n, redrawn while m mod 2^32 < 2^32 mod n; m >> 32."""
+        threshold = (1 << 32) % n
+        while True:
+            m = (self.u64() >> 32) * n
+            if m & 0xFFFFFFFF >= threshold:
+                return m >> 32
+
     def normal(self):
         while True:
             r = self.u64()
@@ -637,16 +645,16 @@ def associative_recall(seed, split, index, vocab_size, input_seq_len, num_keys=1
     n = vocab_size - 2
     K = n // 2
     tuples = list(__import__("itertools").product(range(K), repeat=num_keys))  # lexicographic
-    value = [K + 1 + st.randint(n - K) for _ in tuples]
+    value = [K + 1 + st.below(n - K) for _ in tuples]
     present = set()
     seq = []
     for _ in range(input_seq_len // (num_keys + 1)):
-        t = st.randint(len(tuples))
+        t = st.below(len(tuples))
         present.add(t)
         seq += [1 + k for k in tuples[t]] + [value[t]]
-    t = st.randint(len(tuples))
+    t = st.below(len(tuples))
     while not allow_dot and t not in present:
-        t = st.randint(len(tuples))
+        t = st.below(len(tuples))
     seq += [n + 1] + [1 + k for k in tuples[t]] + [value[t] if t in present else 0]
     x, y = _safari_targets(seq, split, 1)
     return {"inputs": x.astype(np.int16), "targets": y.astype(np.int16)}
@@ -658,9 +666,9 @@ def induction_head(seed, split, index, vocab_size, input_seq_len, induction_len=
     answer at each, and at the end."""
     st = Stream(seed, SPLITS[split], index)
     n, L, m = vocab_size - 2, input_seq_len, induction_len
-    seq = [1 + st.randint(n) for _ in range(L)] + [n + 1]
+    seq = [1 + st.below(n) for _ in range(L)] + [n + 1]
     count = 1 if st.uniform() < 0.5 else induction_num_triggers
-    pos = sorted(st.randint(L - 1 - m) for _ in range(count))
+    pos = sorted(st.below(L - 1 - m) for _ in range(count))
     kept = [pos[0]]
     for p in pos[1:]:
         if p - kept[-1] > m:
@@ -673,11 +681,15 @@ def induction_head(seed, split, index, vocab_size, input_seq_len, induction_len=
 
 
 def selective_copying(seed, split, index, L, M, A):
-    """docs/tasks/selective-copying.md: M tokens 1 + randint(A - 2), Floyd's M-subset of
+    """docs/tasks/selective-copying.md: M tokens 1 + below(A - 2), Floyd's M-subset of
     L + M positions, the tokens there in order, M markers A - 1; targets the tokens at the markers."""
     st = Stream(seed, SPLITS[split], index)
-    tokens = [1 + st.randint(A - 2) for _ in range(M)]
-    pos = floyd(st, L + M, M)
+    tokens = [1 + st.below(A - 2) for _ in range(M)]
+    chosen = set()
+    for t in range(L + M - M, L + M):  # Floyd, as documented, with below
+        r = st.below(t + 1)
+        chosen.add(t if r in chosen else r)
+    pos = sorted(chosen)
     x = np.zeros(L + 2 * M, dtype=np.int64)
     x[pos] = tokens
     x[L + M :] = A - 1

@@ -38,8 +38,8 @@ def test_definition_and_defaults():
         assert np.all(x[r, 4080:] == 15) and np.array_equal(y[r, 4080:], data) and np.all(y[r, :4080] == -100)
 
 
-GOLDEN = ["d0e8cbd71b465fcb8c67195710cdfe40e79fbc094070117e06c378e9f2952a47",
-          "4371ad45380a421b8917b626a37d7bd033cbfbf51bc9daf32d632f915719a6eb"]
+GOLDEN = ["fabccbee5babc1d8b726c6f954a191947888d2e9820a0025a683a55cbc1c7d23",
+          "324befe16645f58f08317c87febd377c684411ce944a07c74b05537bb3ecd678"]
 
 
 def test_golden_digests():

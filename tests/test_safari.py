@@ -112,10 +112,10 @@ def test_bad_configs_are_one_line(task, params, match):
 
 
 GOLDEN = {  # sample_digest of samples 0 and 9, seed 2023, train, default preset
-    "associative-recall": ["9849624d0b551d036f4ddebc18b30b039498448cdb25c86e40e18341ad05c166",
-                           "93958e7ab94e8ce4448888876967897ba8567220512550f1d82773b7bde944c5"],
-    "induction-head": ["c585c35e3a5b84ab93a7a4c817829b3bca8dca5f0da9bc9b51013042077b84c9",
-                       "cc81cf8b12609ed217c1ca9def0a9b93255933ef1c9e14fffd5646e9517d8b67"],
+    "associative-recall": ["64670e79a5be97b8fd76876d8547a14d678ae52825c72ebc9a823bcb88e90122",
+                           "0c1908feb03d3f6e713f12980ee11ad52973c2472ac33c9f39c1ec454dfb40f2"],
+    "induction-head": ["90072c83bd0308a199ddf3bd94a17ed26c7a2942dbd2bd862223e0ba2c02dc02",
+                       "c19ca7a1a0c49017ad01f78132ba99bfb74b49fbed3eec2a94451bc57c714727"],
 }
 
 

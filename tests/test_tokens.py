@@ -197,3 +197,26 @@ def test_authors_stream_of_no_rows_has_the_row_shape():
             got = longsynth.authors_stream(name, 0, seed=0)
             L = t.keys(t.make_config())["inputs"].shape[0]
             assert got["inputs"].shape == (0, L) and got["targets"].shape == (0, L), name
+
+
+def test_below_is_exact_and_matches_the_twin():
+    """rng.below (the token tasks' draw) against naive.Stream.below, including sizes where
+    the rejection matters (n near 2^32) and n = 1."""
+    from numba import njit
+
+    import naive
+    from longsynth import rng
+
+    @njit
+    def draws(seed, n, k):
+        s = rng.stream(seed, 1, 0)
+        out = np.empty(k, dtype=np.int64)
+        for i in range(k):
+            out[i] = rng.below(s, n)
+        return out
+
+    for n in (1, 2, 3, 7, 1000, 2**31 + 1, 2**32 - 1, 2**32):
+        st = naive.Stream(5, 1, 0)
+        assert draws(5, n, 300).tolist() == [st.below(n) for _ in range(300)], n
+    counts = np.bincount(draws(9, 6, 60000), minlength=6)
+    assert counts.min() > 9500 and counts.max() < 10500
