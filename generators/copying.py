@@ -96,22 +96,24 @@ def authors_rows(cfg, count, seed, split):
     """S4's ``torch_copying_data(L, M, A, variable=True, batch_shape=(count,))`` after
     ``torch.manual_seed(seed')`` (seed' = seed + 0, 1, 2 for train, val, test), as its
     ``CopyingEvalDataset`` makes a set: the same torch calls in the same order (``randint``
-    of all tokens, then a ``randperm(L + M)`` per row) on a private ``torch.Generator``;
-    x as inputs, the tokens as the last M targets. Needs torch."""
+    of all tokens, then a ``randperm(L + M)`` per row) on a private ``torch.Generator``, the
+    rest in NumPy; x as inputs, the tokens as the last M targets. Needs torch."""
     try:
         import torch
     except ImportError:
         raise LongsynthError("selective-copying: the authors' stream is S4's torch code; pip install torch") from None
     L, M, A = cfg.L, cfg.M, cfg.A
     g = torch.Generator().manual_seed(seed + {"train": 0, "val": 1, "test": 2}[split])
-    tokens = torch.randint(low=1, high=A - 1, size=(count, M), generator=g)
-    rows = [torch.randperm(L + M, generator=g)[:M] for _ in range(count)]
-    inds = torch.stack(rows, 0) if rows else torch.zeros((0, M), dtype=torch.long)
-    inds, _ = inds.sort()
-    x = torch.zeros((count, L + M), dtype=torch.long).scatter_(-1, inds, tokens)
-    inputs = torch.cat([x, torch.full((count, M), A - 1, dtype=torch.long)], dim=-1).numpy()
+    tokens = torch.randint(low=1, high=A - 1, size=(count, M), generator=g).numpy()
+    inds = np.empty((count, M), dtype=np.int64)
+    for i in range(count):
+        inds[i] = torch.randperm(L + M, generator=g)[:M].numpy()
+    inds.sort(axis=1)
+    inputs = np.zeros((count, L + 2 * M), dtype=np.int64)
+    np.put_along_axis(inputs, inds, tokens, axis=1)  # S4's scatter_ of the tokens at the sorted positions
+    inputs[:, L + M :] = A - 1
     targets = np.full((count, L + 2 * M), IGNORE, dtype=np.int64)
-    targets[:, L + M :] = tokens.numpy()
+    targets[:, L + M :] = tokens
     return {"inputs": inputs, "targets": targets}
 
 
