@@ -34,36 +34,52 @@ INDUCTION = [("h3", {"preset": "h3"}), ("mamba", {"preset": "mamba"})]
 COPYING = [("mamba", {}), ("L200-M10-A10", {"L": 200, "M": 10, "A": 10})]
 
 
-def rate(make, n, seconds, prepare=None):
-    """Samples per second of make(n), n growing until one call takes ``seconds``;
-    ``prepare(n)``, untimed, runs before each call."""
+def rate(make, n, seconds, cap=1 << 24):
+    """Samples per second of make(n): n grows until one call takes ``seconds`` or reaches
+    ``cap`` (memory); at the cap, calls repeat until ``seconds`` have passed."""
     while True:
-        if prepare is not None:
-            prepare(n)
         t = time.perf_counter()
         make(n)
         dt = time.perf_counter() - t
-        if dt >= seconds or n >= 1 << 24:
+        if dt >= seconds:
             return n / dt
-        n = max(n + 1, int(n * min(8.0, 1.3 * seconds / max(dt, 1e-6))))
+        if n >= cap:
+            done, spent = n, dt
+            while spent < seconds:
+                t = time.perf_counter()
+                make(n)
+                spent += time.perf_counter() - t
+                done += n
+            return done / spent
+        n = min(cap, max(n + 1, int(n * min(8.0, 1.3 * seconds / max(dt, 1e-6)))))
+
+
+def rows_in(nbytes, task, params):
+    """How many samples of ``task`` fit in ``nbytes`` as int64 inputs and targets (at least 1)."""
+    t = longsynth.registry.get(task)
+    L = t.keys(t.make_config(**params))["inputs"].shape[0]
+    return max(1, nbytes // (16 * L))
 
 
 def ours(task, params, seconds):
-    """longsynth.batch into buffers allocated and touched (by a first fill) before the timed fill."""
-    longsynth.batch(task, 0, 2, **params)  # compiled
-    buffers = {}
+    """longsynth.batch filling one buffer of at most 64 MB (as gen fills its blocks) again and
+    again, samples start, start + n, ...: made and touched before the timing."""
+    t = longsynth.registry.get(task)
+    per = sum(np.dtype(k.dtype).itemsize * int(np.prod(k.shape)) for k in t.keys(t.make_config(**params)).values())
+    n = max(1, min(1 << 16, (64 << 20) // per))
+    out = longsynth.batch(task, 0, n, **params)
+    next_start = [n]
 
-    def prepare(n):
-        buffers["out"] = longsynth.batch(task, 0, n, **params)
+    def make(_):
+        longsynth.batch(task, next_start[0], n, out=out, **params)
+        next_start[0] += n
 
-    def make(n):
-        longsynth.batch(task, 0, n, out=buffers["out"], **params)
-
-    return rate(make, 64, seconds, prepare)
+    return rate(make, n, seconds, cap=n)
 
 
 def authors(task, params, seconds):
-    return rate(lambda n: longsynth.authors_stream(task, n, seed=1, **params), 1, seconds)
+    return rate(lambda n: longsynth.authors_stream(task, n, seed=1, **params), 1, seconds,
+                cap=rows_in(256 << 20, task, params))
 
 
 def row(results, task, setting, theirs, ours_rate, authors_rate, note=""):
@@ -97,7 +113,8 @@ def main():
     for L, kv in MQAR:
         p = {"input_seq_len": L, "num_kv_pairs": kv}
         theirs = rate(lambda n: multiquery_ar(vocab_size=8192, num_examples=n, input_seq_len=L, seed=1,
-                                              num_kv_pairs=kv, random_non_queries=False), 64, s)
+                                              num_kv_pairs=kv, random_non_queries=False), 64, s,
+                      cap=rows_in(256 << 20, "mqar", p))
         row(results, "mqar", f"L{L}-kv{kv}", theirs, ours("mqar", p, s), authors("mqar", p, s))
 
     syn = safari(args.safari)
@@ -126,8 +143,10 @@ def main():
     for name, p in COPYING:
         cfg = t.make_config(**p)
         train = copying.CopyingTrainDataset(cfg.L, cfg.M, cfg.A, samples=1 << 30, variable=True)
-        per_item = rate(lambda n: [train[i] for i in range(n)], 16, s)
-        batch = rate(lambda n: copying.torch_copying_data(cfg.L, cfg.M, cfg.A, variable=True, batch_shape=(n,)), 16, s)
+        cap = rows_in(256 << 20, "selective-copying", p)
+        per_item = rate(lambda n: [train[i] for i in range(n)], 16, s, cap=cap)
+        batch = rate(lambda n: copying.torch_copying_data(cfg.L, cfg.M, cfg.A, variable=True, batch_shape=(n,)), 16, s,
+                     cap=cap)
         ours_rate, authors_rate = ours("selective-copying", p, s), authors("selective-copying", p, s)
         row(results, "selective-copying", name, per_item, ours_rate, authors_rate, "S4 item by item (train)")
         row(results, "selective-copying", name, batch, ours_rate, authors_rate, "S4 one batch (eval)")
