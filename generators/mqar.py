@@ -40,6 +40,7 @@ from longsynth.task import KeySpec, Task, param
 MAX_L = 1 << 20
 MAX_V = 1 << 24
 GUIDE = 4  # guide-table entries per query slot (the inverse-cdf search starts at its entry)
+DOUBLES = 4096  # legacy doubles drawn at a time for the authors' stream's slot draws
 # zoology's seed of each split (np.random.seed takes [0, 2**32)): train = seed, test = seed + 10,
 # as its paper-era runs (train seed 0, test seed 10); val between them
 AUTHORS_SEED_OFFSET = {"train": 0, "val": 5, "test": 10}
@@ -214,6 +215,53 @@ def _fill(cfg, seed, split, start, out, fixed):
 # ---------------------------------------------------------------- zoology's own stream
 
 
+@njit(cache=True)
+def legacy_choice_p(p, size, doubles, used, out):
+    """NumPy's legacy ``RandomState.choice(len(p), size, replace=False, p)`` on the doubles
+    ``doubles[used:]`` (what its ``rand`` calls return, in order): rounds of ``size - found``
+    doubles; the p of the slots found so far set to 0; cdf = cumsum(p) / its last value;
+    each double's slot = searchsorted(cdf, x, right); the new slots kept once each, in the
+    order of their first appearance. Writes ``out`` [size]; returns the doubles used so far,
+    or -1 when ``doubles`` ran out (nothing is consumed then)."""
+    q = p.copy()
+    n = q.shape[0]
+    cdf = np.empty(n, dtype=np.float64)
+    found = 0
+    while found < size:
+        k = size - found
+        if used + k > doubles.shape[0]:
+            return -1
+        for j in range(found):
+            q[out[j]] = 0.0
+        acc = 0.0
+        for i in range(n):
+            acc += q[i]
+            cdf[i] = acc
+        last = cdf[n - 1]
+        for i in range(n):
+            cdf[i] = cdf[i] / last
+        start = found
+        for j in range(k):
+            x = doubles[used + j]
+            lo, hi = 0, n  # searchsorted right: the first i with cdf[i] > x
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if cdf[mid] <= x:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            fresh = True
+            for i in range(start, found):
+                if out[i] == lo:
+                    fresh = False
+                    break
+            if fresh:
+                out[found] = lo
+                found += 1
+        used += k
+    return used
+
+
 def authors_rows(cfg, count, seed, split):
     """zoology's ``multiquery_ar(vocab_size, count, input_seq_len, seed', power_a, num_kv_pairs,
     num_passes, random_non_queries=False)`` inputs and labels, int64 [count, L] each, where
@@ -221,7 +269,8 @@ def authors_rows(cfg, count, seed, split):
 
     The same legacy ``np.random`` calls in the same order (np.random.seed; per row a
     ``permutation(V/2 - 1)`` for the keys; per row one for the values; per row ``choice(S,
-    kv, replace=False, p)``), without ``apply_along_axis``; a private RandomState leaves the
+    kv, replace=False, p)``, whose rounds ``legacy_choice_p`` runs on the same doubles),
+    without ``apply_along_axis``; a private RandomState leaves the
     global one alone. zoology's code fails for num_passes > 1: refused. Its random_non_queries
     noise comes from torch's unseeded global generator, so no seed reproduces it: refused.
     """
@@ -248,8 +297,18 @@ def authors_rows(cfg, count, seed, split):
     p = a * np.arange(1, space + 1) ** (a - 1)
     p = p / p.sum()
     gaps = np.empty((count, kv), dtype=np.int64)
+    # the gaps' draws are the stream's last: legacy doubles (rand), consumed in order by
+    # legacy_choice_p, drawn in chunks (the same sequence as one call) as it asks for more
+    doubles = rs.random_sample(DOUBLES)
+    used = 0
     for i in range(count):
-        gaps[i] = rs.choice(space, size=kv, replace=False, p=p)
+        while True:
+            used_after = legacy_choice_p(p, kv, doubles, used, gaps[i])
+            if used_after >= 0:
+                used = used_after
+                break
+            doubles = np.concatenate([doubles[used:], rs.random_sample(doubles.size)])
+            used = 0
     inputs = np.zeros((count, L), dtype=np.int64)
     targets = np.full((count, L), IGNORE, dtype=np.int64)
     for q in range(passes):

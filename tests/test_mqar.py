@@ -218,3 +218,19 @@ def test_the_law_comparison_can_fail():
     """The same comparison rejects uniform query slots (power_a 1): it has the power to."""
     p = _law_p_values("stats-256", power_a=1.0)
     assert p["slot"] < 1e-6 and p["distance"] < 1e-6, p
+
+
+def test_legacy_choice_p_is_numpys():
+    """The rounds of NumPy's legacy choice(replace=False, p) on the same doubles, and the
+    'ran out' answer when the doubles do not reach (then nothing counts as used)."""
+    from longsynth.generators.mqar import legacy_choice_p
+
+    for space, size, a, seed in [(192, 64, 0.01, 0), (30, 30, 0.5, 1), (7, 1, 1.0, 2), (500, 100, 0.01, 3)]:
+        p = a * np.arange(1, space + 1) ** (a - 1)
+        p = p / p.sum()
+        want = np.random.RandomState(seed).choice(space, size=size, replace=False, p=p)
+        doubles = np.random.RandomState(seed).random_sample(50 * size)
+        out = np.empty(size, dtype=np.int64)
+        used = legacy_choice_p(p, size, doubles, 0, out)
+        assert used > 0 and np.array_equal(out, want)
+        assert legacy_choice_p(p, size, doubles[: used - 1], 0, np.empty(size, dtype=np.int64)) == -1
