@@ -13,10 +13,10 @@ num_kv_pairs, num_passes, count, seed; power_a is 0.01), ``c/inputs`` and ``c/la
 """
 import argparse
 import os
-import sys
-import types
 
 import numpy as np
+
+import _authors
 
 CASES = {  # name: (vocab_size, input_seq_len, num_kv_pairs, num_passes, count, seed)
     "tiny": (20, 16, 2, 1, 16, 0),
@@ -35,12 +35,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "data",
                                                   "mqar_zoology.npz"))
     args = ap.parse_args()
-    sys.path.insert(0, os.path.abspath(args.zoology))
-    try:
-        import wandb  # noqa: F401
-    except ImportError:
-        sys.modules["wandb"] = types.ModuleType("wandb")
-    from zoology.data.multiquery_ar import multiquery_ar
+    multiquery_ar = _authors.zoology(args.zoology)
 
     arrays = {}
     for name, (V, L, kv, passes, count, seed) in CASES.items():

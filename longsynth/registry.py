@@ -13,9 +13,11 @@ MODULES = [
     "longsynth.generators.pathfinder.seg",
     "longsynth.generators.pathfinder.lra",
     "longsynth.generators.mqar",
+    "longsynth.generators.safari",
+    "longsynth.generators.copying",
+    "longsynth.generators.mad",
     "longsynth.generators.word_problem",
     "longsynth.generators.formal_language",
-    "longsynth.generators.mad",
 ]
 
 _TASKS = None

@@ -191,6 +191,14 @@ def test_authors_stream_api_checks_its_arguments():
     assert got["inputs"].shape == (0, 64)
 
 
+def test_authors_stream_of_no_rows_has_the_row_shape():
+    for name, t in registry.all_tasks().items():
+        if t.authors is not None:
+            got = longsynth.authors_stream(name, 0, seed=0)
+            L = t.keys(t.make_config())["inputs"].shape[0]
+            assert got["inputs"].shape == (0, L) and got["targets"].shape == (0, L), name
+
+
 def test_below_is_exact_and_matches_the_twin():
     """rng.below (the token tasks' draw) against naive.Stream.below, including sizes where
     the rejection matters (n near 2^32) and n = 1."""
