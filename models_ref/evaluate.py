@@ -19,11 +19,14 @@ import json
 import multiprocessing
 import os
 import pickle
+import re
 
 import matplotlib  # noqa: F401 - report.png needs it: missing, evaluate stops before training
 import torch
 
+from longsynth import safe
 from longsynth.errors import LongsynthError
+from longsynth.outdir import Folder
 from longsynth.models_ref import factories
 from longsynth.models_ref.harness import Job, build, check_model, prepare, run
 from longsynth.models_ref.presets import ATOMIC_TASKS, PROTOCOLS, SUITES, architecture, suite_members
@@ -152,10 +155,10 @@ def plan(model, suite, settings, out, notify):
             for seed in range(settings.seeds):
                 job = dataclasses.replace(probe, lr=float(lr), seed=seed, steps=settings.steps, checkpoint_every=every)
                 prefix = f"lr{lr:g}-seed{seed}-"
-                run_dir = os.path.join(out, "runs", task, prefix + _config_hash(job, identity, protocol))
-                parent = os.path.dirname(run_dir)
-                if os.path.isdir(parent) and not os.path.isdir(run_dir):
-                    changed += any(d.startswith(prefix) for d in os.listdir(parent))
+                parent = Folder.of(out).sub("runs", task)
+                run_dir = parent.sub(prefix + _config_hash(job, identity, protocol))
+                if not run_dir.exists():  # a link on the way is refused, never entered
+                    changed += any(d.startswith(prefix) for d in parent.listdir())
                 planned.append((job, run_dir))
     if changed:
         notify(f"{changed} run(s) changed config since the last evaluate in {out}: they start fresh "
@@ -164,12 +167,11 @@ def plan(model, suite, settings, out, notify):
 
 
 def _finished(run_dir):
-    """A run's certificate when it finished; None (run it, resuming) when absent or unreadable."""
-    path = os.path.join(run_dir, "metrics.json")
+    """A run's certificate when it finished; None (run it, resuming) when absent or unreadable.
+    Read as untrusted input: never through a link, bounded in size and depth."""
     try:
-        with open(path, encoding="utf-8") as f:
-            cert = json.load(f)
-    except (OSError, ValueError):
+        cert = Folder.of(run_dir).read_json("metrics.json")
+    except (OSError, LongsynthError):
         return None
     keys = ("task", "lr", "seed", "primary_metric", "test", "best", "protocol", "wall_time_s", "train_tokens_per_s")
     ok = isinstance(cert, dict) and all(k in cert for k in keys) and isinstance(cert["test"], dict)
@@ -180,7 +182,6 @@ def execute(job, run_dir, factory=None, threads=1, progress=False):
     """One run in this process with ``threads`` torch threads (CPU), resuming when it can."""
     from numba import set_num_threads
 
-    os.makedirs(run_dir, exist_ok=True)
     old = torch.get_num_threads()
     torch.set_num_threads(threads)
     set_num_threads(1)
@@ -237,8 +238,26 @@ def evaluate(model, suite, *, out, settings=None, progress=True, notify=None):
     through ``suite``; returns the Report (also written to ``out``)."""
     settings = settings or Settings()
     notify = notify or (lambda line: None)
+    out = Folder.of(safe.check_out_path(out))
+    with out.hold(refuse=_refuse_foreign(out.path)):  # one evaluate per folder, for the whole sweep
+        return _evaluate(model, suite, out, settings, progress, notify)
+
+
+def _refuse_foreign(where):
+    """The check of an --out folder's entries: empty, or an evaluate report (its files, runs/)."""
+    def refuse(names):
+        foreign = [n for n in names if not _REPORT_RE.match(n)]
+        if foreign:
+            raise LongsynthError(f"{where}: folder is not empty and holds no evaluate report ({foreign[0]!r} among "
+                                 f"its files); choose another --out")
+    return refuse
+
+
+_REPORT_RE = re.compile(r"^\.?(report\.(json|md|png)|runs)(\.tmp)?$")
+
+
+def _evaluate(model, suite, out, settings, progress, notify):
     planned, factory, identity = plan(model, suite, settings, out, notify)
-    os.makedirs(out, exist_ok=True)
     results, todo = [], []
     for job, run_dir in planned:
         done = _finished(run_dir)

@@ -15,8 +15,6 @@ A job is plain data (``Job``), so it crosses process and Dask boundaries unchang
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import platform
 import time
 
@@ -26,6 +24,7 @@ import torch.distributed as dist
 
 from longsynth import plot, registry
 from longsynth.errors import LongsynthError
+from longsynth.outdir import Folder
 from longsynth.models_ref import factories
 from longsynth.models_ref.presets import PAPER_SOURCE, TOLERANCE, own_figures, paper_figures
 from longsynth.models_ref.protocol import (manifest_digest, on_the_fly_sources, protocol_for_dataset, resolve,
@@ -263,9 +262,9 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         model_config = factory.config(spec).to_dict()  # the reference model's config, as validate always recorded
     else:
         model_config = {**identity, "spec": spec.to_dict()}
-    ckdir = os.path.join(out_dir, "checkpoints")
-    last = os.path.join(ckdir, "last.pt")
-    resume = last if resume and os.path.exists(last) else None
+    out_dir = Folder.of(out_dir)  # every file of the run is written inside it, never through a link
+    ckdir = out_dir.sub("checkpoints")
+    resume = ckdir.join("last.pt") if resume and ckdir.exists("last.pt") else None
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
     t0 = time.time()
@@ -307,12 +306,10 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
 
 
 def _write_certificate(out, res, p, out_dir):
-    with open(os.path.join(out_dir, "metrics.json"), "w", encoding="utf-8") as f:
-        json.dump(out, f, indent=2)
-    with open(os.path.join(out_dir, "history.json"), "w", encoding="utf-8") as f:
-        json.dump(res["history"], f)
-    curves(res["history"], out["primary_metric"], os.path.join(out_dir, "curves.png"),
-           f"{out['task']} / {out['model']} / {out['scale']}")
+    """metrics.json, history.json, curves.png (and predictions.png) into the Folder ``out_dir``."""
+    out_dir.write_json("history.json", res["history"], indent=None)
+    out_dir.save_png("curves.png", curves(res["history"], out["primary_metric"], None,
+                                          f"{out['task']} / {out['model']} / {out['scale']}"), plot.DPI)
     if out["task"] == "pathfinder-seg":
         xv, yv = p.sources[1]()[0][:2]
         model = res["model"]
@@ -320,9 +317,10 @@ def _write_certificate(out, res, p, out_dir):
             model.eval()
             pred = model(xv[:4].to(next(model.parameters()).device)).argmax(-1).cpu()
         images = list(xv[:4, :, 0].float().numpy())  # channel 0: the pixels (positional channels follow)
-        prediction_figure(images, list(yv[:4].numpy()), list(pred.numpy()), p.side,
-                          os.path.join(out_dir, "predictions.png"),
-                          title=f"{out['task']} {p.side} px: {out['model']} on validation images")
+        out_dir.save_png("predictions.png", prediction_figure(
+            images, list(yv[:4].numpy()), list(pred.numpy()), p.side, None,
+            title=f"{out['task']} {p.side} px: {out['model']} on validation images"), plot.DPI)
+    out_dir.write_json("metrics.json", out, indent=2)  # last: a run is finished once its certificate is there
 
 
 MASK_PALETTE = [(0, 0, 0), (70, 130, 220), (250, 200, 40)]  # Pathfinder classes 0, 1, 2

@@ -9,10 +9,10 @@ against the papers' DLR, DSS and attention).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import statistics
 
+from longsynth.outdir import Folder
 from longsynth.models_ref.presets import COLUMNS, EXTRA_COLUMNS, PAPER_SOURCE, TOLERANCE, own_figures, paper_figures
 
 METRIC_NAMES = {"r2": "R^2", "accuracy": "accuracy", "macro_f1": "macro F1"}
@@ -132,8 +132,9 @@ class Report:
         return {"model": self.identity, "suite": self.suite, "scale": self.scale, "settings": self.settings,
                 "rows": self.rows(), "runs": self.runs}
 
-    def figure(self, path):
-        """Horizontal bars per task: the model's test metric (with its spread) and the papers'."""
+    def figure(self, path=None):
+        """Horizontal bars per task: the model's test metric (with its spread) and the papers';
+        saved as ``path``, or the open Figure when ``path`` is None."""
         import matplotlib
 
         matplotlib.use("Agg")
@@ -168,15 +169,25 @@ class Report:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
         ax.grid(axis="x", alpha=0.3)
         fig.tight_layout()
+        if path is None:
+            return fig  # the caller saves and closes it
         fig.savefig(path)
         plt.close(fig)
+        return None
 
     def write(self, out):
-        with open(os.path.join(out, "report.json"), "w", encoding="utf-8") as f:
-            json.dump(self.to_json(), f, indent=1)
-        with open(os.path.join(out, "report.md"), "w", encoding="utf-8") as f:
-            f.write(self.to_markdown())
-        self.figure(os.path.join(out, "report.png"))
+        """report.json, report.md and report.png in ``out`` (a longsynth.outdir.Folder or a
+        path): each under a temporary name, renamed, never written through a link."""
+        out = Folder.of(out)
+        out.write_json("report.json", self.to_json())
+        out.write_text("report.md", self.to_markdown())
+        fig = self.figure()
+        try:
+            out.save_png("report.png", fig)
+        finally:
+            import matplotlib.pyplot as plt
+
+            plt.close(fig)
 
 
 def summary(cert):

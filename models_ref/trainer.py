@@ -37,7 +37,9 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from longsynth import safe
 from longsynth.errors import LongsynthError
+from longsynth.outdir import Folder
 from longsynth.progress import Bar
 from longsynth.models_ref import metrics as M
 from longsynth.models_ref.model import Model, ModelConfig
@@ -285,23 +287,26 @@ def _set_rng_state(state):
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_checkpoint(path, model, opt, step, identity, train_cfg, manifest_digest, history, best):
-    tmp = path + ".tmp"
-    torch.save({
-        "model_config": identity, "train_config": dataclasses.asdict(train_cfg),
-        "manifest_digest": manifest_digest, "step": step, "data_position": step,
-        "model": model.state_dict(), "optimizer": opt.state_dict(), "rng": _rng_state(),
-        "history": history, "best": best,
-    }, tmp)
-    os.replace(tmp, path)
+def save_checkpoint(folder, name, model, opt, *, step, identity, train_cfg, manifest_digest, history, best):
+    """The training state as ``name`` in ``folder`` (a longsynth.outdir.Folder or a path):
+    written under a temporary name and renamed, never through a link (docs/format.md, "Trust")."""
+    with Folder.of(folder).create(name) as f:
+        torch.save({
+            "model_config": identity, "train_config": dataclasses.asdict(train_cfg),
+            "manifest_digest": manifest_digest, "step": step, "data_position": step,
+            "model": model.state_dict(), "optimizer": opt.state_dict(), "rng": _rng_state(),
+            "history": history, "best": best,
+        }, f)
 
 
 def load_checkpoint(path, map_location="cpu"):
     """A checkpoint's dict, loaded with ``weights_only=True``: tensors and plain data only, so
     a checkpoint that travelled with a dataset folder cannot run code (docs/format.md,
-    "Trust"). LongsynthError (one line) for one that holds anything else."""
+    "Trust"), from a regular file opened without following a link. LongsynthError (one
+    line) for one that holds anything else."""
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        with os.fdopen(safe.open_regular(os.fspath(path)), "rb") as f:
+            return torch.load(f, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as e:
         found = re.search(r"(?:[Uu]nsupported global:? GLOBAL|unsupported GLOBAL) ([\w.]+)", str(e))
         what = f"it holds {found.group(1)}" if found else "it holds more than tensors and plain data"
@@ -393,9 +398,8 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
         if not os.path.exists(best_file):
             raise LongsynthError(f"resume: {best_file} (the best-validation weights) is missing")
         best_state = load_checkpoint(best_file, device)["model"]
-    if checkpoint_dir is not None:
-        os.makedirs(checkpoint_dir, exist_ok=True)
-        best_path = os.path.join(checkpoint_dir, "best.pt")
+    if checkpoint_dir is not None:  # made with its first checkpoint: a run that fails before leaves none
+        checkpoint_dir = Folder.of(checkpoint_dir)
     end = train_cfg.steps if stop_at_step is None else min(stop_at_step, train_cfg.steps)
     bar = Progress(train_cfg.steps, progress, start)
     last_val = history["val"][-1][primary] if history["val"] else None
@@ -403,8 +407,8 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
 
     def checkpoint(name, step):
         if checkpoint_dir is not None:
-            save_checkpoint(os.path.join(checkpoint_dir, name), model, opt, step, identity,
-                            train_cfg, manifest_digest, history, best)
+            save_checkpoint(checkpoint_dir, name, model, opt, step=step, identity=identity, train_cfg=train_cfg,
+                            manifest_digest=manifest_digest, history=history, best=best)
 
     for step in range(start, end):
         x, y, _ = _unpack(train_batch(step), device)
@@ -433,8 +437,9 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
                 best = res
                 best_state = copy.deepcopy(model.state_dict())
                 if checkpoint_dir is not None:
-                    torch.save({"model_config": identity, "manifest_digest": manifest_digest,
-                                "step": done, "model": best_state}, best_path)
+                    with checkpoint_dir.create("best.pt") as f:
+                        torch.save({"model_config": identity, "manifest_digest": manifest_digest,
+                                    "step": done, "model": best_state}, f)
         if train_cfg.checkpoint_every and done % train_cfg.checkpoint_every == 0:
             checkpoint("last.pt", done)
         bar.update(done, history["train"][-1]["loss"], primary, last_val)

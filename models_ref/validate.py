@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import json
 import os
 import time
 
@@ -27,6 +26,7 @@ import torch.distributed as dist
 
 from longsynth import registry
 from longsynth.errors import LongsynthError
+from longsynth.outdir import Folder
 from longsynth.models_ref.factories import BUILTIN
 from longsynth.models_ref.harness import Job, run
 from longsynth.models_ref.presets import LENGTH_OF, OUT_OF_TINY_BUDGET, TOLERANCE, positive_control
@@ -114,9 +114,12 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
     job = _job(target, model, scale, steps=steps, device=device, batch_size=batch_size, amp=amp, compile=compile,
                checkpoint_activations=checkpoint_activations, permute_targets=permute_targets)
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    # the certificate's folder: a link on the way (DIR/validation) is refused, never followed
     if report_dir is None:
-        report_dir = (os.path.join(job.data, "validation", f"{model}-{stamp}") if job.data
-                      else os.path.join("validation", f"{job.task}-{model}-{stamp}"))
+        report_dir = (Folder.of(job.data).sub("validation", f"{model}-{stamp}") if job.data
+                      else Folder.of(os.getcwd()).sub("validation", f"{job.task}-{model}-{stamp}"))
+    else:
+        report_dir = Folder.of(report_dir)
     device, rank, world, joined = join_process_group(device)
     try:
         if world > 1:  # one report directory: rank 0's
@@ -134,25 +137,19 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
 
 
 def _certify(job, report_dir, progress, rank, world):
-    created = []
-    if rank == 0:
-        for d in (os.path.dirname(os.path.abspath(report_dir)), os.path.abspath(report_dir)):
-            if not os.path.isdir(d):
-                created.append(d)
-        os.makedirs(report_dir, exist_ok=True)
-    try:
+    if rank != 0:  # rank 0 writes; the others train beside it
+        out = run(job, report_dir, progress=progress, rank=rank, world=world)
+        _control(job, report_dir, progress, rank, world)
+        return out
+    # held for the whole run (a second validate into it is refused in one line); a failure
+    # before any file is written leaves no empty folder behind (checkpoints are kept to resume)
+    with report_dir.hold():
         out = run(job, report_dir, progress=progress, rank=rank, world=world)
         control = _control(job, report_dir, progress, rank, world)
-    except BaseException:
-        for d in reversed(created):  # no empty report directory is left behind (checkpoints are kept)
-            _remove_empty_dirs(d)
-        raise
-    if rank == 0:
         out["positive_control"] = control
         out["certificate"] = certificate(out, control)
-        with open(os.path.join(report_dir, "metrics.json"), "w", encoding="utf-8") as f:
-            json.dump(out, f, indent=2)
-        out["report_dir"] = report_dir
+        report_dir.write_json("metrics.json", out, indent=2)
+    out["report_dir"] = report_dir.path
     return out
 
 
@@ -172,14 +169,12 @@ def _control(job, report_dir, progress, rank, world):
                 "note": f"{why}; this certificate cannot fail by training, and rests on the generator's NumPy "
                         "twin (tests/naive.py, compared in tests/test_atomic.py)"}
     cjob = dataclasses.replace(job, model=model, protocol=at)
-    cdir = os.path.join(report_dir, f"control-{model}")
-    if rank == 0:
-        os.makedirs(cdir, exist_ok=True)
+    cdir = report_dir.sub(f"control-{model}")
     res = run(cjob, cdir, progress=progress, rank=rank, world=world)
     test = (res["test"] or {}).get("r2")
     need = figure - TOLERANCE
     return {"model": model, "paper": figure, "figures_of": at, "threshold": need, "test": test,
-            "learned": test is not None and test >= need, "report_dir": cdir}
+            "learned": test is not None and test >= need, "report_dir": cdir.path}
 
 
 def certificate(out, control):
@@ -195,12 +190,3 @@ def certificate(out, control):
                        f"{control['threshold']:.2f} (the paper's {control['paper']:.2f} less {TOLERANCE})")
     can_fail = verdict is not None and (control is None or control.get("model") is not None)
     return {"passed": not reasons if verdict is not None else None, "reasons": reasons, "can_fail": can_fail}
-
-
-def _remove_empty_dirs(root):
-    """Remove ``root`` and the directories under it that hold no files."""
-    for d, _, _ in sorted(os.walk(root), key=lambda w: -len(w[0])):
-        try:
-            os.rmdir(d)
-        except OSError:
-            pass

@@ -139,7 +139,6 @@ def _subtrees_row(tokens, targets, heights, operators, root, row_id, table, lens
 def _export(dataset, out_dir, progress, subtrees):
     """TSV rows as Python's csv module writes them (tab, CRLF, as in the authors' files),
     formatted by a Numba kernel: no field holds a tab, quote or newline, so none is quoted."""
-    os.makedirs(out_dir, exist_ok=True)
     prefix = "subtrees" if subtrees else "basic"
     header = ["Source", "Target"]
     keys = ["inputs", "targets"]
@@ -148,7 +147,7 @@ def _export(dataset, out_dir, progress, subtrees):
         keys += ["root", "heights", "operators"]
     buf = np.empty(0, dtype=np.uint8)
     row_id = 0
-    with PendingFiles() as pending:  # a failed export leaves no partial file under a final name
+    with PendingFiles(out_dir) as pending:  # a failed export leaves no partial file under a final name
         for split in ("train", "val", "test"):
             if split in dataset.splits:
                 row_id = _export_split(dataset, split, pending.path(os.path.join(out_dir, f"{prefix}_{split}.tsv")),
