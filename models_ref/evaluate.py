@@ -24,7 +24,7 @@ import re
 import matplotlib  # noqa: F401 - report.png needs it: missing, evaluate stops before training
 import torch
 
-from longsynth import safe
+from longsynth import certificate, safe
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
 from longsynth.models_ref import factories
@@ -166,16 +166,28 @@ def plan(model, suite, settings, out, notify):
     return planned, factory, identity
 
 
-def _finished(run_dir):
-    """A run's certificate when it finished; None (run it, resuming) when absent or unreadable.
-    Read as untrusted input: never through a link, bounded in size and depth."""
+def _finished(job, run_dir, notify):
+    """A run's certificate when it finished; None (run it, resuming) when it has none, or
+    one that fails the schema or is another run's (said in one line, then redone). A
+    certificate is untrusted input (longsynth.certificate): read without following a link
+    (a link is refused), bounded, and checked field by field before the report uses it."""
+    path = run_dir.join("metrics.json")
     try:
-        cert = Folder.of(run_dir).read_json("metrics.json")
-    except (OSError, LongsynthError):
+        if os.path.islink(path):
+            raise LongsynthError(f"{path}: is a symbolic link inside the output folder; remove it (longsynth never "
+                                 f"reads or writes through one)")
+        cert = certificate.read(run_dir)
+    except FileNotFoundError:
         return None
-    keys = ("task", "lr", "seed", "primary_metric", "test", "best", "protocol", "wall_time_s", "train_tokens_per_s")
-    ok = isinstance(cert, dict) and all(k in cert for k in keys) and isinstance(cert["test"], dict)
-    return cert if ok else None
+    except certificate.CertificateError as e:
+        notify(f"{e}; the run is redone")
+        return None
+    mine = {"task": job.task, "protocol": job.protocol, "scale": job.scale, "lr": job.lr, "seed": job.seed}
+    other = [k for k, v in mine.items() if cert[k] != v]
+    if other:
+        notify(f"{path}: {other[0]}: {cert[other[0]]!r}, but this run's is {mine[other[0]]!r}; the run is redone")
+        return None
+    return cert
 
 
 def execute(job, run_dir, factory=None, threads=1, progress=False):
@@ -260,7 +272,7 @@ def _evaluate(model, suite, out, settings, progress, notify):
     planned, factory, identity = plan(model, suite, settings, out, notify)
     results, todo = [], []
     for job, run_dir in planned:
-        done = _finished(run_dir)
+        done = _finished(job, run_dir, notify)
         if done is not None:
             results.append(done)
         else:

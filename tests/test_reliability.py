@@ -331,8 +331,11 @@ def test_overwrite_with_another_dataset_drops_its_certificates(tmp_path):
     gen(tmp_path / "d")
     cert = tmp_path / "d" / "validation" / "dlr-20261122"
     cert.mkdir(parents=True)
-    (cert / "metrics.json").write_text(json.dumps({"final": {"accuracy": 0.99}}))
-    assert store.info(str(tmp_path / "d"))["validation"]["final"] == {"accuracy": 0.99}
+    (cert / "metrics.json").write_text(json.dumps({
+        "task": "cumsum", "protocol": "atomic", "scale": "tiny", "model": "dlr", "lr": 1e-3, "seed": 0,
+        "primary_metric": "r2", "test": {"r2": 0.99}, "best": {"r2": 0.99}, "final": {"r2": 0.99},
+        "wall_time_s": 1.0, "train_tokens_per_s": 1.0}))
+    assert store.info(str(tmp_path / "d"))["validation"]["final"] == {"r2": 0.99}
     gen(tmp_path / "d")  # the same dataset: resumed, the certificate still holds
     assert "validation" in store.info(str(tmp_path / "d"))
     store.generate(str(tmp_path / "d"), "cummax", P, num_samples=50, workers=1, overwrite=True)

@@ -255,8 +255,8 @@ def latest_certificate(root):
 
     Certificates travel with a dataset folder: run folders and metrics.json are read only
     as a real folder and a regular file inside it (no links followed), bounded in size and
-    depth, and must be a JSON object whose ``final`` and ``metrics``, when present, are
-    objects; anything else is one LongsynthError line naming the file."""
+    depth, and must follow the certificate schema (longsynth.certificate: types, finite numbers,
+    known names); anything else is one LongsynthError line naming the file and field."""
     vdir = os.path.join(root, "validation")
     if not os.path.isdir(vdir) or os.path.islink(vdir):
         return None
@@ -265,12 +265,9 @@ def latest_certificate(root):
                   and os.path.lexists(os.path.join(vdir, d, "metrics.json")))
     if not runs:
         return None
+    from longsynth import certificate  # pydantic: imported only when a certificate is read
+
     path = os.path.join(vdir, runs[-1], "metrics.json")
-    data = safe.read_json(path, path, limit=16 << 20)
-    if not isinstance(data, dict):
-        raise LongsynthError(f"{path}: expected a JSON object")
-    for field in ("final", "metrics"):
-        if field in data and not isinstance(data[field], dict):
-            raise LongsynthError(f"{path}: {field}: expected an object")
+    data = certificate.check(safe.read_json(path, path, limit=certificate.MAX_BYTES), path)
     data["path"] = os.path.join(vdir, runs[-1])
     return data
