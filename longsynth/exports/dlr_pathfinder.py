@@ -10,6 +10,7 @@ import pickle
 
 import numpy as np
 
+from longsynth import values
 from longsynth.errors import LongsynthError
 from longsynth.files import PendingFiles
 from longsynth.outdir import Folder
@@ -88,6 +89,7 @@ def write(dataset, out_dir, progress):
         for split, sp in dataset.splits.items():
             for j in range(len(sp)):
                 s = sp[j]
+                values.check(sp.specs, s, f"{split}[{j}]", dataset.root)
                 b, k = divmod(i, EXPORT_BATCH)
                 b += first
                 if b not in folders:

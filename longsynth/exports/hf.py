@@ -42,7 +42,7 @@ from datasets.info import DatasetInfosDict
 from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from longsynth import safe
+from longsynth import safe, values
 from longsynth._version import __version__
 from longsynth.errors import LongsynthError
 from longsynth.files import PendingFiles
@@ -247,9 +247,10 @@ def _write_file(dataset, f, path, feats, schema, options, group, pool, done, sto
     nbytes, buffered, rows = 0, [], 0
     try:
         with pq.ParquetWriter(path, schema, **options) as writer:
-            for _, block in sp.iter_blocks(list(feats), chunk=group, start=f.start, stop=f.stop):
+            for first, block in sp.iter_blocks(list(feats), chunk=group, start=f.start, stop=f.stop):
                 if stop.is_set():
                     return nbytes
+                values.check(sp.specs, block, f"{f.split}[{first}..]", dataset.root)
                 batch = _batch(feats, schema, block, pool)
                 nbytes += batch.nbytes
                 buffered.append(batch)

@@ -20,6 +20,7 @@ import os
 
 import numpy as np
 
+from longsynth import values
 from longsynth.errors import LongsynthError
 from longsynth.files import PendingFiles
 from longsynth.outdir import Folder
@@ -61,7 +62,8 @@ def write(dataset, out_dir, progress):
     with PendingFiles(out_dir) as pending:
         i = 0
         for split, sp in dataset.splits.items():
-            for _, block in sp.iter_blocks(keys=["inputs", "targets", "margin"]):
+            for first, block in sp.iter_blocks(keys=["inputs", "targets", "margin"]):
+                values.check(sp.specs, block, f"{split}[{first}..]", dataset.root)
                 for j in range(len(block["targets"])):
                     b, k = divmod(i, EXPORT_BATCH)
                     b += first

@@ -14,6 +14,7 @@ import os
 import numpy as np
 from numba import njit
 
+from longsynth import values
 from longsynth.errors import LongsynthError
 from longsynth.generators.listops_tree import CLOSE, VOCAB
 from longsynth.files import PendingFiles
@@ -158,7 +159,9 @@ def _export_split(dataset, split, path, header, keys, subtrees, buf, row_id, pro
     with open(path, "wb") as fh:
         fh.write(("\t".join(header) + "\r\n").encode())
         done = 0
+        specs = dataset[split].specs
         for s in _iter_split(dataset, split, keys):
+            values.check(specs, s, f"{split}[{done}]", dataset.root)
             tokens = s["inputs"].astype(np.int64)
             # per token <= 5 bytes ("[MIN "); per `]` (at most n/3 + 1) <= 22 bytes over the five lists
             if buf.shape[0] < 13 * tokens.shape[0] + 128:
