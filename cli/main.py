@@ -22,6 +22,14 @@ TYPES = {"int": int, "float": float, "bool": bool, "str": str}
 MAX_SHOW = 64  # samples per `show` figure
 
 
+def shown(text):
+    """Text from a file (a manifest's command) as it may be printed: control characters
+    and escapes shown as escapes (``\\x1b``), never sent to the terminal; at most 2,000
+    characters."""
+    out = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text)[:2000])
+    return out + ("..." if len(str(text)) > 2000 else "")
+
+
 def friendly(fn):
     """Turn the project's own errors (and the OS's: disk full, permissions) into one-line
     click errors. Anything else is a bug and keeps its traceback."""
@@ -279,7 +287,7 @@ def info(root, as_json, samples):
                f"compression {s['compression']}  longsynth {s['versions']['longsynth']}")
     click.echo("params: " + ", ".join(f"{k}={v}" for k, v in s["params"].items()))
     if s["command"]:
-        click.echo(f"made by: {s['command']}")
+        click.echo(f"made by (the command recorded in the manifest): {shown(s['command'])}")
     for split, sp in s["splits"].items():
         click.echo(f"  {split:5s} {count(sp['count']):>9s} samples  {count(sp['shards']):>4s} shards  "
                    f"{store.human(sp['bytes']):>9s}  digest {str(sp['digest'])[:16]}")
@@ -291,6 +299,8 @@ def info(root, as_json, samples):
         shape = ("[n, " if spec["ragged"] else "[") + ", ".join(map(str, spec["shape"])) + "]"
         st = s["stats"].get(k)
         stats = f"  min {st['min']:.4g} max {st['max']:.4g} mean {st['mean']:.4g} std {st['std']:.4g}" if st else ""
+        if st and st.get("nonfinite"):
+            stats += f"  ({', '.join(f'{count(n)} {what}' for what, n in st['nonfinite'].items() if n)}: left out)"
         click.echo(f"  {k:16s} {spec['dtype']:8s} {shape:14s}{stats}")
     if s.get("balance"):
         click.echo("class balance of targets (share of each value):")
@@ -324,9 +334,10 @@ def verify(root, deep, samples):
         raise click.ClickException(f"{root}: damaged: {len(c.damage)} problem(s) found"
                                    + ("" if c.complete else " (and the dataset is incomplete)"))
     if not c.complete:
-        made = f": {m['command']}" if m.get("command") else ""
+        made = (f"; the command recorded in the manifest (check it before you run it): {shown(m['command'])}"
+                if m.get("command") else "")
         raise click.ClickException(f"{root}: incomplete, not damaged: {count(c.written)} of {count(c.total)} samples "
-                                   f"written and intact; rerun its gen command to resume{made}")
+                                   f"written and intact; the same gen command resumes it{made}")
     click.echo(f"OK: {count(shards)} shards, {count(c.total)} samples"
                + (f", {samples} samples per split regenerated and identical" if deep else ""))
 

@@ -140,9 +140,11 @@ def plan(model, suite, settings, out, notify):
     """(jobs with their run directories, factory, identity): every task checked before training."""
     _check_settings(settings)
     factory, identity, text = _factory(model)
-    planned, changed = [], 0
+    planned, changed, unstored = [], 0, []
     for proto_name, task in suite_tasks(suite):
         protocol = resolve(proto_name, settings.scale, task=task)
+        if settings.data is not None and not protocol.stored:
+            unstored.append(task)
         data = dataset_for(protocol, settings.data, notify) if protocol.stored else None
         probe = Job(model=text, protocol=proto_name, task=task, scale=settings.scale, data=data,
                     device=settings.device)
@@ -160,6 +162,9 @@ def plan(model, suite, settings, out, notify):
                 if not run_dir.exists():  # a link on the way is refused, never entered
                     changed += any(d.startswith(prefix) for d in parent.listdir())
                 planned.append((job, run_dir))
+    if unstored:
+        notify(f"--data is ignored for {', '.join(unstored)}: {'it is' if len(unstored) == 1 else 'they are'} "
+               f"generated on the fly (--data serves the suites that train on a stored dataset)")
     if changed:
         notify(f"{changed} run(s) changed config since the last evaluate in {out}: they start fresh "
                "(the earlier runs stay in runs/)")

@@ -200,9 +200,16 @@ class _Moments:
 
     def __init__(self):
         self.n, self.mean, self.m2, self.lo, self.hi = 0, 0.0, 0.0, np.inf, -np.inf
+        self.nonfinite = {"NaN": 0, "+inf": 0, "-inf": 0}  # counted, and left out of the moments
 
     def add(self, a):
         a = np.asarray(a, dtype=np.float64).ravel()
+        finite = np.isfinite(a)
+        if not finite.all():
+            self.nonfinite["NaN"] += int(np.isnan(a).sum())
+            self.nonfinite["+inf"] += int(np.isposinf(a).sum())
+            self.nonfinite["-inf"] += int(np.isneginf(a).sum())
+            a = a[finite]
         if not a.size:
             return
         mean = float(a.mean())
@@ -215,7 +222,13 @@ class _Moments:
         self.lo, self.hi = min(self.lo, float(a.min())), max(self.hi, float(a.max()))
 
     def summary(self):
-        return {"min": self.lo, "max": self.hi, "mean": self.mean, "std": (self.m2 / self.n) ** 0.5}
+        if not self.n:  # every value was NaN or infinite
+            out = {"min": float("nan"), "max": float("nan"), "mean": float("nan"), "std": float("nan")}
+        else:
+            out = {"min": self.lo, "max": self.hi, "mean": self.mean, "std": (self.m2 / self.n) ** 0.5}
+        if any(self.nonfinite.values()):
+            out["nonfinite"] = dict(self.nonfinite)
+        return out
 
 
 def _statistics(ds, samples, progress):
@@ -244,7 +257,7 @@ def _statistics(ds, samples, progress):
         if balance_of and counts.sum():
             balance[split] = {int(c): float(counts[c] / counts.sum()) for c in np.flatnonzero(counts)}
     result = {"stats_samples": sum(take.values()), "stats_per_split": take,
-              "stats": {k: mo.summary() for k, mo in moments.items() if mo.n}}
+              "stats": {k: mo.summary() for k, mo in moments.items() if mo.n or any(mo.nonfinite.values())}}
     if balance_of:
         result["balance"] = balance
     return result
