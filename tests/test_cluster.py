@@ -1,4 +1,4 @@
-"""Issue 15: shards written by a Dask cluster, with real scheduler and worker processes on
+"""`gen --dask`: shards written by a Dask cluster, with real scheduler and worker processes on
 this machine. Everything binds to 127.0.0.1, dashboards too (127.0.0.1:0: `--no-dashboard`
 still serves HTTP on 0.0.0.0:8787).
 
