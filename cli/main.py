@@ -477,6 +477,7 @@ def _validate_help():
         rows.setdefault(name, {})[scale] = text
     lines = [f"{name:20s} tiny {r.get('tiny', '-'):50s} paper {r.get('paper', '-')}" for name, r in rows.items()]
     return ("Train a reference model on a dataset DIR (or an atomic TASK, on the fly) and certify it.\n\n"
+            "Exit code: 0 when the certificate passed (or has no verdict), 3 when it FAILED, 1 on an error.\n\n"
             "Data parallel: torchrun --nproc_per_node N --no-python longsynth validate ... (nccl on cuda, gloo on "
             "cpu); rank 0 writes the certificate.\n\nPreset budgets, steps x global batch (--steps and "
             "--batch-size replace them; warmup and evaluations scale with --steps):\n\n\b\n" + "\n".join(lines))
@@ -501,9 +502,11 @@ def _validate_help():
               help="negative control: targets shuffled across each batch's samples; the certificate must fail")
 @click.option("--json", "as_json", is_flag=True,
               help="print the certificate's main fields as JSON instead of a summary")
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+              help="torch threads on the CPU (one is fastest for the tiny presets on a busy machine)")
 @friendly
 def validate(target, model, scale, steps, device, report_dir, batch_size, amp, compile_, checkpoint_activations,
-             permute_targets, as_json):
+             permute_targets, as_json, threads):
     try:
         from longsynth.models_ref.validate import validate as run
     except ImportError as e:
@@ -512,7 +515,7 @@ def validate(target, model, scale, steps, device, report_dir, batch_size, amp, c
         raise click.ClickException("--steps must be >= 1")
     report = run(target, model=model, scale=scale, steps=steps, device=device, report_dir=report_dir,
                  batch_size=batch_size, amp=amp, compile=compile_, checkpoint_activations=checkpoint_activations,
-                 permute_targets=permute_targets)
+                 permute_targets=permute_targets, threads=threads)
     if report.get("rank", 0) == 0:
         if as_json:
             keys = ("final", "best", "test", "paper", "positive_control", "certificate", "report_dir")
@@ -521,6 +524,11 @@ def validate(target, model, scale, steps, device, report_dir, batch_size, amp, c
             from longsynth.models_ref.report import summary
 
             click.echo(summary(report))
+        if (report.get("certificate") or {}).get("passed") is False:
+            raise SystemExit(CERTIFICATE_FAILED)  # a CI job can gate on it (docs/validation.md)
+
+
+CERTIFICATE_FAILED = 3  # validate's exit code for a FAILED certificate (1: an error, 0: passed or no verdict)
 
 
 
@@ -560,8 +568,10 @@ def _lrs(ctx, param, value):
                    "dataset [default: generated on first use into $LONGSYNTH_CACHE/data, else ~/.cache/longsynth/data]")
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False),
               help="report directory (report.json, report.md, report.png, runs/); rerunning resumes it")
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+              help="torch threads per run on the CPU (with --jobs N: N x threads in all)")
 @friendly
-def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, out):
+def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, out, threads):
     """Run MODEL through the papers' protocols and report it beside the papers' figures.
 
     MODEL is a built-in name (dlr, dss, s4, s4d, essm, attention, attention-ff, local-attention,
@@ -578,8 +588,13 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
                                    "pip install \"longsynth[eval]\"") from None
     check_device(device)
     settings = Settings(scale=scale, steps=steps, lrs=lrs, seeds=seeds, device=device, jobs=jobs, dask=dask,
-                        data=data)
-    report = run(model, suite, out=out, settings=settings, notify=lambda line: click.echo(line, err=True))
+                        data=data, threads=threads)
+    try:
+        report = run(model, suite, out=out, settings=settings, notify=lambda line: click.echo(line, err=True))
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: finished runs keep their certificates and unfinished ones their last checkpoint "
+                   f"(saved at every evaluation) in {out}; rerun the same command to resume", err=True)
+        raise SystemExit(130) from None
     click.echo(report.table())
     click.echo(f"report: {os.path.join(out, 'report.md')} (and report.json, report.png)")
 

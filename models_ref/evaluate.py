@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import pickle
 import re
+import sys
 
 import matplotlib  # noqa: F401 - report.png needs it: missing, evaluate stops before training
 import torch
@@ -98,6 +99,7 @@ class Settings:
     jobs: int = 1
     dask: str | None = None  # a scheduler address or scheduler file
     data: str | None = None
+    threads: int = 1  # torch threads per run on the CPU (the one thread policy of evaluate and validate)
 
 
 def _default_lr(factory, protocol, scale):
@@ -114,7 +116,7 @@ def _config_hash(job, identity, protocol):
 def _check_settings(s):
     if s.scale not in SCALES:
         raise LongsynthError(f"--scale: must be one of {', '.join(SCALES)}, got {s.scale!r}")
-    for name, value in (("--seeds", s.seeds), ("--jobs", s.jobs)):
+    for name, value in (("--seeds", s.seeds), ("--jobs", s.jobs), ("--threads", s.threads)):
         if value < 1:
             raise LongsynthError(f"{name}: must be >= 1, got {value}")
     if s.steps is not None and s.steps < 1:
@@ -195,17 +197,33 @@ def _finished(job, run_dir, notify):
     return cert
 
 
+def _say(line):
+    """A line on stderr, from this process or a worker's (whose stderr is the parent's)."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def execute(job, run_dir, factory=None, threads=1, progress=False):
-    """One run in this process with ``threads`` torch threads (CPU), resuming when it can."""
+    """One run in this process with ``threads`` torch threads (CPU), resuming when it can
+    (and saying so: "resuming RUN/checkpoints/last.pt at step N of M")."""
     from numba import set_num_threads
 
     old = torch.get_num_threads()
     torch.set_num_threads(threads)
     set_num_threads(1)
     try:
-        return run(job, run_dir, factory=factory, resume=True, progress=progress)
+        return run(job, run_dir, factory=factory, resume=True, progress=progress, notify=_say)
     finally:
         torch.set_num_threads(old)
+
+
+def plan_line(todo, settings):
+    """The plan, up front: how many runs, how many training steps in all, how they run."""
+    steps = sum(job.steps or resolve(job.protocol, job.scale, task=job.task).steps for job, _ in todo)
+    how = (f"as Dask tasks on {settings.dask}" if settings.dask else f"{settings.jobs} at a time" if settings.jobs > 1
+           else "one after another")
+    tasks = len({job.task for job, _ in todo})
+    return (f"plan: {len(todo)} run(s) on {tasks} task(s), {steps:,} training steps in all, {how} on "
+            f"{settings.device}; each run's progress shows its rate and time left")
 
 
 def _sendable(factory):
@@ -228,7 +246,7 @@ def _run_all(todo, factory, settings, progress):
 
         client = connect(settings.dask)
         try:
-            futures = [client.submit(execute, job, d, factory, pure=False) for job, d in todo]
+            futures = [client.submit(execute, job, d, factory, settings.threads, pure=False) for job, d in todo]
             with client.as_current():  # as_completed asks for the current client; ours is no default
                 for fut in distributed.as_completed(futures):
                     try:
@@ -241,11 +259,11 @@ def _run_all(todo, factory, settings, progress):
         return
     if settings.jobs == 1:
         for job, d in todo:
-            yield execute(job, d, factory, progress=progress)
+            yield execute(job, d, factory, settings.threads, progress=progress)
         return
     ctx = multiprocessing.get_context("spawn")  # Numba and torch threads are not fork-safe
     with concurrent.futures.ProcessPoolExecutor(settings.jobs, mp_context=ctx) as pool:
-        futures = [pool.submit(execute, job, d, factory) for job, d in todo]
+        futures = [pool.submit(execute, job, d, factory, settings.threads) for job, d in todo]
         for fut in concurrent.futures.as_completed(futures):
             yield fut.result()
 
@@ -284,6 +302,7 @@ def _evaluate(model, suite, out, settings, progress, notify):
             todo.append((job, run_dir))
     if results:
         notify(f"{len(results)} of {len(planned)} runs already finished in {out}; running the other {len(todo)}")
+    notify(plan_line(todo, settings))
     sent = None if isinstance(model, str) else _sendable(factory) if settings.jobs > 1 or settings.dask else factory
     for i, cert in enumerate(_run_all(todo, sent, settings, progress), 1):
         results.append(cert)

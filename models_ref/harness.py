@@ -238,7 +238,7 @@ def verdict(test, paper, primary):
             "consistent": abs(gap) <= TOLERANCE}
 
 
-def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, world=1):
+def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, world=1, notify=None):
     """Train and test ``job``; returns the certificate dict (written as out_dir/metrics.json by rank 0).
 
     ``factory``: the model factory when the caller holds it (the Python API); by default
@@ -270,7 +270,7 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
     t0 = time.time()
     res = train(lambda: factory(spec), tcfg, *p.sources, device=job.device, manifest_digest=p.digest,
                 checkpoint_dir=ckdir, resume=resume, progress=progress and f"train {job.model} on {proto.task}",
-                identity=model_config)
+                identity=model_config, notify=notify if rank == 0 else None)
     wall = time.time() - t0
     primary = PRIMARY[tcfg.objective]
     figures = paper_figures(proto.name, proto.task)

@@ -345,7 +345,7 @@ class Progress:
 
 def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
           test_batches=None, *, device="cpu", checkpoint_dir=None, resume=None,
-          manifest_digest=None, stop_at_step=None, progress=False, identity=None):
+          manifest_digest=None, stop_at_step=None, progress=False, identity=None, notify=None):
     """Train; returns {"history", "val" (best), "best_step", "test", "final_val", "steps", "model"}.
 
     ``model``: a reference ``ModelConfig``, or a function of no arguments that builds the
@@ -354,8 +354,9 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
     must match. Under a process group (torchrun) the model is wrapped in
     DistributedDataParallel and only rank 0 writes checkpoints and shows progress;
     ``train_batch`` gives this rank's share. ``checkpoint_dir``: writes last.pt (every
-    checkpoint_every steps and at the end) and best.pt (best validation metric). ``resume``: a
-    checkpoint path to continue from; its identity and manifest digest must match.
+    checkpoint_every steps, after every evaluation and at the end) and best.pt (best validation
+    metric). ``resume``: a checkpoint path to continue from; its identity and manifest digest
+    must match (``notify(line)`` hears that the run resumed, and at which step).
     ``stop_at_step``: stop (with a checkpoint) after this many steps, as an interrupted run
     would; the schedule still spans ``steps``.
     """
@@ -378,6 +379,8 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
         opt.load_state_dict(ck["optimizer"])
         _set_rng_state(ck["rng"])
         history, best, start = ck["history"], ck["best"], ck["step"]
+        if notify is not None:
+            notify(f"resuming {resume} at step {start:,} of {train_cfg.steps:,}")
     rank, world = dist_info()
     if hasattr(model, "checkpoint_activations"):  # the reference Model's option (a user module may lack it)
         model.checkpoint_activations = train_cfg.checkpoint_activations
@@ -440,8 +443,9 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
                     with checkpoint_dir.create("best.pt") as f:
                         torch.save({"model_config": identity, "manifest_digest": manifest_digest,
                                     "step": done, "model": best_state}, f)
-        if train_cfg.checkpoint_every and done % train_cfg.checkpoint_every == 0:
-            checkpoint("last.pt", done)
+        evaluated = val_batches is not None and history["val"] and history["val"][-1].get("step") == done
+        if evaluated or (train_cfg.checkpoint_every and done % train_cfg.checkpoint_every == 0):
+            checkpoint("last.pt", done)  # at every evaluation (docs/evaluate.md), and every checkpoint_every
         bar.update(done, history["train"][-1]["loss"], primary, last_val)
     bar.close()
     checkpoint("last.pt", end)

@@ -93,14 +93,15 @@ def _job(target, model, scale, **train):
 
 def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report_dir=None, progress=True,
              batch_size=None, amp=None, compile=False, checkpoint_activations=False,  # noqa: A002
-             permute_targets=False):
+             permute_targets=False, threads=1):
     """Train the preset model on ``target`` and write a certificate; returns the metrics dict.
 
     ``batch_size``: the global batch (default: the preset's); ``amp``: bf16 autocast
     (default: on for CUDA); ``compile``: torch.compile; ``checkpoint_activations``: recompute
     each block in the backward pass; ``permute_targets``: the negative control, targets
-    shuffled across each batch's samples (the certificate must fail). Under torchrun every
-    rank calls this; rank 0 writes.
+    shuffled across each batch's samples (the certificate must fail); ``threads``: torch
+    threads on the CPU (1, as evaluate: the tiny presets run fastest so on a busy machine).
+    Under torchrun every rank calls this; rank 0 writes.
     Failures before training (device, too few samples, a model that breaks the contract)
     are one-line LongsynthErrors and leave no report directory behind.
     """
@@ -111,6 +112,8 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
     if batch_size is not None and batch_size < 1:
         raise LongsynthError(f"--batch-size: must be >= 1, got {batch_size}")
     check_device(device)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise LongsynthError(f"--threads: must be an integer >= 1, got {threads!r}")
     job = _job(target, model, scale, steps=steps, device=device, batch_size=batch_size, amp=amp, compile=compile,
                checkpoint_activations=checkpoint_activations, permute_targets=permute_targets)
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -126,7 +129,8 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
             box = [report_dir]
             dist.broadcast_object_list(box, src=0)
             report_dir = box[0]
-        out = _certify(dataclasses.replace(job, device=device), report_dir, progress, rank, world)
+        out = _with_threads(threads, _certify, dataclasses.replace(job, device=device), report_dir, progress, rank,
+                            world)
     except BaseException:
         if joined:  # a failed rank leaves at once: its peers are not at a barrier
             dist.destroy_process_group()
@@ -151,6 +155,20 @@ def _certify(job, report_dir, progress, rank, world):
         report_dir.write_json("metrics.json", out, indent=2)
     out["report_dir"] = report_dir.path
     return out
+
+
+def _with_threads(threads, fn, *args):
+    """``fn(*args)`` with ``threads`` torch threads and Numba on one (restored after)."""
+    from numba import get_num_threads, set_num_threads
+
+    old, old_numba = torch.get_num_threads(), get_num_threads()
+    torch.set_num_threads(threads)
+    set_num_threads(1)
+    try:
+        return fn(*args)
+    finally:
+        torch.set_num_threads(old)
+        set_num_threads(old_numba)
 
 
 def _control(job, report_dir, progress, rank, world):

@@ -1,0 +1,69 @@
+"""What got in a new user's way with evaluate and validate: a plan up front, a resume line
+and hint, checkpoints at every evaluation, one thread policy, an exit code for a FAILED
+certificate."""
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from longsynth.cli.main import cli
+
+torch = pytest.importorskip("torch")
+
+
+def invoke(*args):
+    r = CliRunner().invoke(cli, [str(a) for a in args])
+    torch.set_num_threads(1)
+    return r
+
+
+def test_evaluate_plans_up_front_and_says_when_it_resumes(tmp_path):
+    out = tmp_path / "rep"
+    r = invoke("evaluate", "dlr", "--suite", "cumsum,select", "--steps", "2", "--threads", "2", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert "plan: 2 run(s) on 2 task(s), 4 training steps in all, one after another on cpu" in r.output
+    rep = json.loads((out / "report.json").read_text())
+    assert [run["torch_threads"] for run in rep["runs"]] == [2, 2]
+    (metrics,) = [os.path.join(dp, "metrics.json") for dp, _, fs in os.walk(out / "runs" / "cumsum")
+                  if "metrics.json" in fs]
+    os.remove(metrics)
+    r = invoke("evaluate", "dlr", "--suite", "cumsum,select", "--steps", "2", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert "1 of 2 runs already finished" in r.output and "plan: 1 run(s) on 1 task(s), 2 training steps" in r.output
+    assert f"resuming {os.path.dirname(metrics)}/checkpoints/last.pt at step 2 of 2" in r.output
+
+
+def test_an_interrupted_evaluate_says_how_to_resume(tmp_path, monkeypatch):
+    from longsynth.models_ref import evaluate
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluate, "evaluate", interrupted)
+    r = invoke("evaluate", "dlr", "--suite", "cumsum", "--steps", "2", "--out", tmp_path / "rep")
+    assert r.exit_code == 130 and "rerun the same command to resume" in r.output
+    assert "saved at every evaluation" in r.output
+
+
+def test_last_checkpoint_is_written_at_every_evaluation(tmp_path):
+    from longsynth.models_ref.model import ModelConfig
+    from longsynth.models_ref.trainer import TrainConfig, load_checkpoint, train
+
+    cfg = ModelConfig(d_input=1, d_output=2, H=4, N=4, n_layers=1)
+    tc = TrainConfig(steps=10, lr=1e-3, eval_every=3, seed=0, checkpoint_every=100)
+
+    def data(step):
+        if step == 4:
+            raise KeyboardInterrupt  # an interrupt during step 5, after the evaluation at step 3
+        return torch.randn(2, 8, 1), torch.randn(2, 8, 2)
+
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, tc, data, lambda: [(torch.randn(2, 8, 1), torch.randn(2, 8, 2))], checkpoint_dir=str(tmp_path))
+    assert load_checkpoint(str(tmp_path / "last.pt"))["step"] == 3
+
+
+def test_a_failed_certificate_exits_with_3(tmp_path):
+    r = invoke("validate", "cumsum", "--steps", "2", "--threads", "1", "--report-dir", tmp_path / "v")
+    assert "certificate FAILED" in r.output and r.exit_code == 3, r.output
+    assert json.loads((tmp_path / "v" / "metrics.json").read_text())["torch_threads"] == 1
