@@ -169,7 +169,7 @@ def check_model(module, spec, x, tol=1e-4):
                 out = module(x)
             except Exception as e:  # the user's forward: its error in one line (LONGSYNTH_DEBUG=1: traceback)
                 raise LongsynthError(f"model: forward on a batch of {spec.task} {tuple(x.shape)} failed: "
-                                     f"{type(e).__name__}: {e}") from e
+                                     f"{type(e).__name__}: {_first_line(e)}{_token_hint(spec)}") from e
             want = (x.shape[0], x.shape[1], spec.d_output)
             if not isinstance(out, torch.Tensor) or tuple(out.shape) != want:
                 got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
@@ -189,7 +189,20 @@ def build(factory, spec):
     except LongsynthError:
         raise
     except Exception as e:  # the user's factory
-        raise LongsynthError(f"model: the factory failed on {spec.task}: {type(e).__name__}: {e}") from e
+        raise LongsynthError(f"model: the factory failed on {spec.task}: {type(e).__name__}: {_first_line(e)}"
+                             f"{_token_hint(spec)}") from e
+
+
+def _first_line(e):
+    return " ".join(str(e).split())[:300]
+
+
+def _token_hint(spec):
+    """The hint for a model that expects float channels on a token task (d_input is None there)."""
+    if spec.vocab_size is None:
+        return ""
+    return (f" ({spec.task} is a token task: inputs are int64 token ids [B, T] and spec.d_input is None; embed "
+            f"them with torch.nn.Embedding(spec.vocab_size, ...), vocab_size {spec.vocab_size}: docs/evaluate.md)")
 
 
 def _check_causal(module, x, out, tol):

@@ -67,3 +67,19 @@ def test_a_failed_certificate_exits_with_3(tmp_path):
     r = invoke("validate", "cumsum", "--steps", "2", "--threads", "1", "--report-dir", tmp_path / "v")
     assert "certificate FAILED" in r.output and r.exit_code == 3, r.output
     assert json.loads((tmp_path / "v" / "metrics.json").read_text())["torch_threads"] == 1
+
+
+def test_a_float_model_on_a_token_task_gets_the_token_hint():
+    from longsynth.errors import LongsynthError
+    from longsynth.models_ref.harness import build
+    from longsynth.spec import ModelSpec
+
+    spec = ModelSpec(task="listops-subtrees", protocol="listops-subtrees", scale="tiny", objective="tokens",
+                     readout="positions", d_output=10, seq_len=64, target_len=64, causal=False, vocab_size=16)
+
+    def float_only(spec):
+        return torch.nn.Linear(spec.d_input, 8)
+
+    with pytest.raises(LongsynthError, match=r"listops-subtrees is a token task: inputs are int64 token ids \[B, T\] "
+                                             r"and spec.d_input is None; embed them with torch.nn.Embedding"):
+        build(float_only, spec)
