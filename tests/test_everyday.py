@@ -83,3 +83,22 @@ def test_a_float_model_on_a_token_task_gets_the_token_hint():
     with pytest.raises(LongsynthError, match=r"listops-subtrees is a token task: inputs are int64 token ids \[B, T\] "
                                              r"and spec.d_input is None; embed them with torch.nn.Embedding"):
         build(float_only, spec)
+
+
+def _run(task, test, paper_columns, steps=100, length=512):
+    return {"task": task, "protocol": "atomic", "scale": "tiny", "model": "/home/me/models/mygru.py:build", "lr": 1e-3,
+            "seed": 0, "primary_metric": "r2", "test": {"r2": test}, "best": {"r2": test}, "wall_time_s": 1.0,
+            "train_tokens_per_s": 1.0, "steps": steps, "spec": {"seq_len": length}, "paper_columns": paper_columns}
+
+
+def test_the_report_text_is_made_from_the_numbers_of_its_table():
+    from longsynth.models_ref.report import Report
+
+    figures = {"dlr": {"r2": 0.5}, "local-attention": {"r2": 0.8}, "not-a-column": {"r2": 0.99}}
+    rep = Report(identity={"model": "/home/me/models/mygru.py:build", "sha256": None}, suite="cumsum", scale="tiny",
+                 settings={"seeds": 1}, runs=[_run("cumsum", 0.7, figures)])
+    (row,) = rep.rows()
+    assert row["verdict"] == "-0.10 against the paper's best (attention 0.80)"  # a column the table shows
+    md = rep.to_markdown()
+    assert "0.99" not in md and "cumsum at L = 512, 100 steps" in md and "600 steps" not in md
+    assert rep.table().splitlines()[0].split()[2] == "mygru.py:build"  # the name, not the path's tail
