@@ -365,7 +365,22 @@ def _show_options(default_name):
             click.Option(["--count", "-c"], type=click.IntRange(1, MAX_SHOW), default=1, show_default=True,
                          help=f"number of samples (1..{MAX_SHOW}: one figure)"),
             click.Option(["--out", "-o"], type=click.Path(dir_okay=False), default=f"{default_name}.png",
-                         show_default=True, help="PNG to write")]
+                         show_default=True, help="PNG to write (its folder is made when missing)", callback=_png_out)]
+
+
+def _png_out(ctx, param, value):
+    """show's --out: a .png name (matplotlib would add the suffix to a bare name and write
+    another file than the one named), its folder made when missing."""
+    if value is None:
+        return value
+    if os.path.splitext(value)[1].lower() != ".png":
+        raise click.BadParameter(f"the figure is a PNG: give a name ending in .png, got {value!r}")
+    folder = os.path.dirname(os.path.abspath(value))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise click.BadParameter(f"cannot make its folder {folder} ({e.strerror or e})") from None
+    return value
 
 
 def _emit(text, out):

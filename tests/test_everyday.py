@@ -102,3 +102,17 @@ def test_the_report_text_is_made_from_the_numbers_of_its_table():
     md = rep.to_markdown()
     assert "0.99" not in md and "cumsum at L = 512, 100 steps" in md and "600 steps" not in md
     assert rep.table().splitlines()[0].split()[2] == "mygru.py:build"  # the name, not the path's tail
+
+
+def test_show_out_makes_its_folder_and_wants_a_png_name(tmp_path):
+    r = invoke("show", "cumsum", "--L", "32", "--out", tmp_path / "new" / "figs" / "c.png")
+    assert r.exit_code == 0 and (tmp_path / "new" / "figs" / "c.png").is_file(), r.output
+    r = invoke("show", "cumsum", "--L", "32", "--out", tmp_path / "c")
+    assert r.exit_code == 2 and "give a name ending in .png, got" in r.output and not list(tmp_path.glob("c*"))
+
+
+def test_a_module_name_beside_a_file_suggests_the_file(tmp_path, monkeypatch):
+    (tmp_path / "mygru.py").write_text("def build(spec):\n    raise ValueError\n")
+    monkeypatch.chdir(tmp_path)
+    r = invoke("evaluate", "mygru:build", "--suite", "cumsum", "--out", tmp_path / "rep")
+    assert r.exit_code == 1 and "mygru.py is here: name it as mygru.py:build" in r.output, r.output
