@@ -13,6 +13,7 @@ whose config changed gets a new directory (said in one line).
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -61,7 +62,7 @@ def suite_tasks(suite):
     return list(dict.fromkeys(members))
 
 
-def dataset_for(protocol, data, notify):
+def dataset_for(protocol, data, notify, progress=False):
     """The stored dataset of a protocol: ``data`` (a dataset, or a folder of one per protocol),
     else the cache's copy, generated on first use with the protocol's parameters and splits."""
     from longsynth.store import generate
@@ -82,8 +83,11 @@ def dataset_for(protocol, data, notify):
     except LongsynthError:
         pass
     notify(f"{protocol.name}: generating its {protocol.scale} dataset into {root} (once; reused after)")
-    generate(root, protocol.task, protocol.data, seed=0, splits=protocol.splits, notify=notify,
-             command=f"longsynth evaluate (cache of {protocol.name}, scale {protocol.scale})")
+    from longsynth.progress import Samples
+
+    with Samples(f"gen {protocol.task} (cache)") if progress else contextlib.nullcontext() as bar:
+        generate(root, protocol.task, protocol.data, seed=0, splits=protocol.splits, notify=notify, progress=bar,
+                 command=f"longsynth evaluate (cache of {protocol.name}, scale {protocol.scale})")
     return root
 
 
@@ -138,16 +142,19 @@ def _factory(model):
     return model, {"model": text, "sha256": None}, text
 
 
-def plan(model, suite, settings, out, notify):
+def plan(model, suite, settings, out, notify, progress=False):
     """(jobs with their run directories, factory, identity): every task checked before training."""
     _check_settings(settings)
     factory, identity, text = _factory(model)
     planned, changed, unstored = [], 0, []
-    for proto_name, task in suite_tasks(suite):
+    members = suite_tasks(suite)
+    if len(members) > 1:  # a forward pass on a real batch per task: a minute or two for the atomic suite
+        notify(f"checking {text} on the {len(members)} tasks of {suite} before anything trains")
+    for proto_name, task in members:
         protocol = resolve(proto_name, settings.scale, task=task)
         if settings.data is not None and not protocol.stored:
             unstored.append(task)
-        data = dataset_for(protocol, settings.data, notify) if protocol.stored else None
+        data = dataset_for(protocol, settings.data, notify, progress) if protocol.stored else None
         probe = Job(model=text, protocol=proto_name, task=task, scale=settings.scale, data=data,
                     device=settings.device)
         prepared = prepare(probe)
@@ -263,7 +270,8 @@ def _run_all(todo, factory, settings, progress):
         return
     ctx = multiprocessing.get_context("spawn")  # Numba and torch threads are not fork-safe
     with concurrent.futures.ProcessPoolExecutor(settings.jobs, mp_context=ctx) as pool:
-        futures = [pool.submit(execute, job, d, factory, settings.threads) for job, d in todo]
+        # each process shows its run's progress on stderr (a line every 10 s when it is not a terminal)
+        futures = [pool.submit(execute, job, d, factory, settings.threads, progress) for job, d in todo]
         for fut in concurrent.futures.as_completed(futures):
             yield fut.result()
 
@@ -292,7 +300,7 @@ _REPORT_RE = re.compile(r"^\.?(report\.(json|md|png)|runs)(\.tmp)?$")
 
 
 def _evaluate(model, suite, out, settings, progress, notify):
-    planned, factory, identity = plan(model, suite, settings, out, notify)
+    planned, factory, identity = plan(model, suite, settings, out, notify, progress)
     results, todo = [], []
     for job, run_dir in planned:
         done = _finished(job, run_dir, notify)

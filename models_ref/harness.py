@@ -15,6 +15,7 @@ A job is plain data (``Job``), so it crosses process and Dask boundaries unchang
 from __future__ import annotations
 
 import dataclasses
+import os
 import platform
 import time
 
@@ -281,8 +282,9 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
     t0 = time.time()
+    desc = f"train {os.path.basename(job.model)} on {proto.task} lr {lr:g} seed {job.seed}"  # apart under --jobs
     res = train(lambda: factory(spec), tcfg, *p.sources, device=job.device, manifest_digest=p.digest,
-                checkpoint_dir=ckdir, resume=resume, progress=progress and f"train {job.model} on {proto.task}",
+                checkpoint_dir=ckdir, resume=resume, progress=progress and desc,
                 identity=model_config, notify=notify if rank == 0 else None)
     wall = time.time() - t0
     primary = PRIMARY[tcfg.objective]

@@ -116,3 +116,24 @@ def test_a_module_name_beside_a_file_suggests_the_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     r = invoke("evaluate", "mygru:build", "--suite", "cumsum", "--out", tmp_path / "rep")
     assert r.exit_code == 1 and "mygru.py is here: name it as mygru.py:build" in r.output, r.output
+
+
+def test_a_suite_says_it_checks_the_model_first_and_cache_generation_shows_progress(tmp_path, monkeypatch):
+    from longsynth import store
+    from longsynth.models_ref import evaluate
+
+    monkeypatch.setenv("LONGSYNTH_CACHE", str(tmp_path / "cache"))
+    seen = {}
+
+    def generate(root, task, params, **kw):  # what dataset_for asks of gen, without generating
+        seen.update(kw)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store, "generate", generate)
+    proto = evaluate.resolve("listops-subtrees", "tiny", task="listops-subtrees")
+    with pytest.raises(KeyboardInterrupt):
+        evaluate.dataset_for(proto, None, lambda line: None, progress=True)
+    assert callable(seen["progress"])
+    lines = []
+    evaluate.plan("dlr", "cumsum,select", evaluate.Settings(steps=1), str(tmp_path / "o"), lines.append)
+    assert lines[0] == "checking dlr on the 2 tasks of cumsum,select before anything trains"
