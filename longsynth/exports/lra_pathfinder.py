@@ -62,8 +62,8 @@ def write(dataset, out_dir, progress):
     with PendingFiles(out_dir) as pending:
         i = 0
         for split, sp in dataset.splits.items():
-            for first, block in sp.iter_blocks(keys=["inputs", "targets", "margin"]):
-                values.check(sp.specs, block, f"{split}[{first}..]", dataset.root)
+            for at, block in sp.iter_blocks(keys=["inputs", "targets", "margin"]):
+                values.check(sp.specs, block, f"{split}[{at}..]", dataset.root)
                 for j in range(len(block["targets"])):
                     b, k = divmod(i, EXPORT_BATCH)
                     b += first
