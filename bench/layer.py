@@ -6,9 +6,9 @@ and against the authors' own layer; and the S4 family against DLR.
     python bench/layer.py --family [--json bench/results/layer_family.json]
     python bench/layer.py --baselines [--json bench/results/layer_baselines.json]
 
-``--family``: S4, S4D and eSSM (docs/models.md) against DLR at L = 1024, 16K (Path-X) and 64K,
+``--family``: S4, S4D and eSSM (docs/models.md) against DLR at L = 1024, 4096, 16K (Path-X) and 64K,
 H = 128, batch 1, each at its paper's state size (DLR N 1024, DLR paper Table 6; S4 and S4D
-N 64, S4 paper Table 11; eSSM 8 heads of N 256, eSSM paper Table 10), unidirectional; the
+N 64, S4 paper Table 11; eSSM N 256 over 8 heads, eSSM paper Table 10), unidirectional; the
 forward alone (no autograd) is timed beside forward+backward. ``--baselines``: the DLR paper's
 ATTENTION (4 heads, rotary) and LOCALATTENTION (chunks of 1024) layers against a DLR layer of
 N 4096 at H 128 and L = 512, 4096, 16K (its Table 1 times attention at 6.3x DLR at L = 4096).
@@ -26,7 +26,7 @@ uses KeOps' lazy reduction instead. Each run has its address space capped (--mem
 so a run that cannot fit fails instead of starving the machine.
 
 Configurations (paper Table 6): H=128, N=1024, L=16K (Pathfinder-128) and H=64, N=2048,
-L=262K with kernel length 32K (Pathfinder-512). "chunked" is models_ref.dlr.DLR (power
+L=262K with kernel length 32K (Pathfinder-512). "chunked" is models_ref.layers.dlr.DLR (power
 tables over position chunks, never more than O(N*C + H*L) kernel memory); "naive" is the
 paper's Figure 4 kernel, which materialises P = Lambda^k as an [N, L_kernel] matrix (and
 its autograd copies). Each measurement runs in a fresh subprocess so CPU peak memory
@@ -54,7 +54,7 @@ FAMILY = {"dlr": dict(N=1024), "s4": dict(N=64), "s4d": dict(N=64), "essm": dict
           "dlr-4096": dict(layer="dlr", N=4096), "attention": dict(), "local-attention": dict(attention_chunk=1024)}
 for _L, _tag in ((512, "512"), (1024, "1k"), (4096, "4k"), (16384, "16k"), (65536, "64k")):
     CONFIGS[f"family-{_tag}"] = dict(H=128, N=None, L=_L, klen=None, B=1)
-FAMILY_PLAN = [(impl, f"family-{tag}") for tag in ("1k", "16k", "64k") for impl in ("dlr", "s4", "s4d", "essm")]
+FAMILY_PLAN = [(impl, f"family-{tag}") for tag in ("1k", "4k", "16k", "64k") for impl in ("dlr", "s4", "s4d", "essm")]
 BASELINES_PLAN = [(impl, f"family-{tag}") for tag in ("512", "4k", "16k")
                   for impl in ("dlr-4096", "attention", "local-attention")]
 PLAN = [("chunked", "pf128"), ("naive", "pf128"), ("chunked", "pf512"), ("naive", "pf512"),
@@ -127,7 +127,7 @@ def run_one(impl, name, device, reps, threads, authors_src=None):
     import torch
     import torch.nn.functional as F
 
-    from longsynth.models_ref.dlr import DLR
+    from longsynth.models_ref.layers.dlr import DLR
 
     torch.set_num_threads(threads)
     c = CONFIGS[name]

@@ -138,8 +138,11 @@ def list_tasks():
 
 def _make_gen(task):
     @friendly
-    def run(out, num_samples, splits, seed, workers, shard_size, compression, overwrite, dask, dry_run, **values):
+    def run(out, num_samples, splits, seed, workers, shard_size, compression, overwrite, dask, dry_run,
+            authors_stream, **values):
         params = task_params(task, values)
+        if authors_stream and task.authors is None:
+            raise click.BadParameter(f"{task.name} has no authors' stream", param_hint="--authors-stream")
         if splits is not None and num_samples is not None:
             raise click.ClickException("give --num-samples or --splits, not both")
         if dry_run:
@@ -151,7 +154,8 @@ def _make_gen(task):
         if dask is not None and workers is not None:
             raise click.ClickException("give --workers or --dask, not both (the Dask workers write the shards)")
         counts = store.parse_splits(splits) if splits is not None else None
-        command = canonical_command(task, params, out, num_samples, splits, seed, shard_size, compression)
+        command = canonical_command(task, params, out, num_samples, splits, seed, shard_size, compression,
+                                    authors_stream)
         client = store.connect(dask) if dask is not None else None
         bar = Watched(f"gen {task.name}")
         t0 = time.perf_counter()
@@ -159,7 +163,8 @@ def _make_gen(task):
             m = store.generate(out, task.name, params, seed=seed, splits=counts, num_samples=num_samples,
                                shard_size=shard_size, compression=compression, workers=workers,
                                overwrite=overwrite, command=command, progress=bar,
-                               notify=lambda line: click.echo(line, err=True), client=client)
+                               notify=lambda line: click.echo(line, err=True), client=client,
+                               authors_stream=authors_stream)
             if _SIGNALLED:  # the interrupt was swallowed and no progress report came after it
                 raise KeyboardInterrupt
         except (KeyboardInterrupt, RuntimeError) as e:  # Ctrl-C, SIGTERM (or a pool lock it broke)
@@ -233,6 +238,9 @@ def gen_options(task=None):
         click.Option(["--overwrite"], is_flag=True, help="replace a different dataset already in --out"),
         click.Option(["--dry-run"], is_flag=True,
                      help="print the plan (splits, shards, size on disk, free space) and write nothing"),
+        click.Option(["--authors-stream"], is_flag=True,
+                     help="write the authors' own stream for this seed (token tasks that have one; sequential, "
+                          "one process) instead of longsynth's per-sample law"),
         click.Option(["--dask"], metavar="ADDRESS", default=None,
                      help="write the shards on a Dask cluster: scheduler address (tcp://host:8786) or scheduler "
                           "file; --out must be shared with its workers (needs longsynth[dask])"),
@@ -248,7 +256,7 @@ class GenGroup(TaskGroup):
         super().format_epilog(ctx, formatter)
 
 
-def canonical_command(task, params, out, num_samples, splits, seed, shard_size, compression):
+def canonical_command(task, params, out, num_samples, splits, seed, shard_size, compression, authors_stream=False):
     """The gen command line that reproduces this dataset (workers omitted: they change nothing)."""
     parts = ["longsynth", "gen", task.name]
     for k, v in params.items():
@@ -263,6 +271,8 @@ def canonical_command(task, params, out, num_samples, splits, seed, shard_size, 
         parts += ["--shard-size", str(shard_size)]
     if compression != "none":
         parts += ["--compression", compression]
+    if authors_stream:
+        parts += ["--authors-stream"]
     parts += ["--out", out]
     return " ".join(shlex.quote(p) for p in parts)
 
@@ -302,6 +312,16 @@ def info(root, as_json, samples):
         if st and st.get("nonfinite"):
             stats += f"  ({', '.join(f'{count(n)} {what}' for what, n in st['nonfinite'].items() if n)}: left out)"
         click.echo(f"  {k:16s} {spec['dtype']:8s} {shape:14s}{stats}")
+    if s.get("tokens"):
+        tk = s["tokens"]
+        sc = tk["scored_per_sample"]
+        click.echo(f"tokens: vocabulary {tk['vocab_size']}; scored positions per sample (targets != -100): "
+                   f"min {sc['min']} mean {sc['mean']:.2f} max {sc['max']}, {count(sc['total'])} in all")
+        for name in ("inputs", "targets"):
+            t = tk[name]
+            top = "  ".join(f"{i}: {100 * p:.2f}%" for i, p in t["top"])
+            out = f", {count(t['outside_vocab'])} outside the vocabulary" if t["outside_vocab"] else ""
+            click.echo(f"  {name:7s} {count(t['distinct'])} distinct ids{out}; most frequent: {top}")
     if s.get("balance"):
         click.echo("class balance of targets (share of each value):")
         for split, shares in s["balance"].items():

@@ -3,7 +3,7 @@ import numpy as np
 
 from longsynth import registry
 from longsynth.errors import LongsynthError
-from longsynth.rng import split_code
+from longsynth.rng import split_code, split_name
 from longsynth.task import unpack
 
 MAX_SEED = (1 << 63) - 1
@@ -78,3 +78,42 @@ def vocab(task, **params):
     if t.vocab is None:
         raise LongsynthError(f"task: {task} has no token vocabulary")
     return list(t.vocab(t.make_config(**params)))
+
+
+def authors_stream(task, count, *, seed, split="train", **params):
+    """The authors' own stream for ``seed``: ``{"inputs", "targets"}`` int64 [count, L], equal
+    element for element to what the authors' generator returns for that seed and those
+    parameters (each task's page in docs/tasks/ says which function, and how ``split`` maps
+    to the authors' seeds). Sequential, as theirs: row i depends on ``count`` and on every
+    row before it, unlike ``sample``/``batch``, whose rows are pure functions of their index."""
+    t = registry.get(task)
+    if t.authors is None:
+        raise LongsynthError(f"task: {task} has no authors' stream (tasks with one: "
+                             f"{', '.join(n for n, x in registry.all_tasks().items() if x.authors) or 'none'})")
+    cfg = t.make_config(**params)
+    seed = check_seed(seed)
+    count = _check_index("count", count)
+    return authors_rows(t, cfg, count, seed, split_name(split))
+
+
+_AUTHORS = {}  # the last authors' stream made by authors_block: (task, cfg, seed, split, count) -> rows
+
+
+def authors_block(t, cfg, seed, split, count, start, n):
+    """Rows start..start+n-1 of the authors' stream of ``count`` rows, in the task's stored
+    dtypes. The whole stream is made once (its rows depend on ``count``) and kept until
+    another stream is asked for: a dataset's shards, written one after another, share it."""
+    key = (t.name, cfg, seed, split, count)
+    if key not in _AUTHORS:
+        _AUTHORS.clear()
+        specs = t.keys(cfg)
+        _AUTHORS[key] = {k: v.astype(specs[k].dtype) for k, v in authors_rows(t, cfg, count, seed, split).items()}
+    rows = _AUTHORS[key]
+    return {k: v[start : start + n] for k, v in rows.items()}
+
+
+def authors_rows(t, cfg, count, seed, split):
+    """``t.authors`` for a validated config, as int64 C arrays of the task's key shapes."""
+    rows = t.authors(cfg, count, seed, split)
+    shapes = {k: (count,) + tuple(spec.shape) for k, spec in t.keys(cfg).items()}
+    return {k: np.ascontiguousarray(rows[k], dtype=np.int64).reshape(shapes[k]) for k in ("inputs", "targets")}

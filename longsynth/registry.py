@@ -12,6 +12,7 @@ MODULES = [
     "longsynth.generators.listops",
     "longsynth.generators.pathfinder.seg",
     "longsynth.generators.pathfinder.lra",
+    "longsynth.generators.mqar",
 ]
 
 _TASKS = None

@@ -6,7 +6,9 @@ A model is a factory ``factory(spec: ModelSpec) -> torch.nn.Module``. The module
 
 - ``"rightmost"``: the last ``target_len`` positions (atomic tasks, the DLR paper's rule);
 - ``"positions"``: every labelled position (tagging: ListOps, Pathfinder-Segmentation);
-- ``"mean"``: the mean over positions (LRA classification, S4's pooled decoder).
+- ``"mean"``: the mean over positions (LRA classification, S4's pooled decoder);
+- ``"pool"``: at each labelled position t, the mean of the outputs 0..t: S4's pooled decoder over
+  each padded sequence's own length (its ``use_lengths``), the label sitting at the last real token.
 
 Plain data, no torch: the spec is saved in reports and checkpoints as a dict.
 """
@@ -22,7 +24,7 @@ class ModelSpec:
     protocol: str  # the protocol it runs under: "atomic", "listops-subtrees", "pathfinder-seg-128", ...
     scale: str  # "tiny" | "paper"
     objective: str  # "regression" (MSE) | "tokens" (cross-entropy per label) | "segmentation"
-    readout: str  # "rightmost" | "positions" | "mean"
+    readout: str  # "rightmost" | "positions" | "mean" | "pool"
     d_output: int  # output channels per position (classes for classification)
     seq_len: int  # T, the input length (the longest, for variable-length ListOps)
     target_len: int  # labelled outputs per sample: T' <= T for atomic tasks, T for tagging, 1 for "mean"

@@ -113,7 +113,7 @@ class Task:
     fixed: Callable[[Any, int], dict] | None = None  # (cfg, seed) -> {name: ndarray}, drawn once
     check: Callable[[Any], None] | None = None  # cross-field validation beyond param ranges
     resolve: Callable[[Any], Any] | None = None  # fill derived fields (presets) after checks
-    family: str = "atomic"  # "atomic" | "listops" | "pathfinder": picks the loader's encoding
+    family: str = "atomic"  # "atomic" | "listops" | "pathfinder" | "tokens": picks the loader's encoding
     card: str = ""  # markdown definition for the dataset card
     default_num_samples: int = 10_000
     split_percent: tuple = (96, 2, 2)  # train / val / test shares of --num-samples (val, test round down)
@@ -122,6 +122,23 @@ class Task:
     show_dataset: Callable | None = None  # (dataset, split, path) -> None: dataset-level figure
     audit: Callable | None = None  # (dataset) -> dict: dataset-wide check after generation, kept in the manifest
     revision: int = 1  # draw-order revision: raised whenever the samples of a (config, seed) change
+    # token tasks (family "tokens", docs/adding-a-task.md "Token tasks"): ids lie in [0, vocab_size(cfg))
+    vocab_size: Callable[[Any], int] | None = None
+    # the authors' own stream: (cfg, count, seed, split name) -> {"inputs", "targets": int64 [count, L]}
+    authors: Callable | None = None
+    citation: str = ""  # BibTeX of the paper that defines the task (dataset cards); empty: the DLR paper
+
+    def __post_init__(self):
+        if self.family == "tokens":
+            if self.vocab_size is None:
+                raise TypeError(f"task {self.name}: a token task needs vocab_size(cfg)")
+            if self.show is None:
+                self.show = self._show_tokens
+
+    def _show_tokens(self, samples, cfg, path):
+        from longsynth.generators._tokens import preview
+
+        return preview(samples, cfg, path, self.vocab_size(cfg))
 
     def __repr__(self):
         return f"<longsynth.Task {self.name} ({self.family}): {self.summary}>"

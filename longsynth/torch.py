@@ -24,6 +24,7 @@ This is the only longsynth module that imports torch (``import longsynth`` never
              ``positional=True``, T = M*M)
   listops    int64 [n] token ids                             int64 [n], -1 -> -100
                                                              (classic listops: int64 scalar)
+  tokens     int64 [L] token ids                             int64 [L] as stored (-100: not scored)
   ========== ============================================== ================================
 
   ``encode=False`` returns the stored arrays as tensors, unchanged; :func:`encode_batch`
@@ -149,10 +150,25 @@ class ListOpsEncoding:
         return torch.from_numpy(x), _tensor(y)
 
 
+class TokensEncoding:
+    """token tasks (MQAR, recall, copying): inputs and targets -> int64, values unchanged
+    (targets already hold IGNORE_INDEX at every unscored position)."""
+
+    default_positional = False
+
+    def __init__(self, positional):
+        if positional:
+            raise LongsynthError("positional: token-task inputs are token ids; positional channels do not apply")
+
+    def __call__(self, inputs, targets):
+        return _tensor(np.asarray(inputs).astype(np.int64)), _tensor(np.asarray(targets).astype(np.int64))
+
+
 ENCODINGS = {
     "atomic": AtomicEncoding,
     "pathfinder": PathfinderEncoding,
     "listops": ListOpsEncoding,
+    "tokens": TokensEncoding,
 }
 
 
@@ -199,10 +215,17 @@ def _listops_batch(x, y, positional):
     return x.long(), y.masked_fill(y < 0, IGNORE_INDEX)
 
 
+def _tokens_batch(x, y, positional):
+    if positional:
+        raise LongsynthError("positional: token-task inputs are token ids; positional channels do not apply")
+    return x.long(), y.long()
+
+
 BATCH_ENCODINGS = {
     "atomic": _atomic_batch,
     "pathfinder": _pathfinder_batch,
     "listops": _listops_batch,
+    "tokens": _tokens_batch,
 }
 
 

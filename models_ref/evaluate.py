@@ -31,7 +31,7 @@ from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
 from longsynth.models_ref import factories
 from longsynth.models_ref.harness import Job, build, check_model, prepare, run
-from longsynth.models_ref.presets import ATOMIC_TASKS, PROTOCOLS, SUITES, architecture, suite_members
+from longsynth.models_ref.presets import ATOMIC_TASKS, PROTOCOLS, SUITES, architecture, preset_lr, suite_members
 from longsynth.models_ref.protocol import SCALES, resolve
 from longsynth.models_ref.report import Report
 
@@ -106,9 +106,9 @@ class Settings:
     threads: int = 1  # torch threads per run on the CPU (the one thread policy of evaluate and validate)
 
 
-def _default_lr(factory, protocol, scale):
+def _default_lr(factory, protocol, scale, task):
     row = architecture(protocol, scale, factory.name) if isinstance(factory, factories.Reference) else None
-    return PROTOCOLS[(protocol, scale)]["lr"] if row is None else row["lr"]
+    return PROTOCOLS[(protocol, scale)]["lr"] if row is None else preset_lr(row, task)
 
 
 def _config_hash(job, identity, protocol):
@@ -162,7 +162,7 @@ def plan(model, suite, settings, out, notify, progress=False):
         dev = torch.device(settings.device)  # on the run's device: a paper-scale model is slow on a CPU
         check_model(build(factory, prepared.spec), prepared.spec, prepared.sources[0](0)[0][:2].to(dev))
         every = min(protocol.eval_every, settings.steps or protocol.steps)
-        for lr in settings.lrs or (_default_lr(factory, proto_name, settings.scale),):
+        for lr in settings.lrs or (_default_lr(factory, proto_name, settings.scale, task),):
             for seed in range(settings.seeds):
                 job = dataclasses.replace(probe, lr=float(lr), seed=seed, steps=settings.steps, checkpoint_every=every)
                 prefix = f"lr{lr:g}-seed{seed}-"

@@ -24,7 +24,7 @@ import sys
 
 from longsynth.errors import LongsynthError
 from longsynth.models_ref.model import Model, ModelConfig
-from longsynth.models_ref.presets import VARIANTS, architecture
+from longsynth.models_ref.presets import VARIANTS, architecture, preset_lr
 
 
 BIDIRECTIONAL = ("dlr", "dlr-real", "s4", "s4d", "essm", "attention", "local-attention")  # with a bidirectional form
@@ -54,14 +54,14 @@ class Reference:
         return ModelConfig(bidirectional=bidirectional, **io, **arch)
 
     def lr(self, spec):
-        return self.preset(spec)["lr"]
+        return preset_lr(self.preset(spec), spec.task)
 
     def __call__(self, spec):
         return Model(self.config(spec))
 
 
 BUILTIN = {name: Reference(name) for name in ("dlr", "dss", "s4", "s4d", "essm", "dlr-prod", "dlr-real", "dlr-6",
-                                               "attention", "attention-ff", "local-attention")}
+                                               "dlr-d1", "attention", "attention-ff", "local-attention")}
 
 
 def _sha256(path):

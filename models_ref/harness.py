@@ -27,7 +27,7 @@ from longsynth import plot, registry
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
 from longsynth.models_ref import factories
-from longsynth.models_ref.presets import PAPER_SOURCE, TOLERANCE, own_figures, paper_figures
+from longsynth.models_ref.presets import PAPER_SOURCE, TOLERANCE, own_figures, paper_figures, paper_split
 from longsynth.models_ref.protocol import (manifest_digest, on_the_fly_sources, protocol_for_dataset, resolve,
                                            stored_sources)
 from longsynth.models_ref.trainer import PRIMARY, train
@@ -243,12 +243,14 @@ def resolve_lr(job, factory, spec, protocol):
     return factory.lr(spec) if isinstance(factory, factories.Reference) else protocol.lr
 
 
-def verdict(test, paper, primary):
-    """'consistent with the paper' when the test metric is within TOLERANCE of the paper's figure."""
-    if test is None or paper is None or primary not in paper:
+def verdict(res, paper, primary, split):
+    """'consistent with the paper' when our metric on the paper's split (presets.paper_split: the
+    best validation evaluation, or the test set) is within TOLERANCE of the paper's figure."""
+    ours = res["val" if split == "val" else "test"]
+    if ours is None or paper is None or primary not in paper or res["test"] is None:
         return None
-    gap = test[primary] - paper[primary]
-    return {"metric": primary, "test": test[primary], "paper": paper[primary], "gap": gap,
+    gap = ours[primary] - paper[primary]
+    return {"metric": primary, "split": split, "value": ours[primary], "paper": paper[primary], "gap": gap,
             "consistent": abs(gap) <= TOLERANCE}
 
 
@@ -312,7 +314,8 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         "metrics_note": "top-level metrics are the paper's (per batch of batch_size, averaged over batches); "
                         "'exact' holds the same metrics from counts over the whole evaluation set",
         "primary_metric": primary, "final": res["final_val"], "best": res["val"], "best_step": res["best_step"],
-        "test": res["test"], "paper": paper, "paper_columns": figures, "verdict": verdict(res["test"], paper, primary),
+        "test": res["test"], "paper": paper, "paper_columns": figures,
+        "verdict": verdict(res, paper, primary, paper_split(own)),
         "created": time.strftime("%Y%m%d-%H%M%S"), "rank": rank,
     }
     if rank == 0:

@@ -6,10 +6,11 @@ model contract of ``longsynth evaluate`` (longsynth.spec). The protocol's readou
 rightmost positions, every labelled one, or the mean over positions, which equals S4's
 pooled decoder since the decoder is linear) is the trainer's.
 
-A block (S4-style): z = layer(norm(x) if prenorm else x); z = dropout(z);
-z = GLU(Linear(H, 2H)(z)) when glu; x = x + z; x = norm(x) if post-norm. The norm is
-LayerNorm over H per position, or BatchNorm per channel over batch and positions (S4's
-`norm: batch`, which its LRA Pathfinder setting uses).
+A block (S4-style): z = layer(norm(x) if prenorm else x); z = dropout(z); x = x + z;
+x = norm(x) if post-norm. With ``glu`` the layer's output Linear(H, H) becomes
+Linear(H, 2H) + GLU (the official ``postact: glu``; kernel.py). The norm is LayerNorm over
+H per position, or BatchNorm per channel over batch and positions (S4's `norm: batch`,
+which its LRA Pathfinder setting uses).
 """
 from __future__ import annotations
 
@@ -19,16 +20,17 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 import torch.nn as nn
-import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from longsynth.errors import LongsynthError
-from longsynth.models_ref.attention import Attention, FeedForward
-from longsynth.models_ref.dlr import DLR, DLRReal
-from longsynth.models_ref.dss import DSSExp
-from longsynth.models_ref.essm import ESSM
-from longsynth.models_ref.s4 import S4
-from longsynth.models_ref.s4d import INITS, S4D
+from longsynth.models_ref.layers.attention import Attention
+from longsynth.models_ref.layers.dlr import DLR, DLRReal
+from longsynth.models_ref.layers.dss import INITS as DSS_INITS
+from longsynth.models_ref.layers.dss import DSSExp
+from longsynth.models_ref.layers.essm import ESSM
+from longsynth.models_ref.layers.s4 import S4
+from longsynth.models_ref.layers.kernel import SKIPS
+from longsynth.models_ref.layers.s4d import INITS, S4D
 
 LAYERS = ("dlr", "dss", "s4", "s4d", "essm", "dlr-real", "attention", "local-attention")
 KERNELS = ("real", "prod")
@@ -55,11 +57,12 @@ class ModelConfig:
     dropout: float = 0.0
     chunk: int | None = None  # kernel chunk length (None: automatic)
     norm: str = "layer"  # "layer": LayerNorm over H per position | "batch": BatchNorm over (B, L) per channel
-    init: str = "legs"  # s4d only: "legs" (S4D-LegS) | "lin" (S4D-Lin)
+    init: str = "legs"  # s4d: "legs" (S4D-LegS) | "lin" (S4D-Lin); dss: "lin" | "skew-hippo" ("legs" = "lin" for dss)
+    skip: str = "learned"  # D u: D learned from N(0, 1) (the official code) | "one": D = 1 (the DLR paper's prose)
     heads: int = 1  # essm only: s, the number of diagonal blocks (heads); divides H
     attention_heads: int = 4  # attention heads (the paper's ATTENTION block: 4)
     attention_chunk: int = 1024  # local-attention: chunk length (the paper's LOCALATTENTION: 1024)
-    ff_layers: int = 0  # feed-forward sublayers after each block (Table 4's ATTENTION + 2xFF: 2)
+    ff_layers: int = 0  # attention only: feed-forward sublayers inside each block (Table 4's ATTENTION + 2xFF: 2)
     ff_width: int = 2048  # their hidden width
 
     def __post_init__(self):
@@ -75,8 +78,17 @@ class ModelConfig:
             raise LongsynthError(f"kernel: the prod cast is DLR's; {self.layer} has kernel='real' only")
         if self.layer in ("s4", "s4d") and self.N % 2:
             raise LongsynthError(f"N: {self.layer} keeps N/2 conjugate pairs, N must be even, got {self.N}")
-        if self.init not in INITS:
-            raise LongsynthError(f"init: must be one of {INITS}, got {self.init!r}")
+        if self.init not in INITS + DSS_INITS:
+            raise LongsynthError(f"init: must be one of {INITS + DSS_INITS}, got {self.init!r}")
+        if self.skip not in SKIPS:
+            raise LongsynthError(f"skip: must be one of {SKIPS}, got {self.skip!r}")
+        if self.layer == "essm" and self.glu:
+            raise LongsynthError("glu: eSSM has its own gated activation (docs/models.md); use glu=False")
+        if self.layer == "essm" and self.N % self.heads:
+            raise LongsynthError(f"N: eSSM divides its N states over {self.heads} heads; N must be a multiple, "
+                                 f"got {self.N}")
+        if self.ff_layers and self.layer not in ("attention", "local-attention"):
+            raise LongsynthError(f"ff_layers: the feed-forward sublayers are attention's (Table 4), not {self.layer}'s")
         if self.heads < 1 or self.H % self.heads:
             raise LongsynthError(f"heads: must be >= 1 and divide H = {self.H}, got {self.heads}")
         for name in ("d_input", "d_output", "H", "N", "n_layers"):
@@ -138,22 +150,24 @@ def make_norm(cfg: ModelConfig):
 def make_layer(cfg: ModelConfig):
     """The contextualisation of a block: u [B, L, H] -> [B, L, H]."""
     ssm = dict(max_kernel_length=cfg.max_kernel_length, dt_min=cfg.dt_min, dt_max=cfg.dt_max, lr=cfg.ssm_lr,
-               chunk=cfg.chunk)
+               chunk=cfg.chunk, skip=cfg.skip, glu=cfg.glu)
     if cfg.layer == "dlr":
         return DLR(cfg.H, cfg.N, kernel=cfg.kernel, bidirectional=cfg.bidirectional, **ssm)
     if cfg.layer == "dlr-real":
         return DLRReal(cfg.H, cfg.N, bidirectional=cfg.bidirectional, **ssm)
     if cfg.layer == "dss":
-        return DSSExp(cfg.H, cfg.N, **ssm)
+        return DSSExp(cfg.H, cfg.N, init="skew-hippo" if cfg.init == "skew-hippo" else "lin", **ssm)
     if cfg.layer == "s4":  # the S4 family (docs/models.md): s4, s4d, essm
         return S4(cfg.H, cfg.N, bidirectional=cfg.bidirectional, **ssm)
     if cfg.layer == "s4d":
         return S4D(cfg.H, cfg.N, init=cfg.init, bidirectional=cfg.bidirectional, **ssm)
     if cfg.layer == "essm":
-        ssm.pop("chunk")
+        for name in ("chunk", "skip", "glu"):  # eSSM: D starts at 1 (its D_init: one), its own activation
+            ssm.pop(name)
         return ESSM(cfg.H, cfg.N, heads=cfg.heads, bidirectional=cfg.bidirectional, **ssm)
     chunk = cfg.attention_chunk if cfg.layer == "local-attention" else None
-    return Attention(cfg.H, cfg.attention_heads, causal=not cfg.bidirectional, chunk=chunk)
+    return Attention(cfg.H, cfg.attention_heads, causal=not cfg.bidirectional, chunk=chunk, glu=cfg.glu,
+                     ff_layers=cfg.ff_layers, ff_width=cfg.ff_width)
 
 
 class Block(nn.Module):
@@ -163,13 +177,10 @@ class Block(nn.Module):
         self.prenorm = cfg.prenorm
         self.norm = make_norm(cfg)
         self.dropout = nn.Dropout(cfg.dropout)
-        self.glu = nn.Linear(cfg.H, 2 * cfg.H) if cfg.glu else None
 
     def forward(self, x):  # x [B, L, H]
         z = self.layer(self.norm(x) if self.prenorm else x)  # [B, L, H]
         z = self.dropout(z)  # [B, L, H]
-        if self.glu is not None:
-            z = F.glu(self.glu(z), dim=-1)  # [B, L, H]
         x = x + z  # [B, L, H]
         return x if self.prenorm else self.norm(x)  # [B, L, H]
 
@@ -183,8 +194,6 @@ class Model(nn.Module):
         else:
             self.encoder = nn.Linear(cfg.d_input, cfg.H)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
-        self.ffs = nn.ModuleList(nn.ModuleList(FeedForward(cfg.H, cfg.ff_width, make_norm(cfg))
-                                               for _ in range(cfg.ff_layers)) for _ in range(cfg.n_layers))
         self.final_norm = make_norm(cfg) if cfg.prenorm else nn.Identity()
         self.decoder = nn.Linear(cfg.H, cfg.d_output)
         self.checkpoint_activations = False  # a training choice (TrainConfig), not part of the model
@@ -192,12 +201,10 @@ class Model(nn.Module):
     def forward(self, x):
         """x [B, L, d_input] float (or [B, L] long tokens) -> [B, L, d_output]."""
         h = self.encoder(x)  # [B, L, H]
-        for block, ffs in zip(self.blocks, self.ffs):
+        for block in self.blocks:
             if self.checkpoint_activations and torch.is_grad_enabled():  # keep only block inputs
                 h = checkpoint(block, h, use_reentrant=False)  # [B, L, H]
             else:
                 h = block(h)  # [B, L, H]
-            for ff in ffs:
-                h = ff(h)  # [B, L, H]
         h = self.final_norm(h)  # [B, L, H]
         return self.decoder(h)  # [B, L, d_output]

@@ -25,20 +25,25 @@ ATOMIC_TASKS = ("shift", "cumsum", "cummax", "select-fixed", "solve-fixed", "rev
 # data: the task, its parameters, and the splits generated into the cache at this scale
 # (None: the task's default counts, i.e. the paper's dataset). readout: "rightmost" (the
 # last target_len positions, DLR paper appendix A.6), "positions" (every labelled position),
-# "mean" (the mean over positions, S4's pooled decoder).
+# "mean" (the mean over positions, S4's pooled decoder), "pool" (that mean over each padded
+# sequence's own length, read at its last token: S4's decoder with ``use_lengths``).
 
 _ATOMIC = dict(objective="regression", readout="rightmost", causal=True, weight_decay=0.0, schedule="constant",
                warmup_steps=0)
 _LISTOPS = dict(objective="tokens", readout="positions", causal=True, weight_decay=0.01, schedule="cosine")
 _SEG = dict(objective="segmentation", readout="positions", causal=False, weight_decay=0.0, schedule="cosine")
 _CLASSIC_PF = dict(objective="tokens", readout="mean", causal=False, schedule="cosine")
+_LRA_LISTOPS = dict(objective="tokens", readout="pool", causal=False, schedule="cosine")
 _SMALL = {"train": 2000, "val": 200, "test": 200}
 
 PROTOCOLS = {
     ("atomic", "paper"): dict(
         _ATOMIC, task=None, data={"L": 4096}, splits=None, batch_size=16, steps=40_000, lr=1e-4,
         eval_every=1000, eval_batches=32,
-        source="DLR paper Table 5 (L = 4096, batch 16, 40K steps, constant lr, weight decay 0) and appendix A.6"),
+        source="DLR paper Table 5 (L = 4096, batch 16, 40K steps, constant lr, weight decay 0) and appendix A.6",
+        # MIPS is not Table 5's: ag1988/dlr README "MIPS" commands, batch 4 over 64,000 samples an epoch, 12
+        # epochs (configs/experiment/dss-sequence1d.yaml max_epochs): 192K steps; attention at lr 1e-4
+        per_task={"mips": dict(batch_size=4, steps=192_000, eval_every=4000, eval_batches=128)}),
     ("atomic", "tiny"): dict(
         _ATOMIC, task=None, data={"L": 512}, splits=None, batch_size=16, steps=600, lr=2e-3,
         eval_every=100, eval_batches=4,
@@ -55,12 +60,14 @@ PROTOCOLS = {
         _LISTOPS, task="listops-subtrees", data={}, splits=_SMALL, batch_size=4, steps=300, lr=2e-3,
         warmup_steps=30, eval_every=100, eval_batches=4, source="Table 6 (LS) shrunk"),
     ("lra-listops", "paper"): dict(
-        _LISTOPS, task="listops", data={}, splits=None, batch_size=32, steps=300_000, lr=8e-4,
-        warmup_steps=3000, eval_every=5000, eval_batches=64,
-        source="DLR paper Table 6 (LS) recipe on LRA ListOps; the label is read at the last token"),
+        _LRA_LISTOPS, task="listops", data={}, splits=None, batch_size=32, steps=120_000, lr=1e-2, weight_decay=0.05,
+        warmup_steps=12_000, eval_every=5000, eval_batches=64,
+        source="S4's current LRA ListOps setting (state-spaces/s4 configs/experiment/lra/s4-listops.yaml: batch 32, "
+               "120K steps, 12K warmup, lr 0.01, weight decay 0.05, bidirectional, pooled decoder over each "
+               "sequence's length), which produced S4's updated Table 4 figure"),
     ("lra-listops", "tiny"): dict(
-        _LISTOPS, task="listops", data={}, splits=_SMALL, batch_size=4, steps=300, lr=2e-3,
-        warmup_steps=30, eval_every=100, eval_batches=4, source="Table 6 (LS) shrunk"),
+        _LRA_LISTOPS, task="listops", data={}, splits=_SMALL, batch_size=4, steps=300, lr=2e-3, weight_decay=0.05,
+        warmup_steps=30, eval_every=100, eval_batches=4, source="S4's current LRA ListOps setting shrunk"),
     ("lra-pathfinder", "paper"): dict(
         _CLASSIC_PF, task="pathfinder", data={"size": 32, "difficulty": "hard"}, splits=None, batch_size=64,
         steps=500_000, lr=4e-3, weight_decay=0.05, warmup_steps=50_000, eval_every=5000, eval_batches=64,
@@ -72,9 +79,10 @@ PROTOCOLS = {
         source="the tiny classic preset: 32-px easy images, where it leaves chance in ~2,000 steps "
                "(docs/validation.md)"),
     ("path-x", "paper"): dict(
-        _CLASSIC_PF, task="pathfinder", data={"size": 128, "difficulty": "hard"}, splits=None, batch_size=64,
-        steps=500_000, lr=4e-3, weight_decay=0.05, warmup_steps=50_000, eval_every=5000, eval_batches=64,
-        source="S4's LRA Pathfinder setting applied to Path-X"),
+        _CLASSIC_PF, task="pathfinder", data={"size": 128, "difficulty": "hard"}, splits=None, batch_size=16,
+        steps=500_000, lr=1e-3, weight_decay=0.05, warmup_steps=50_000, eval_every=5000, eval_batches=64,
+        source="S4's current Path-X setting (state-spaces/s4 configs/experiment/lra/s4-pathx.yaml: batch 16, "
+               "500K steps, 50K warmup, lr 1e-3, weight decay 0.05)"),
     ("path-x", "tiny"): dict(
         _CLASSIC_PF, task="pathfinder", data={"size": 128, "difficulty": "hard"},
         splits={"train": 2000, "val": 256, "test": 256}, batch_size=32, steps=3000, lr=4e-3, weight_decay=0.0,
@@ -129,17 +137,20 @@ for _side, (_layers, _H, _N, _lr, _klen) in {128: (5, 128, 1024, 1e-4, 8192), 25
                                              512: (12, 64, 2048, 1e-5, 32768)}.items():
     for _model in ("dlr", "dss"):
         ARCHITECTURES[(f"pathfinder-seg-{_side}", "paper", _model)] = dict(
-            arch=dict(H=_H, N=_N, n_layers=_layers, glu=True, dt_min=1e-4, dt_max=1e-1, max_kernel_length=_klen),
-            lr=_lr, source="DLR paper Table 6 (PS)")
+            arch=dict(H=_H, N=_N, n_layers=_layers, glu=True, prenorm=True, dt_min=1e-4, dt_max=1e-1,
+                      max_kernel_length=_klen),
+            lr=_lr, source="DLR paper Table 6 (PS); prenorm as ag1988/dlr configs/experiment/"
+                           "dss-pathfinder-segmentation*.yaml")
         ARCHITECTURES[(f"pathfinder-seg-{_side}", "tiny", _model)] = dict(
-            arch=dict(H=32, N=64, n_layers=2, glu=True, dt_min=1e-4, dt_max=1e-1), lr=2e-3,
-            source="Table 6 (PS) shrunk")
-for _proto in ("lra-pathfinder", "path-x"):
+            arch=dict(H=32, N=64, n_layers=2, glu=True, prenorm=True, dt_min=1e-4, dt_max=1e-1), lr=2e-3,
+            source="Table 6 (PS) shrunk, prenorm as the official config")
+for _proto, (_dt_min, _lr, _yaml) in {"lra-pathfinder": (1e-3, 4e-3, "s4-pathfinder"),
+                                      "path-x": (1e-4, 1e-3, "s4-pathx")}.items():
     for _model in ("dlr", "dss"):
         ARCHITECTURES[(_proto, "paper", _model)] = dict(
-            arch=dict(H=256, N=64, n_layers=6, glu=True, prenorm=True, norm="batch", dt_min=1e-3, dt_max=1e-1,
+            arch=dict(H=256, N=64, n_layers=6, glu=True, prenorm=True, norm="batch", dt_min=_dt_min, dt_max=1e-1,
                       ssm_lr=1e-3),
-            lr=4e-3, source="S4's s4-pathfinder.yaml: 6 layers of H 256, N 64, batch norm, prenorm, pooled head")
+            lr=_lr, source=f"S4's {_yaml}.yaml: 6 layers of H 256, N 64, batch norm, prenorm, pooled head")
         # the paper preset's head and norms at 2 layers of H 64; with batch norm it leaves chance after
         # ~2,000 steps on 32-px easy data (docs/validation.md; with layer norm it never did)
         ARCHITECTURES[(_proto, "tiny", _model)] = dict(
@@ -156,7 +167,9 @@ ARCHITECTURES.update({
     ("atomic-512", "tiny", "dlr"): ARCHITECTURES[("atomic", "tiny", "dlr")],
     ("atomic-512", "tiny", "dss"): ARCHITECTURES[("atomic", "tiny", "dss")],
     ("atomic", "paper", "attention"): dict(arch=dict(H=128, n_layers=1, attention_heads=4), lr=1e-3,
-                                           source="DLR paper Table 5 (ATTENTION, L = 4096)"),
+                                           task_lr={"mips": 1e-4},
+                                           source="DLR paper Table 5 (ATTENTION, L = 4096); MIPS at lr 1e-4 as the "
+                                                  "ag1988/dlr README's MIPS command"),
     ("atomic", "tiny", "attention"): dict(arch=dict(H=64, n_layers=2, attention_heads=4), lr=1e-3, figures="atomic-512",
                                           source="Table 5's two-layer ATTENTION of L = 512, at H 64"),
 })
@@ -166,19 +179,22 @@ for _name in SHIFT_LENGTHS:  # Table 2: one layer of H 32, N 4096; DLR lr 1e-5, 
                                                   source="DLR paper Table 2 and appendix A.6")
     ARCHITECTURES[(_name, "paper", "dss")] = dict(arch=dict(H=32, N=4096, n_layers=1, **_DT["dss"]), lr=1e-3,
                                                   source="DLR paper Table 2 and appendix A.6")
-for _proto, _layers in (("listops-subtrees", 6), ("pathfinder-seg-128", 5)):
+for _proto, _layers, _prenorm in (("listops-subtrees", 6, False), ("pathfinder-seg-128", 5, True)):
     ARCHITECTURES[(_proto, "paper", "local-attention")] = dict(
-        arch=dict(H=128, n_layers=_layers, glu=True, attention_heads=4, attention_chunk=1024),
-        lr=PROTOCOLS[(_proto, "paper")]["lr"],
-        source="DLR paper Table 3 (LOCALATTENTION: layers and chunk 1024); H and lr, not given, are DLR's Table 6")
+        arch=dict(H=128, n_layers=_layers, glu=True, prenorm=_prenorm, attention_heads=4, attention_chunk=1024),
+        lr=1e-3,
+        source="DLR paper Table 3 (LOCALATTENTION: layers and chunk 1024); lr 1e-3 as the ag1988/dlr README's "
+               "LocalAttention commands; H and the norm placement of its configs")
     ARCHITECTURES[(_proto, "tiny", "local-attention")] = dict(
-        arch=dict(H=32, n_layers=2, glu=True, attention_heads=4, attention_chunk=256), lr=2e-3, source="Table 3 shrunk")
+        arch=dict(H=32, n_layers=2, glu=True, prenorm=_prenorm, attention_heads=4, attention_chunk=256), lr=2e-3,
+        source="Table 3 shrunk")
 
 # Built-ins defined as another built-in's preset with fields changed
 VARIANTS = {
     "dlr-prod": ("dlr", {"kernel": "prod"}, "DLR paper section 2.1 and Table 2 (DLR-prod: kernel Re K * Im K)"),
     "dlr-real": ("dlr", {"layer": "dlr-real"}, "DLR paper section 3.3 and Table 2 (DLR-R: real Lambda and w)"),
     "dlr-6": ("dlr", {"n_layers": 6}, "DLR paper Table 1 (six DLR layers)"),
+    "dlr-d1": ("dlr", {"skip": "one"}, "DLR paper section 2's prose: D = 1 (the official code learns D)"),
     "attention-ff": ("attention", {"ff_layers": 2, "ff_width": 2048}, "DLR paper Table 4 (ATTENTION + 2 x FF)"),
 }
 
@@ -191,7 +207,12 @@ def architecture(protocol, scale, model):
         return None
     base, change, source = VARIANTS[model]
     row = ARCHITECTURES[(protocol, scale, base)]
-    return dict(arch={**row["arch"], **change}, lr=row["lr"], source=f"{row['source']}; {source}")
+    return {**row, "arch": {**row["arch"], **change}, "source": f"{row['source']}; {source}"}
+
+
+def preset_lr(row, task):
+    """A preset's learning rate for a task: its ``task_lr`` entry, else its ``lr``."""
+    return row.get("task_lr", {}).get(task, row["lr"])
 
 
 # ----------------------------------------------------------------- the papers' figures
@@ -253,6 +274,13 @@ PAPER_SOURCE = {
     "pathfinder-seg-512": "DLR paper Table 3 (macro F1 / macro accuracy)",
 }
 COLUMNS = ("dlr", "dss", "attention")  # the paper columns a report shows beside the user's model
+
+
+def paper_split(protocol):
+    """The split the paper's figures of a protocol were measured on: "val" for the DLR paper's
+    Tables 1, 2 and 4 ("average validation R^2 across batches"), "test" for the others (Table 3's
+    test metrics at the best validation checkpoint; the LRA tables)."""
+    return "val" if protocol in ("atomic", "atomic-512") or protocol in SHIFT_LENGTHS else "test"
 
 
 def paper_figures(protocol, task):
@@ -342,12 +370,12 @@ def suite_members():
 # The protocols (batch, steps, schedule) are the harness's (PROTOCOLS above), not each paper's.
 
 _S4_DT = dict(dt_min=1e-3, dt_max=1e-1)
-_S4_LRA = {  # protocol -> (arch, lr)
-    "lra-listops": (dict(H=128, N=64, n_layers=6, glu=True, norm="batch", prenorm=False, ssm_lr=1e-3, **_S4_DT), 1e-2),
+_S4_LRA = {  # protocol -> (arch, lr): state-spaces/s4 configs/experiment/lra/s4-{listops,pathfinder,pathx}.yaml
+    "lra-listops": (dict(H=256, N=4, n_layers=6, glu=True, norm="batch", prenorm=False, ssm_lr=1e-3, **_S4_DT), 1e-2),
     "lra-pathfinder": (dict(H=256, N=64, n_layers=6, glu=True, norm="batch", prenorm=True, ssm_lr=1e-3, **_S4_DT),
                        4e-3),
-    "path-x": (dict(H=256, N=64, n_layers=6, glu=True, norm="batch", prenorm=True, ssm_lr=5e-4, dt_min=1e-4,
-                    dt_max=1e-1), 5e-4),
+    "path-x": (dict(H=256, N=64, n_layers=6, glu=True, norm="batch", prenorm=True, ssm_lr=1e-3, dt_min=1e-4,
+                    dt_max=1e-1), 1e-3),
 }
 _ESSM_LRA = {
     "lra-listops": (dict(H=256, N=256, heads=4, n_layers=6, norm="batch", prenorm=False, ssm_lr=1e-2, **_S4_DT),
@@ -357,7 +385,8 @@ _ESSM_LRA = {
     "path-x": (dict(H=192, N=256, heads=8, n_layers=6, norm="batch", prenorm=True, ssm_lr=5e-4, dt_min=1e-4,
                     dt_max=1e-1), 1e-3),
 }
-_S4_SRC = {"s4": "S4 paper Table 11", "s4d": "S4 paper Table 11 (S4D reuses S4's LRA settings)",
+_S4_SRC = {"s4": "state-spaces/s4 configs/experiment/lra (the current configs behind S4's updated Table 4)",
+           "s4d": "S4's current LRA configs (S4D reuses S4's LRA settings)",
            "essm": "eSSM paper Table 10 and appendix E.2"}
 for _proto in _S4_LRA:
     for _model, (_arch, _lr) in (("s4", _S4_LRA[_proto]), ("s4d", _S4_LRA[_proto]), ("essm", _ESSM_LRA[_proto])):
@@ -367,7 +396,7 @@ for _proto in _S4_LRA:
 # Atomic at lr 1e-2 for every parameter: in 200 steps (seed 0) CumSum reached test R^2 0.95 (s4),
 # 0.96 (s4d), 0.97 (essm, before its C init was truncated) against 0.12 / 0.69 / 0.44 with the SSM
 # parameters at 1e-3; 450 / 450 / 400 steps at 1e-2 give >= 0.976 over three seeds (docs/validation.md).
-_TINY = {"s4": dict(N=32), "s4d": dict(N=64), "essm": dict(N=32, heads=4)}
+_TINY = {"s4": dict(N=32), "s4d": dict(N=64), "essm": dict(N=128, heads=4)}  # eSSM: 32 states per head
 for _model, _size in _TINY.items():
     ARCHITECTURES[("atomic", "tiny", _model)] = dict(
         arch=dict(H=64, n_layers=1, ssm_lr=1e-2, **_S4_DT, **_size), lr=1e-2,
@@ -388,3 +417,12 @@ for _proto, _figs in {"lra-listops": (.5960, .6047, .6220), "lra-pathfinder": (.
         PAPER[_proto][_model] = {"accuracy": _v}
     PAPER_SOURCE[_proto] += "; S4 paper Table 4 (S4, updated results); eSSM paper Table 2 (S4D, eSSM)"
 EXTRA_COLUMNS = ("s4", "s4d", "essm")  # shown after COLUMNS in a report whose protocols have their figures
+
+# DSS_exp's LRA figures (DSS paper Table 1) came from its default Skew-HiPPO init (ag1988/dss
+# configs/model/layer/dss.yaml ``Lambda_init: hippo_skew_pos_imag``); the atomic and DLR-paper
+# protocols keep the DLR repository's Lin init, with which Table 1 was made.
+for _proto in _S4_LRA:
+    for _scale in ("paper", "tiny"):
+        _row = ARCHITECTURES[(_proto, _scale, "dss")]
+        ARCHITECTURES[(_proto, _scale, "dss")] = dict(_row, arch=dict(_row["arch"], init="skew-hippo"),
+                                                      source=_row["source"] + "; DSS_exp with the Skew-HiPPO init")

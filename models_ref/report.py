@@ -12,8 +12,9 @@ import dataclasses
 import os
 import statistics
 
+from longsynth.models_ref.presets import (COLUMNS, EXTRA_COLUMNS, PAPER_SOURCE, TOLERANCE, own_figures, paper_figures,
+                                         paper_split)
 from longsynth.outdir import Folder
-from longsynth.models_ref.presets import COLUMNS, EXTRA_COLUMNS, PAPER_SOURCE, TOLERANCE, own_figures, paper_figures
 
 METRIC_NAMES = {"r2": "R^2", "accuracy": "accuracy", "macro_f1": "macro F1"}
 
@@ -81,9 +82,9 @@ class Report:
         """The verdict, from the numbers the row shows: the model's own paper figure when it
         is a reference model (said where it comes from when the table has no column for
         it), else the best paper column of the table."""
-        test = row["test_mean"]
-        if test is None:
+        if row["test_mean"] is None:
             return "no test result"
+        test = row["val"] if paper_split(row["protocol"]) == "val" else row["test_mean"]  # the paper's split
         paper = row["own"] or {}
         own = paper.get(row["metric"])
         if own is not None:  # a reference model: does it reproduce its own column?
@@ -223,8 +224,10 @@ def summary(cert):
         lines.append(f"test {name} {test:.3f}; the papers give no figure for this model here")
     else:
         src = (cert.get("paper") or {}).get("source", "").split(" (")[0]
-        lines.append(f"test {name} {test:.3f}, paper {v['paper']:.2f}{f' ({src})' if src else ''}, gap {v['gap']:+.3f} "
-                     f"(tolerance {TOLERANCE}): {'consistent' if v['consistent'] else 'NOT consistent'} with the paper")
+        on = "" if v.get("split", "test") == "test" else f"; validation {name} {v['value']:.3f} (the paper's split)"
+        lines.append(f"test {name} {test:.3f}{on}, paper {v['paper']:.2f}{f' ({src})' if src else ''}, "
+                     f"gap {v['gap']:+.3f} (tolerance {TOLERANCE}): "
+                     f"{'consistent' if v['consistent'] else 'NOT consistent'} with the paper")
     control = cert.get("positive_control")
     if control:
         if control.get("model") is None:

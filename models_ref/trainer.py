@@ -45,7 +45,7 @@ from longsynth.models_ref import metrics as M
 from longsynth.models_ref.model import Model, ModelConfig
 
 OBJECTIVES = ("regression", "tokens", "segmentation")
-READOUTS = ("rightmost", "positions", "mean")  # longsynth.spec: which outputs meet the targets
+READOUTS = ("rightmost", "positions", "mean", "pool")  # longsynth.spec: which outputs meet the targets
 PRIMARY = {"regression": "r2", "tokens": "accuracy", "segmentation": "macro_f1"}
 SCHEDULES = ("constant", "cosine")
 
@@ -55,7 +55,7 @@ class TrainConfig:
     steps: int
     lr: float
     objective: str = "regression"  # "regression" | "tokens" | "segmentation"
-    readout: str = "rightmost"  # "rightmost" (last y.shape[1] outputs) | "positions" (all) | "mean" (over positions)
+    readout: str = "rightmost"  # "rightmost" (last y.shape[1] outputs) | "positions" (all) | "mean" | "pool"
     num_classes: int = 3  # segmentation only
     weight_decay: float = 0.0  # matrices only (not norms, biases, embeddings); SSM parameters carry their own (0)
     schedule: str = "constant"  # "constant" | "cosine" (linear warmup, cosine decay to min_lr_ratio)
@@ -170,6 +170,9 @@ def readout(out, y, kind):
         return out[:, out.shape[1] - y.shape[1]:]  # [B, y.shape[1], d]  the paper's rightmost positions
     if kind == "mean":
         return out.mean(dim=1, keepdim=True)  # [B, 1, d]  S4's pooled decoder
+    if kind == "pool":  # position t: the mean of outputs 0..t; the label sits at a sequence's last real token
+        count = torch.arange(1, out.shape[1] + 1, device=out.device, dtype=out.dtype)  # [T]
+        return torch.cumsum(out, dim=1) / count[None, :, None]  # [B, T, d]
     return out  # [B, T, d]  every position; unlabelled ones carry IGNORE_INDEX
 
 

@@ -201,8 +201,8 @@ def certificate(out, control):
     reasons = []
     verdict = out.get("verdict")
     if verdict is not None and not verdict["consistent"]:
-        reasons.append(f"{out['model']} {verdict['metric']} {verdict['test']:.3f} is not within {TOLERANCE} of the "
-                       f"paper's {verdict['paper']:.2f}")
+        reasons.append(f"{out['model']} {verdict['split']} {verdict['metric']} {verdict['value']:.3f} is not within "
+                       f"{TOLERANCE} of the paper's {verdict['paper']:.2f}")
     if control is not None and control.get("model") is not None and not control["learned"]:
         reasons.append(f"the positive control {control['model']} reached R^2 {control['test']:.3f}, below "
                        f"{control['threshold']:.2f} (the paper's {control['paper']:.2f} less {TOLERANCE})")

@@ -573,3 +573,50 @@ def listops_sample(seed, split, index, min_length, max_length, max_args, max_dep
 
     write(1)
     return tokens
+
+
+# ---------------------------------------------------------------- token tasks
+
+
+def mqar(seed, split, index, vocab_size, input_seq_len, num_kv_pairs, power_a=0.01, num_passes=1,
+         random_non_queries=False):
+    """docs/tasks/mqar.md: kv distinct keys of [1, V/2) and values of [V/2, V) by redrawing
+    repeats, query slots by redrawing repeats from the power-law cdf, then the noise."""
+    st = Stream(seed, SPLITS[split], index)
+    V, L, kv = vocab_size, input_seq_len, num_kv_pairs
+    half = V // 2
+
+    def distinct(lo, n):
+        picks = []
+        while len(picks) < kv:
+            r = lo + st.randint(n)
+            if r not in picks:
+                picks.append(r)
+        return picks
+
+    keys = distinct(1, half - 1)
+    values = distinct(half, V - half)
+    ctx = 2 * kv * num_passes
+    slots = (L - ctx) // 2
+    cdf, total = [], 0.0
+    for i in range(1, slots + 1):
+        total += power_a * float(i) ** (power_a - 1.0)
+        cdf.append(total)
+    gaps = []
+    while len(gaps) < kv:
+        u = st.uniform() * cdf[-1]
+        g = next((i for i, c in enumerate(cdf) if c > u), slots - 1)
+        if g not in gaps:
+            gaps.append(g)
+    x = np.zeros(L, dtype=np.int64)
+    y = np.full(L, -100, dtype=np.int64)
+    x[:ctx] = np.tile(np.ravel(np.column_stack([keys, values])), num_passes)
+    for k, v, g in zip(keys, values, gaps):
+        x[ctx + 2 * g] = k
+        y[ctx + 2 * g] = v
+    if random_non_queries:
+        for t in range(L):
+            if x[t] == 0:
+                x[t] = st.randint(V)
+    dtype = np.int16 if V <= 32767 else np.int32
+    return {"inputs": x.astype(dtype), "targets": y.astype(dtype)}

@@ -3,8 +3,8 @@ import pytest
 
 import torch
 
-from longsynth.models_ref.attention import Attention, local_attention, rotary
-from longsynth.models_ref.dlr import DLRReal
+from longsynth.models_ref.layers.attention import Attention, local_attention, rotary
+from longsynth.models_ref.layers.dlr import DLRReal
 from longsynth.models_ref.model import Model, ModelConfig
 
 torch.set_num_threads(1)
@@ -48,6 +48,7 @@ def test_local_attention_is_full_attention_when_the_sequence_fits_one_chunk(caus
     torch.manual_seed(3)
     q, k, v = torch.randn(3, 2, 4, 24, 8).unbind(0)  # [B, h, L, d]
     full = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    q = q * 8 ** -0.5  # local_attention takes q scaled by the layer's temperature
     assert torch.allclose(local_attention(q, k, v, 24, causal), full, atol=1e-6)
     assert torch.allclose(local_attention(q, k, v, 64, causal), full, atol=1e-6)
     layer = Attention(16, 4, causal=causal, chunk=64)
@@ -101,3 +102,33 @@ def test_attention_block_has_the_papers_parameter_counts():
     count = lambda cfg: sum(p.numel() for p in Model(cfg).parameters())  # noqa: E731
     assert round(count(ModelConfig(d_input=3, d_output=1, H=128, layer="attention")), -3) == 83_000
     assert round(count(ModelConfig(d_input=3, d_output=1, H=128, layer="attention", ff_layers=2)), -5) == 1_100_000
+
+
+# Parameter counts of one layer, written from the official modules' definitions (docs/models.md
+# "Block details"): ag1988/dlr dss.py (DLRKernel: Lambda_log_neg_re, Lambda_im [N], W [H, N, 2];
+# DSSKernel: log_dt [H], Lambda [N, 2], W [H, N, 2]; the layer's D [H] and output Linear, GLU: 2H
+# outputs); state-spaces/s4 s4.py (per channel: A real and imaginary [N/2] each, P, B, C [N/2]
+# complex, one Delta; D [H]) and s4d.py (log_dt [H], A [H, N/2] complex, C [H, N/2] complex; B in
+# the full S4D-LegS); attention.py (Q, K, V, O Linear(H, H), one temperature).
+def _official_count(layer, H, N, glu):
+    out = H * (2 * H if glu else H) + (2 * H if glu else H)
+    ssm = {"dlr": 2 * N + 2 * H * N, "dss": H + 2 * N + 2 * H * N, "s4": H * (4 * N + 1),
+           "s4d": H * (3 * N + 1), "attention": 4 * (H * H + H) + 1}[layer]
+    return ssm + (0 if layer == "attention" else H) + out  # + D
+
+
+@pytest.mark.parametrize("layer", ["dlr", "dss", "s4", "s4d", "attention"])
+@pytest.mark.parametrize("glu", [False, True])
+def test_layers_have_the_official_parameter_counts(layer, glu):
+    from longsynth.models_ref.model import make_layer
+
+    H, N = 8, 16
+    m = make_layer(ModelConfig(d_input=1, d_output=1, H=H, N=N, layer=layer, glu=glu))
+    assert sum(p.numel() for p in m.parameters()) == _official_count(layer, H, N, glu)
+
+
+def test_dlr_layer_has_table_1s_parameter_count():
+    """Table 1: one DLR layer 1.1M parameters at H 128, N 4096; six 6.4M."""
+    count = lambda n: sum(p.numel() for p in Model(ModelConfig(d_input=3, d_output=1, H=128, N=4096,  # noqa: E731
+                                                               n_layers=n)).parameters())
+    assert round(count(1), -5) == 1_100_000 and round(count(6), -5) == 6_400_000

@@ -21,16 +21,19 @@ def test_validate_gives_the_certificates_it_gave_before_the_harness(tmp_path):
     (tests/data/validate_before.json): one atomic task on the fly, one stored dataset.
     Short runs now evaluate as often as the protocol's full run (every 5 of 30 steps, every
     step of 6), where they evaluated once at the end before: the final evaluation is the
-    same, and the best one equals it where the old run had no other to choose from."""
+    same, and the best one equals it where the old run had no other to choose from. The
+    runs were made with D = 1, the layer's skip before it followed the official code's
+    learned D: the built-in ``dlr-d1`` (skip="one") is that model, parameter for parameter."""
     from longsynth.models_ref.validate import validate
 
     before = json.load(open(os.path.join(HERE, "data", "validate_before.json")))["runs"]
     torch.set_num_threads(1)
-    otf = validate("cumsum", model="dlr", scale="tiny", steps=30, report_dir=str(tmp_path / "otf"), progress=False)
+    otf = validate("cumsum", model="dlr-d1", scale="tiny", steps=30, report_dir=str(tmp_path / "otf"),
+                   progress=False)
     root = str(tmp_path / "ds")
     generate(root, "select-fixed", {"L": 64}, seed=1, splits={"train": 64, "val": 32, "test": 32}, workers=1)
     torch.set_num_threads(1)
-    st = validate(root, model="dlr", steps=6, batch_size=8, report_dir=str(tmp_path / "st"), progress=False)
+    st = validate(root, model="dlr-d1", steps=6, batch_size=8, report_dir=str(tmp_path / "st"), progress=False)
     torch.set_num_threads(1)
     assert [h["step"] for h in json.loads((tmp_path / "otf" / "history.json").read_text())["val"]] == [5, 10, 15, 20,
                                                                                                       25, 30]
@@ -45,6 +48,7 @@ def test_validate_gives_the_certificates_it_gave_before_the_harness(tmp_path):
             assert now[part]["exact"]["r2"] == pytest.approx(was[part]["exact"]["r2"], rel=1e-5, abs=1e-7)
     m = json.loads((tmp_path / "st" / "metrics.json").read_text())
     assert m["protocol"] == "atomic" and m["model_config"]["layer"] == "dlr" and m["train_config"]["steps"] == 6
+    assert m["model_config"]["skip"] == "one"
     assert (tmp_path / "st" / "curves.png").stat().st_size > 1000
 
 

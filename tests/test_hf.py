@@ -35,7 +35,9 @@ CASES = {  # name: (task, params, splits); shard sizes of 7 make blocks end at s
     "listops-subtrees": ("listops-subtrees", SMALL_LISTOPS, {"train": 20, "val": 3, "test": 3}),
     "listops": ("listops", SMALL_LISTOPS, {"train": 20, "val": 3, "test": 3}),
     "pathfinder-seg": ("pathfinder-seg", {"size": 128}, {"train": 5, "val": 2, "test": 2}),
+    "mqar": ("mqar", {"input_seq_len": 32, "num_kv_pairs": 4}, {"train": 9, "val": 2, "test": 2}),  # tokens, int16
 }
+CITED = {"listops": "Long Range Arena", "mqar": "arXiv:2312.04927"}  # the others cite the DLR paper
 HF_SPLITS = {"train": "train", "val": "validation", "test": "test"}
 
 datasets.disable_progress_bars()
@@ -146,7 +148,7 @@ def test_card_parses_and_describes_the_dataset(exported, name):
         assert re.search(rf"\| {HF_SPLITS[split]} \| {split} \| {info_['count']} \| 1 \| `{info_['digest']}` \|", text)
     for k, spec in ds.task.keys(ds.config).items():
         assert f"| `{k}` |" in text and spec.doc in text
-    assert ("Long Range Arena" if name == "listops" else "arXiv:2212.00768") in text
+    assert CITED.get(name, "arXiv:2212.00768") in text
     assert "![the first samples](preview.png)" in text
     from PIL import Image
 

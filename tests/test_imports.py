@@ -99,7 +99,7 @@ def test_the_graph_is_read():
     """The walk finds the modules and edges it must: a graph of nothing has no cycle either."""
     g = graph()
     assert {"longsynth", "longsynth.store", "longsynth.store.layout", "longsynth.generators.listops",
-            "longsynth.cli.main", "longsynth.models_ref.dlr", "longsynth.files", "longsynth._version"} <= set(g)
+            "longsynth.cli.main", "longsynth.models_ref.layers.dlr", "longsynth.files", "longsynth._version"} <= set(g)
     assert "longsynth.files" in g["longsynth.store.manifest"]  # from longsynth.files import ...
     assert "longsynth.safe" in g["longsynth.files"]  # from longsynth import safe: the submodule
     assert "longsynth.store.read" in g["longsynth.store"]  # from longsynth.store.read import Dataset
@@ -122,3 +122,13 @@ def test_each_module_imports_alone(name):
     if r.returncode and missing in r.stderr and "'longsynth" not in r.stderr.rsplit(missing, 1)[1]:
         pytest.skip(r.stderr.strip().splitlines()[-1])
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_layers_stand_apart_from_the_harness():
+    """longsynth.models_ref.layers imports only its own modules (and torch): the harness, the
+    trainer and the model stack build on the layers, never the other way round."""
+    g = graph()
+    layers = {name for name in g if name.startswith("longsynth.models_ref.layers")}
+    assert {"longsynth.models_ref.layers.s4", "longsynth.models_ref.layers.attention"} <= layers
+    for name in layers:
+        assert g[name] <= layers, (name, g[name] - layers)

@@ -8,8 +8,8 @@ import pytest
 import torch  # a test dependency: its absence must fail, not skip
 
 from longsynth.errors import LongsynthError
-from longsynth.models_ref.dlr import DLR
-from longsynth.models_ref.dss import DSSExp
+from longsynth.models_ref.layers.dlr import DLR
+from longsynth.models_ref.layers.dss import DSSExp
 from longsynth.models_ref.model import Model, ModelConfig
 
 torch.set_num_threads(1)
@@ -21,7 +21,7 @@ def _lam(m):
 
 def _conv_part(layer, u):
     """The layer's y = K * u (before residual, GELU, projection): u [B, L, H] -> [B, H, L]."""
-    from longsynth.models_ref.dlr import fft_conv
+    from longsynth.models_ref.layers.dlr import fft_conv
 
     x = u.transpose(1, 2)
     return fft_conv(x, layer.real_kernel(u.shape[1]), layer.bidirectional)
@@ -145,7 +145,7 @@ def test_dss_fft_matches_recurrence():
         x = lam_bar * x + u[:, k, :, None]
         ys.append((Wb * x).sum(-1).real)
     want = torch.stack(ys, -1)
-    from longsynth.models_ref.dss import fft_conv
+    from longsynth.models_ref.layers.dss import fft_conv
 
     got = fft_conv(u.transpose(1, 2), m.real_kernel(L))
     assert torch.allclose(got, want, atol=1e-10, rtol=0)
@@ -174,7 +174,7 @@ def test_layer_init_and_optim_attributes():
     assert abs(m.W.std().item() - 1 / 64) < 0.2 / 64
     for p in (m.Lambda_re_sqrt, m.Lambda_im, m.W):
         assert p._optim == {"weight_decay": 0.0, "lr": 1e-3}
-    assert not hasattr(m.out.weight, "_optim")
+    assert not hasattr(m.out.linear.weight, "_optim") and not hasattr(m.D, "_optim")  # D: a model parameter
     d = DSSExp(3, 4)
     assert torch.allclose(torch.complex(-torch.exp(d.Lambda_log_neg_re), d.Lambda_im),
                           torch.complex(torch.full((4,), -0.5), math.pi * torch.arange(4.0)))
@@ -211,6 +211,10 @@ def test_readouts_rightmost_positions_and_mean_are_s4s_pooled_decoder():
     assert torch.allclose(pooled[:, 0], m.decoder(h.mean(dim=1)), atol=1e-6)  # the decoder is affine
     right = readout(out, torch.zeros(4, 7, 1), "rightmost")
     assert torch.equal(right, out[:, 18:]) and torch.equal(readout(out, None, "positions"), out)
+    # "pool": at a padded sequence's last real token, the mean over that sequence's own positions
+    pool = readout(out, None, "pool")
+    for b, n in enumerate((25, 9, 1, 17)):
+        assert torch.allclose(pool[b, n - 1], out[b, :n].mean(dim=0), atol=1e-6)
 
 
 def test_batch_norm_is_torchs_batch_norm_over_batch_and_positions():
@@ -315,7 +319,7 @@ def test_causality_unidirectional():
 def test_real_part_kernel_is_the_real_part_and_never_subnormal(make):
     """The real matmul (half the work) gives Re K; powers that would make subnormal floats
     (10x slower arithmetic on the CPU) are exact zeros instead."""
-    from longsynth.models_ref.kernel import exp_times
+    from longsynth.models_ref.layers.kernel import exp_times
 
     torch.manual_seed(1)
     m = make()
@@ -395,18 +399,18 @@ def test_weight_decay_only_on_matrices():
     assert len(wd) == len(names)
     decayed = sorted(n for n, p in names.items() if wd[id(p)] == 0.1)
     assert decayed == sorted(n for n in names
-                             if n.endswith(("layer.out.weight", "glu.weight")) or n == "decoder.weight")
+                             if n.endswith("layer.out.linear.weight") or n == "decoder.weight")
     assert wd[id(m.encoder.weight)] == 0.0 and wd[id(m.blocks[0].norm.weight)] == 0.0
     assert wd[id(m.blocks[0].layer.W)] == 0.0 and wd[id(m.decoder.bias)] == 0.0
 
 
 def test_register_lr_zero_freezes_and_layers_share_the_kernel_module():
-    from longsynth.models_ref import kernel
+    from longsynth.models_ref.layers import kernel
 
     torch.manual_seed(13)
     for layer in (DLR(4, 8, lr=0.0), DSSExp(4, 8, lr=0.0)):
         assert isinstance(layer, kernel.SSMLayer)
-        assert {n for n, _ in layer.named_parameters()} == {"out.weight", "out.bias"}
+        assert {n for n, _ in layer.named_parameters()} == {"D", "out.linear.weight", "out.linear.bias"}
         frozen = {n: b.clone() for n, b in layer.named_buffers()}
         assert "W" in frozen and "Lambda_im" in frozen and set(frozen) <= set(layer.state_dict())
         opt = torch.optim.AdamW(layer.parameters(), lr=0.1)
@@ -590,14 +594,16 @@ def test_tiny_pathfinder_segmentation_lowers_loss(tmp_path):
     train_batch, val, test = stored_sources(root, 4, 1)
     x, y = train_batch(0)[:2]
     assert x.shape == (4, 128 * 128, 1) and y.shape == (4, 128 * 128)
-    cfg = ModelConfig(d_input=1, d_output=3, H=16, N=32, n_layers=2, bidirectional=True, glu=True,
-                      dt_min=1e-3, dt_max=1e-1, max_kernel_length=1024)
+    cfg = ModelConfig(d_input=1, d_output=3, H=16, N=32, n_layers=2, bidirectional=True, glu=True, prenorm=True,
+                      dt_min=1e-3, dt_max=1e-1, max_kernel_length=1024)  # prenorm: the official PS config
     tc = TrainConfig(steps=120, lr=5e-3, objective="segmentation", readout="positions", schedule="cosine",
                      warmup_steps=4,
                      eval_every=120, seed=0, grad_clip=1.0)
     res = train(cfg, tc, train_batch, val, test)
     first, last = _mean_loss(res["history"]["train"][:5]), _mean_loss(res["history"]["train"][-5:])
-    assert last < 0.5 * first, (first, last)
+    # the official block (learned D, the GLU in place of the output Linear, prenorm) starts near 0.36
+    # nats and ends near 0.19: the loss falls by about 47% in 120 steps
+    assert last < 0.65 * first, (first, last)
     # Learning that uses the image: the test loss is below the entropy of the test labels'
     # class shares, the least loss of any model that ignores its input (~0.22 nats here
     # with revision-2 images, whose faint Lanczos ring is labelled; the model reaches
@@ -665,7 +671,9 @@ def test_validate_on_the_fly_writes_a_certificate(tmp_path):
     assert m["steps"] == 4 and m["task"] == "cumsum" and m["model"] == "dss" and m["device"] == "cpu"
     assert m["model_config"]["layer"] == "dss" and m["model_config"]["d_input"] == 3
     assert m["paper"]["r2"] == 1.0 and m["verdict"]["metric"] == "r2"
-    assert m["test"]["r2"] == r["test"]["r2"] and m["best_step"] == 4
+    assert m["test"]["r2"] == r["test"]["r2"] and m["best_step"] == m["best"]["step"] and 1 <= m["best_step"] <= 4
+    # Table 1's figures are validation averages: the verdict reads the best validation evaluation
+    assert m["verdict"]["split"] == "val" and m["verdict"]["value"] == m["best"]["r2"]
     assert (out / "curves.png").stat().st_size > 1000
     ck = torch.load(out / "checkpoints" / "last.pt", weights_only=True)
     assert ck["step"] == 4 and ck["model_config"] == m["model_config"]

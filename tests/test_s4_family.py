@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch  # a test dependency: its absence must fail, not skip
 
-from longsynth.models_ref.essm import ESSM
-from longsynth.models_ref.kernel import fft_conv
+from longsynth.models_ref.layers.essm import ESSM
+from longsynth.models_ref.layers.kernel import fft_conv
 from longsynth.models_ref.model import Model, ModelConfig
-from longsynth.models_ref.s4 import S4, legs_nplr
-from longsynth.models_ref.s4d import S4D
+from longsynth.models_ref.layers.s4 import S4, legs_nplr
+from longsynth.models_ref.layers.s4d import S4D
 
 torch.set_num_threads(1)
 TOL = 1e-9  # float64 twins: agreement to rounding
@@ -92,7 +92,7 @@ def test_s4_at_init_is_the_bilinear_hippo_legs_recurrence(bidirectional):
     C_real = rng.standard_normal((m.C.shape[0], N))  # [H_k, N]
     with torch.no_grad():  # y = C_real^T x = (V^* C_real)^* x~ in the diagonal basis
         m.Lambda_im.copy_(Lam.imag.expand_as(m.Lambda_im))
-        for p, z in ((m.P, P), (m.Q, P), (m.B, B_t)):
+        for p, z in ((m.P, P), (m.B, B_t)):  # B unclipped here: the exact HiPPO-LegS system
             p.copy_(torch.view_as_real(z).expand_as(p))
         m.C.copy_(torch.view_as_real(torch.from_numpy(C_real @ V.conj())))
     u = rng.standard_normal((L, H))
@@ -109,24 +109,89 @@ def test_s4_at_init_is_the_bilinear_hippo_legs_recurrence(bidirectional):
         assert np.abs(got[h] - want).max() < TOL
 
 
+def np_s4_system(m):
+    """Per channel (Abar [N, N], Bbar [N], C [N]) of an S4 layer, with A = Lambda - P P^* (Q tied
+    to P) and C recovered from the trained Ctil: C^* = Ctil^* (I - Abar^l)^-1, l = l_kernel."""
+    Lam, P, B, Ct, dt = (t.detach().numpy() for t in m.nplr())
+    out = []
+    for h in range(Lam.shape[0]):
+        Abar, Bbar = np_bilinear(np.diag(Lam[h]) - np.outer(P[h], P[h].conj()), B[h], dt[h])
+        n = int(m.l_kernel)
+        C_star = Ct[h].conj()
+        if n:  # Ctil^* (I - Abar^n)^-1
+            C_star = C_star @ np.linalg.inv(np.eye(len(Bbar)) - np.linalg.matrix_power(Abar, n))
+        out.append((Abar, Bbar, C_star))
+    return out
+
+
+def np_power_series(system, L):
+    """K[k] = C^* Abar^k Bbar for k < L, one matrix product after another."""
+    Abar, Bbar, C_star = system
+    K, x = [], Bbar.copy()
+    for _ in range(L):
+        K.append(C_star @ x)
+        x = Abar @ x
+    return np.array(K)
+
+
 @pytest.mark.parametrize("L,chunk", [(40, None), (37, 3), (64, 1)])
 def test_s4_cauchy_woodbury_kernel_is_the_power_series(L, chunk):
-    """Trained-like (perturbed) Lambda, P, Q, B, C: the generating-function kernel equals the
+    """Trained-like (perturbed) Lambda, P, B, C: the generating-function kernel equals the
     materialised C^* Abar^k Bbar, k < L, for even and odd L and any frequency chunking."""
     torch.manual_seed(1)
     H, N = 3, 8
     m = S4(H, N, dt_min=1e-2, dt_max=2e-1, chunk=chunk).double()
     with torch.no_grad():
-        for p in (m.P, m.Q, m.B, m.C, m.Lambda_im, m.Lambda_log_neg_re):
+        for p in (m.P, m.B, m.C, m.Lambda_im, m.Lambda_log_neg_re):
             p.add_(0.3 * torch.randn_like(p))
-    got = m.real_part_kernel(L).detach().numpy()  # [H, L]
-    Lam, P, Q, B, C, dt = (t.detach().numpy() for t in m.nplr())
+    systems = np_s4_system(m)  # before the length is set: C itself
+    got = m.real_part_kernel(L).detach().numpy()  # [H, L]  sets the length: C becomes Ctil
+    assert int(m.l_kernel) == L
     for h in range(H):
-        A = np.diag(Lam[h]) - np.outer(P[h], Q[h].conj())
-        Abar, Bbar = np_bilinear(A, B[h], dt[h])
-        K = [C[h].conj() @ np.linalg.matrix_power(Abar, k) @ Bbar for k in range(L)]
+        K = np_power_series(systems[h], L)
         assert np.abs(np.imag(K)).max() < 1e-12  # conjugate pairs: a real kernel
         assert np.abs(got[h] - np.real(K)).max() < TOL
+
+
+def test_s4_trains_ctil_and_stays_the_recurrence_after_optimiser_steps_and_doublings():
+    """The official parameterisation: after Adam steps on every parameter (Ctil among them) the
+    kernel is still C^* Abar^k Bbar with C^* = Ctil^* (I - Abar^l)^-1; a longer input doubles l
+    (Ctil^* (I + Abar^l)) without changing that C, and a shorter one reads the first entries."""
+    torch.manual_seed(11)
+    H, N, L = 2, 8, 30
+    m = S4(H, N, dt_min=1e-2, dt_max=2e-1).double()
+    opt = torch.optim.Adam(m.parameters(), lr=0.05)
+    target = torch.randn(H, L, dtype=torch.float64)
+    for _ in range(3):
+        opt.zero_grad()
+        (m.real_part_kernel(L) - target).square().sum().backward()
+        opt.step()
+    assert int(m.l_kernel) == L
+    systems = np_s4_system(m)
+    for length in (L, 17, 3 * L):  # 3L: doubled twice, to 4L
+        got = m.real_part_kernel(length).detach().numpy()
+        for h in range(H):
+            assert np.abs(got[h] - np.real(np_power_series(systems[h], length))).max() < TOL
+    assert int(m.l_kernel) == 4 * L
+
+
+def test_s4_forward_has_no_matrix_power_or_solve_once_its_length_is_set(monkeypatch):
+    """After the first forward at a length, forwards and backwards at that length or shorter
+    run without any N x N power, solve or inverse (the official ``_setup_C`` once per length)."""
+    torch.manual_seed(12)
+    m = S4(4, 16)
+    u = torch.randn(2, 64, 4)
+    m(u).sum().backward()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("an N x N solve or power in a forward at a set length")
+
+    for name in ("matrix_power", "solve", "inv", "matrix_exp"):
+        monkeypatch.setattr(torch.linalg, name, refuse)
+    m(u).sum().backward()
+    m(u[:, :40]).sum().backward()
+    with pytest.raises(AssertionError, match="N x N"):
+        m(torch.randn(2, 65, 4))  # a longer input must set the length again
 
 
 def test_s4_float32_kernel_at_path_x_length_is_the_float64_one():
@@ -143,7 +208,7 @@ def test_s4_float32_kernel_at_path_x_length_is_the_float64_one():
 
 
 def test_cauchy_backward_is_the_derivative():
-    from longsynth.models_ref.s4 import Cauchy
+    from longsynth.models_ref.layers.s4 import Cauchy
 
     torch.manual_seed(8)
     num = torch.randn(2, 4, 5, dtype=torch.complex128, requires_grad=True)
@@ -159,7 +224,7 @@ def test_s4_kernel_grad_flows_through_chunks_and_matches_unchunked():
         torch.manual_seed(2)
         m = S4(2, 8, chunk=chunk).double()
         m.real_part_kernel(50).square().sum().backward()
-        grads.append(torch.cat([p.grad.flatten() for p in (m.Lambda_im, m.P, m.Q, m.B, m.C, m.log_dt)]))
+        grads.append(torch.cat([p.grad.flatten() for p in (m.Lambda_im, m.P, m.B, m.C, m.log_dt)]))
     assert grads[0].abs().sum() > 0
     assert torch.allclose(grads[0], grads[1], atol=1e-12, rtol=1e-9)
 
@@ -181,12 +246,14 @@ def test_s4d_is_the_zoh_diagonal_recurrence(init, bidirectional):
     got = _conv_part(m, torch.from_numpy(u)[None])[0].numpy()
     A_half = -np.exp(m.A_log_neg_re.detach().numpy()) + 1j * m.A_im.detach().numpy()  # [H_k, N/2]
     C_half = m.C.detach().numpy() @ np.array([1, 1j])  # [H_k, N/2]
+    B_half = m.B.detach().numpy() @ np.array([1, 1j]) if init == "legs" else np.ones_like(C_half)  # [H_k, N/2]
     dts = np.exp(m.log_dt.detach().numpy())
 
     def run(x, k):
         A, C = np.concatenate((A_half[k], A_half[k].conj())), np.concatenate((C_half[k], C_half[k].conj()))
+        B = np.concatenate((B_half[k], B_half[k].conj()))
         Abar = np.exp(dts[k] * A)
-        return np_recurrence(Abar, ((Abar - 1) / A)[:, None], C[None], x[:, None])[:, 0].real
+        return np_recurrence(Abar, ((Abar - 1) / A * B)[:, None], C[None], x[:, None])[:, 0].real
 
     if init == "lin":
         assert np.allclose(A_half[0], -0.5 + 1j * np.pi * np.arange(N // 2))
@@ -208,18 +275,19 @@ def test_s4d_legs_init_is_the_diagonal_of_s4s_nplr():
 
 
 def _essm_numpy(m):
-    """Per head: Lambda [N] complex (clipped), Delta [N], B [N, h], C [h, N], D [h]."""
-    re = np.minimum(m.Lambda_re.detach().numpy(), -1e-3)
+    """Per head: Lambda [n] complex (clipped), Delta [n], B [n, h], C [h, n], D [h]."""
+    re = np.minimum(m.Lambda_re.detach().numpy(), -1e-4)
     Lam = re + 1j * m.Lambda_im.detach().numpy()
     return Lam, np.exp(m.log_dt.detach().numpy()), m.B.detach().numpy(), m.C.detach().numpy(), m.D.detach().numpy()
 
 
 @pytest.mark.parametrize("bidirectional", [False, True])
 def test_essm_is_the_mimo_zoh_recurrence_per_head(bidirectional):
-    """y_j = C_j Re(z) + D_j u_j with z_k = exp(Delta Lambda) z_{k-1} + (exp(Delta Lambda) - 1)/Lambda B_j u_k,
-    each head on its own h = H/s channels; bidirectional adds the same system run right to left."""
+    """y_j = 2 C_j Re(z) + D_j u_j with z_k = exp(Delta Lambda) z_{k-1} + (exp(Delta Lambda) - 1)/Lambda B_j u_k,
+    each head on its own h = H/s channels and n = N/s states; bidirectional adds the same system run
+    right to left."""
     torch.manual_seed(4)
-    H, N, s, L = 6, 5, 2, 30
+    H, N, s, L = 6, 10, 2, 30
     m = ESSM(H, N, heads=s, bidirectional=bidirectional, dt_min=1e-2, dt_max=3e-1).double()
     with torch.no_grad():
         m.Lambda_re.add_(0.2 * torch.randn_like(m.Lambda_re))
@@ -229,12 +297,13 @@ def test_essm_is_the_mimo_zoh_recurrence_per_head(bidirectional):
     got = m.ssm(torch.from_numpy(u.T)[None])[0].detach().numpy().T  # [L, H]
     Lam, dt, B, C, D = _essm_numpy(m)
     h = H // s
+    assert Lam.shape == (s, N // s)
     for j in range(s):
-        Abar = np.exp(dt[j] * Lam[j])  # [N]
-        Bbar = ((Abar - 1) / Lam[j])[:, None] * B[j]  # [N, h]
+        Abar = np.exp(dt[j] * Lam[j])  # [n]
+        Bbar = ((Abar - 1) / Lam[j])[:, None] * B[j]  # [n, h]
 
         def run(x):
-            return np_recurrence(Abar, Bbar, np.eye(N), x).real @ C[j].T  # C Re(z)
+            return 2 * np_recurrence(Abar, Bbar, np.eye(N // s), x).real @ C[j].T  # 2 C Re(z)
 
         uj = u[:, j * h:(j + 1) * h]
         want = run(uj) + D[j] * uj
@@ -247,7 +316,7 @@ def test_essm_with_H_heads_is_stacked_single_input_ssms():
     """s = H (eSSM paper section 4.3): channel h is the SISO SSM (Lambda_h, b_h, c_h, D_h) on
     input channel h alone: its output equals the SISO recurrence and ignores the other channels."""
     torch.manual_seed(5)
-    H, N, L = 4, 6, 25
+    H, N, L = 4, 12, 25
     m = ESSM(H, N, heads=H, dt_min=1e-2, dt_max=3e-1).double()
     rng = np.random.default_rng(3)
     u = rng.standard_normal((L, H))
@@ -256,11 +325,38 @@ def test_essm_with_H_heads_is_stacked_single_input_ssms():
     for h in range(H):
         Abar = np.exp(dt[h] * Lam[h])  # [N]
         siso = np_recurrence(Abar, ((Abar - 1) / Lam[h] * B[h][:, 0])[:, None], C[h], u[:, h:h + 1])  # [L, 1]
-        assert np.abs(got[:, h] - (siso[:, 0].real + D[h, 0] * u[:, h])).max() < TOL
+        assert np.abs(got[:, h] - (2 * siso[:, 0].real + D[h, 0] * u[:, h])).max() < TOL
     v = u.copy()
     v[:, 1:] = rng.standard_normal((L, H - 1))  # change every channel but 0
     moved = m.ssm(torch.from_numpy(v.T)[None])[0].detach().numpy().T
     assert np.abs(moved[:, 0] - got[:, 0]).max() < TOL and np.abs(moved[:, 1] - got[:, 1]).max() > 1e-3
+
+
+def test_essm_divides_its_states_over_heads_so_its_size_falls_as_heads_rise():
+    """The official ``self.n = d_s // head``: at H 128, N 64 the SSM parameters (Lambda, Delta,
+    B, C, D) are 2N + N + N H / s + H N / s + H = 320 + 16,384 / s, falling with the heads s as in
+    the eSSM paper's parameter table."""
+    counts = []
+    for s in (4, 16, 64):
+        m = ESSM(128, 64, heads=s)
+        names = ("log_dt", "Lambda_re", "Lambda_im", "B", "C", "D")
+        ssm = {n: p.numel() for n, p in m.named_parameters() if n in names}
+        assert m.B.shape == (s, 64 // s, 128 // s) and m.C.shape == (s, 128 // s, 64 // s)
+        assert sum(ssm.values()) == 320 + 16_384 // s
+        counts.append(sum(ssm.values()))
+    assert counts[0] > counts[1] > counts[2]
+
+
+def test_essm_init_is_the_official_hippo_projection():
+    """B = Re(V^* B0), the same for every head; C = Re(C0 V); B0, C0 with parts N(0, 1) cut at +-2,
+    V the eigenvectors of a 2n-state LegS (Im Lambda > 0), whose -1/2 + i w are Lambda; D = 1."""
+    torch.manual_seed(9)
+    s, n, h = 4, 8, 16
+    m = ESSM(h * s, n * s, heads=s).double()
+    Lam, _, _, V = legs_nplr(2 * n)
+    assert torch.allclose(m.Lambda_re[0], Lam.real, atol=1e-6) and torch.allclose(m.Lambda_im[1], Lam.imag, atol=1e-5)
+    assert torch.equal(m.B[0], m.B[3]) and not torch.equal(m.C[0], m.C[3])
+    assert m.B.abs().max() < 2 * 2 * n and m.D.eq(1).all()  # |Re(V^* B0)| <= sum |V| |B0| with |B0 parts| <= 2
 
 
 # ---------------------------------------------------------------- the model stack
@@ -285,7 +381,9 @@ def test_model_builds_each_layer_causal_with_ssm_optimizer_groups(layer, extra):
 def test_config_refuses_what_the_layers_cannot_do():
     from longsynth.errors import LongsynthError
 
-    for bad in (dict(layer="essm", H=6, heads=4), dict(layer="s4", N=7), dict(layer="s4d", init="foo"),
+    for bad in (dict(layer="essm", H=6, heads=4), dict(layer="essm", N=6, heads=4), dict(layer="essm", glu=True),
+                dict(layer="dlr", ff_layers=2), dict(layer="dlr", skip="two"), dict(layer="s4", N=7),
+                dict(layer="s4d", init="foo"),
                 dict(layer="s4", kernel="prod")):
         with pytest.raises(LongsynthError):
             ModelConfig(d_input=1, d_output=1, **{"H": 8, "N": 8, **bad})

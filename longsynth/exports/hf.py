@@ -516,7 +516,10 @@ _PATHFINDER = """@inproceedings{linsley2018pathfinder,
 
 def citations(task):
     """BibTeX of the papers that define the task: the DLR paper for its 13 tasks, LRA for
-    classic ListOps, and Linsley et al. for the Pathfinder images."""
+    classic ListOps, and Linsley et al. for the Pathfinder images; a task that names its
+    own paper (``Task.citation``: the token tasks) that one."""
+    if task.citation:
+        return [task.citation]
     if task.name == "listops":
         return [_LRA]
     if task.family == "pathfinder":
@@ -529,6 +532,8 @@ def _task_category(task, specs):
         return ["image-segmentation"]
     if task.family == "listops":
         return ["token-classification"] if specs["targets"].ragged else ["text-classification"]
+    if task.family == "tokens":
+        return ["text-generation"]
     return []
 
 

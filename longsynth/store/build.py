@@ -12,7 +12,7 @@ import errno
 import hashlib
 import os
 
-from longsynth import registry
+from longsynth import api, registry
 from longsynth.api import check_seed
 from longsynth.errors import DiskFullError, LongsynthError, os_reason
 from longsynth.files import atomic_write_text
@@ -88,7 +88,7 @@ def dry_run(root, task, params=None, *, seed=0, splits=None, num_samples=None, s
 
 def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, shard_size=None,
              compression="none", workers=None, overwrite=False, command="", progress=None, notify=None,
-             client=None):
+             client=None, authors_stream=False):
     """Write (or resume) a dataset of ``task`` in ``root``; returns the final manifest.
 
     ``progress(n)`` is called with the number of samples finished since the last call,
@@ -101,6 +101,10 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
     (longsynth.store.cluster) instead of a local process, and ``root`` must be on a
     filesystem every Dask worker sees under the same path. This process still holds the
     lock and keeps the manifest.
+
+    ``authors_stream``: the samples are the authors' own stream of each split
+    (``longsynth.authors_stream``, its rows depend on the split's count), written by this
+    process one shard after another; the manifest records ``"stream": "authors"``.
 
     Refused before anything is written: a dataset larger than the free disk space, and a
     directory another process is writing (LongsynthError).
@@ -115,6 +119,17 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
     p = dry_run(root, task, params, seed=seed, splits=splits, num_samples=num_samples, shard_size=shard_size,
                 compression=compression)
     t, cfg, seed, splits, shard_size, root, total = p.task, p.config, p.seed, p.splits, p.shard_size, p.root, p.total
+    authors_stream = bool(authors_stream)
+    if authors_stream:
+        if t.authors is None:
+            raise LongsynthError(f"authors_stream: {t.name} has no authors' stream")
+        if client is not None:
+            raise LongsynthError("authors_stream: the authors' stream is sequential; it is written here, not on Dask")
+        for split in splits:  # a refusal (a parameter the authors' code cannot take) comes before any write
+            api.authors_rows(t, cfg, 0, seed, split)
+        if workers > 1:
+            note("authors' stream: sequential, written by this process (--workers ignored)")
+        workers, asked = 1, None
     if client is not None:
         from longsynth.store.cluster import DaskExecutor
 
@@ -132,7 +147,7 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
         note(f"{' and '.join(p.empty)} get 0 samples (2% of {total} rounds down); give --splits to choose the counts")
     fixed = t.fixed_draws(cfg, seed)
     cparams = dataclasses.asdict(cfg)
-    manifest = _new_manifest(t, cfg, seed, splits, shard_size, compression, command, fixed)
+    manifest = _new_manifest(t, cfg, seed, splits, shard_size, compression, command, fixed, authors_stream)
     _make_dir(root)
     lock = DirLock(root).acquire()
     try:
@@ -149,7 +164,8 @@ def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compressio
         manifest["splits"][split]["shards"].append(rec)
     try:
         _write_manifest(root, manifest)
-        jobs = (j for j in plan(root, t.name, cparams, seed, splits, shard_size, compression, manifest["generation"])
+        jobs = (j for j in plan(root, t.name, cparams, seed, splits, shard_size, compression, manifest["generation"],
+                                manifest.get("stream") == "authors")
                 if j.name not in keep)
         n_jobs = sum(-(-n // shard_size) for n in splits.values()) - len(keep)
         total = sum(splits.values())

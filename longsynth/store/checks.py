@@ -11,6 +11,7 @@ import os
 import numpy as np
 
 from longsynth import registry
+from longsynth.api import authors_block
 from longsynth.errors import DamagedDataError, LongsynthError
 from longsynth.rng import SPLITS, split_code
 from longsynth import safe
@@ -140,7 +141,10 @@ def _deep_check(root, m, task, cfg, samples):
         n = len(sp)
         idx = sorted(set(np.linspace(0, n - 1, min(samples, n)).astype(int).tolist())) if n else []
         for i in idx:
-            block = task.generate(cfg, m["seed"], split_code(split), i, 1, fixed)
+            if m.get("stream") == "authors":
+                block = authors_block(task, cfg, m["seed"], split, n, i, 1)
+            else:
+                block = task.generate(cfg, m["seed"], split_code(split), i, 1, fixed)
             fresh = {k: np.asarray(c.values if isinstance(c, Ragged) else c[0]) for k, c in block.items()}
             try:
                 stored = sp[i]
@@ -239,7 +243,8 @@ def _statistics(ds, samples, progress):
     specs = ds.task.keys(ds.config)
     moments = {k: _Moments() for k in specs}
     target = specs.get("targets")
-    balance_of = target is not None and np.dtype(target.dtype).kind in "iub"
+    tokens = _Tokens(ds.task.vocab_size(ds.config)) if ds.task.family == "tokens" else None
+    balance_of = target is not None and np.dtype(target.dtype).kind in "iub" and tokens is None
     balance = {}
     for split, sp in ds.splits.items():
         counts = np.zeros(256, dtype=np.int64)
@@ -247,6 +252,8 @@ def _statistics(ds, samples, progress):
             for k, col in block.items():
                 moments[k].add(col.values if isinstance(col, Ragged) else col)
             n = next(len(c.offsets) - 1 if isinstance(c, Ragged) else c.shape[0] for c in block.values())
+            if tokens is not None:
+                tokens.add(block["inputs"], block["targets"])
             if balance_of:
                 t = block["targets"]
                 v = np.asarray(t.values if isinstance(t, Ragged) else t).astype(np.int64).ravel()
@@ -260,7 +267,44 @@ def _statistics(ds, samples, progress):
               "stats": {k: mo.summary() for k, mo in moments.items() if mo.n or any(mo.nonfinite.values())}}
     if balance_of:
         result["balance"] = balance
+    if tokens is not None:
+        result["tokens"] = tokens.summary()
     return result
+
+
+class _Tokens:
+    """Token marginals of ``inputs`` and of scored ``targets`` (ids outside [0, V) counted
+    apart), and scored positions (targets != -100) per sample, for token tasks."""
+
+    TOP = 8
+
+    def __init__(self, vocab_size):
+        self.V = int(vocab_size)
+        self.counts = {"inputs": np.zeros(self.V, dtype=np.int64), "targets": np.zeros(self.V, dtype=np.int64)}
+        self.outside = {"inputs": 0, "targets": 0}
+        self.scored = []
+
+    def add(self, inputs, targets):
+        x = np.asarray(inputs).astype(np.int64)
+        y = np.asarray(targets).astype(np.int64)
+        keep = y != -100
+        self.scored.append(keep.reshape(keep.shape[0], -1).sum(axis=1))
+        for name, v in (("inputs", x.ravel()), ("targets", y[keep])):
+            inside = (v >= 0) & (v < self.V)
+            self.outside[name] += int(v.size - inside.sum())
+            self.counts[name] += np.bincount(v[inside], minlength=self.V)
+
+    def summary(self):
+        per = np.concatenate(self.scored) if self.scored else np.zeros(0, dtype=np.int64)
+        out = {"vocab_size": self.V,
+               "scored_per_sample": {"min": int(per.min()) if per.size else 0, "max": int(per.max()) if per.size else 0,
+                                     "mean": float(per.mean()) if per.size else 0.0, "total": int(per.sum())}}
+        for name, c in self.counts.items():
+            total = int(c.sum())
+            top = np.argsort(-c, kind="stable")[: self.TOP]
+            out[name] = {"distinct": int(np.count_nonzero(c)), "outside_vocab": self.outside[name],
+                         "top": [[int(i), float(c[i] / total) if total else 0.0] for i in top if c[i]]}
+        return out
 
 
 def latest_certificate(root):

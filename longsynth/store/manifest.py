@@ -36,6 +36,7 @@ class ShardJob:
     count: int
     compression: str
     generation: str | None = None  # the manifest's: written into the shard (docs/format.md, "Trust")
+    authors_count: int | None = None  # the split's count when cut from the authors' stream; None: our law
 
     @property
     def name(self):
@@ -62,12 +63,14 @@ def default_splits(num_samples, percent=(96, 2, 2)):
     return {"train": num_samples - val - test, "val": val, "test": test}
 
 
-def plan(root, task, params, seed, splits, shard_size, compression, generation=None):
-    """The shard jobs, lazily: nothing is allocated per shard before it is written."""
+def plan(root, task, params, seed, splits, shard_size, compression, generation=None, authors=False):
+    """The shard jobs, lazily: nothing is allocated per shard before it is written.
+    ``authors``: the shards are cut from the authors' stream of each split (its count)."""
     for split, n in splits.items():
         for k, start in enumerate(range(0, n, shard_size)):
             count = min(shard_size, n - start)
-            yield ShardJob(root, task, params, seed, split, k, start, count, compression, generation)
+            yield ShardJob(root, task, params, seed, split, k, start, count, compression, generation,
+                           n if authors else None)
 
 
 def progress_of(manifest):
@@ -180,6 +183,8 @@ def config_of(manifest):
     keys = ("format_version", "task", "params", "seed", "counts", "shard_size", "compression")
     out = {k: manifest.get(k) for k in keys}
     out["task_revision"] = manifest.get("task_revision", 1)  # manifests before revisions: 1
+    if manifest.get("stream", "longsynth") != "longsynth":  # only then: older datasets keep their ids
+        out["stream"] = manifest["stream"]
     return out
 
 
@@ -198,7 +203,7 @@ def read_manifest(root):
     return schema.parse_manifest(raw, path)
 
 
-def _new_manifest(task, cfg, seed, counts, shard_size, compression, command, fixed):
+def _new_manifest(task, cfg, seed, counts, shard_size, compression, command, fixed, authors=False):
     m = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -214,6 +219,7 @@ def _new_manifest(task, cfg, seed, counts, shard_size, compression, command, fix
         "keys": {k: {"dtype": s.dtype, "shape": list(s.shape), "ragged": s.ragged, "doc": s.doc}
                  for k, s in task.keys(cfg).items()},
         "fixed": {k: _jsonable(v) for k, v in fixed.items()},
+        **({"stream": "authors"} if authors else {}),
         "vocab": list(task.vocab(cfg)) if task.vocab is not None else None,
         "complete": False,
         "splits": {s: {"count": n, "digest": None, "shards": []} for s, n in counts.items()},
@@ -313,6 +319,13 @@ def _intact(root, rec, expect):
         os.close(fd)
 
 
+def _stream_line(manifest):
+    if manifest.get("stream") != "authors":
+        return ""
+    return ("\nThe samples are the authors' own stream for this seed (`longsynth.authors_stream`; each split "
+            "one sequential stream of its count), not longsynth's per-sample law.\n")
+
+
 def dataset_card(task, cfg, manifest):
     counts = ", ".join(f"{s} {n}" for s, n in manifest["counts"].items())
     size = sum(r["bytes"] for s in manifest["splits"].values() for r in s["shards"])
@@ -327,7 +340,7 @@ def dataset_card(task, cfg, manifest):
 {task.summary}.
 
 {task.card}
-
+{_stream_line(manifest)}
 Made by: `{manifest['command'] or 'longsynth.store.generate(...)'}`
 
 Seed {manifest['seed']}; samples: {counts}; {size / 1e6:.1f} MB in

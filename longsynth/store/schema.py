@@ -20,6 +20,7 @@ from longsynth.store.layout import COMPRESSIONS, FORMAT, FORMAT_VERSION, MAX_COU
 
 MAX_SEED = 2**63 - 1
 MAX_BYTES = 1 << 50  # bytes of one shard
+STREAMS = ("longsynth", "authors")  # whose samples: ours (per-sample law) or the authors' sequential stream
 MAX_TEXT = 10_000  # characters of a free-text field (command, versions, docs)
 MAX_PARAMS = 64
 VERSION_KEYS = ("longsynth", "python", "numpy", "numba", "h5py", "hdf5")
@@ -126,6 +127,13 @@ def parse_manifest(raw, where):
         raise c.bad("compression", f"must be one of {', '.join(COMPRESSIONS)}")
     out["keys"] = _keys(c, c.get(m, "keys", "keys"), task.keys(cfg), task.name)
     out["fixed"] = c.obj(c.get(m, "fixed", "fixed", {}), "fixed")
+    stream = c.get(m, "stream", "stream", STREAMS[0])
+    if stream not in STREAMS:
+        raise c.bad("stream", f"must be one of {', '.join(STREAMS)}")
+    if stream == "authors" and task.authors is None:
+        raise c.bad("stream", f"{task.name} has no authors' stream")
+    if stream != STREAMS[0]:
+        out["stream"] = stream
     vocab = c.get(m, "vocab", "vocab", None)
     if vocab is not None:
         out["vocab"] = [c.str(t, f"vocab[{i}]", 100) for i, t in enumerate(c.list(vocab, "vocab"))]

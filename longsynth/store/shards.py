@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from longsynth import checksum, registry, safe
+from longsynth.api import authors_block
 from longsynth.errors import DiskFullError, LongsynthError
 from longsynth.files import file_sha256
 from longsynth.rng import split_code
@@ -158,7 +159,10 @@ def _write_samples(dsets, job, task, cfg, timers, progress):
     for lo in range(0, job.count, block):
         n = min(block, job.count - lo)
         with timers("generate_s"):
-            data = task.generate(cfg, job.seed, code, job.start + lo, n, fixed, buffers)
+            if job.authors_count is None:
+                data = task.generate(cfg, job.seed, code, job.start + lo, n, fixed, buffers)
+            else:
+                data = authors_block(task, cfg, job.seed, job.split, job.authors_count, job.start + lo, n)
         with timers("hash_s"):
             _block_checks(data, n, order, digests[lo : lo + n], checks[lo : lo + n])
         with timers("write_s"):

@@ -15,18 +15,19 @@ import math
 
 import torch
 
-from longsynth.models_ref.kernel import SSMLayer, exp_times, fft_conv  # noqa: F401  (fft_conv re-exported)
+from longsynth.models_ref.layers.kernel import SSMLayer, exp_times, fft_conv  # noqa: F401  (fft_conv re-exported)
 
 
 class DLR(SSMLayer):
-    """One DLR layer on u [B, L, H] -> [B, L, H]: conv, residual, GELU, Linear(H, H).
+    """One DLR layer on u [B, L, H] -> [B, L, H]: conv, skip D u, GELU, output Linear (kernel.py).
 
     ``lr``: learning rate of p, Lambda_im and W (None: the model's; 0: frozen).
     """
 
     def __init__(self, H, N, *, kernel="real", bidirectional=False, max_kernel_length=None,
-                 dt_min=5e-4, dt_max=5e-1, lr=None, chunk=None):
-        super().__init__(H, cast=kernel, bidirectional=bidirectional, max_kernel_length=max_kernel_length)
+                 dt_min=5e-4, dt_max=5e-1, lr=None, chunk=None, skip="learned", glu=False):
+        super().__init__(H, cast=kernel, bidirectional=bidirectional, max_kernel_length=max_kernel_length, skip=skip,
+                         glu=glu)
         self.N, self.kernel, self.chunk = N, kernel, chunk
         dt = torch.exp(torch.rand(N) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min))  # [N]
         self.register("Lambda_re_sqrt", torch.sqrt(dt / 2), lr)  # [N]  p, |Lambda| = exp(-p^2)
@@ -73,8 +74,9 @@ class DLRReal(SSMLayer):
     """
 
     def __init__(self, H, N, *, bidirectional=False, max_kernel_length=None, dt_min=5e-4, dt_max=5e-1, lr=None,
-                 chunk=None):
-        super().__init__(H, cast="real", bidirectional=bidirectional, max_kernel_length=max_kernel_length)
+                 chunk=None, skip="learned", glu=False):
+        super().__init__(H, cast="real", bidirectional=bidirectional, max_kernel_length=max_kernel_length, skip=skip,
+                         glu=glu)
         self.N, self.chunk = N, chunk
         dt = torch.exp(torch.rand(N) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min))  # [N]
         self.register("Lambda_re_sqrt", torch.sqrt(dt / 2), lr)  # [N]  p, Lambda = exp(-p^2)

@@ -1,14 +1,18 @@
 """ATTENTION and LOCALATTENTION: the DLR paper's attention baselines (section 3.3, 3.4; docs/models.md).
 
 The paper's ATTENTION block is the reference block with the DLR contextualisation replaced
-by 4-head self-attention with rotary position embeddings:
+by 4-head self-attention with rotary position embeddings, as the official layer orders it
+(ag1988/dlr src/models/sequence/ss/standalone/dss.py ``forward_attn``, lines 695-700):
 
-    u [B, L, H] -> y = MHA(u) + u -> GELU -> Linear(H, H)
+    u [B, L, H] -> y = u + GELU(MHA(u)) -> output Linear (Linear(H, H), or Linear(H, 2H) + GLU)
 
-MHA: q, k, v = u W_qkv split into heads of d = H / heads; rotary embeddings turn q and k
-by position-dependent angles (so q_i . k_j depends on i - j); attention through
-``scaled_dot_product_attention`` (CUDA's fused kernels), causal when the protocol is;
-then the output projection.
+MHA (its attention.py ``Attention``, lines 63-104): q, k, v = u W_qkv split into heads of
+d = H / heads; rotary embeddings turn q and k by position-dependent angles (so q_i . k_j
+depends on i - j); q is scaled by a learned temperature initialised at d^-1/2 (line 76, 98);
+attention through ``scaled_dot_product_attention`` (CUDA's fused kernels), causal when the
+protocol is; then the output projection. ATTENTION + 2 x FF (the paper's Table 4, its
+``attn_ff``, lines 86-90 and 114-116) adds two pre-LayerNorm residual feed-forward layers
+right after that projection, inside the GELU.
 
 LOCALATTENTION (section 3.4): the sequence is cut into non-overlapping chunks of ``chunk``
 positions; each chunk attends to itself and its neighbours - the previous chunk only when
@@ -21,6 +25,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from longsynth.models_ref.layers.kernel import OutputLinear
 
 
 def rotary(x, base=10000.0):
@@ -63,40 +69,48 @@ def local_attention(q, k, v, chunk, causal):
     pos = torch.arange(n, device=q.device)[:, None] * c + torch.arange(3 * c, device=q.device)[None] - c  # [n, 3c]
     real = (pos >= 0) & (pos < L)  # [n, 3c]  keys that exist
     mask = local_mask(c, causal, q.device)[None] & real[:, None, :]  # [n, c, 3c]
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # [B, h, n, c, d]
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)  # [B, h, n, c, d]  q is pre-scaled
     return out.reshape(B, h, n * c, d)[:, :, :L]  # [B, h, L, d]
 
 
 class Attention(nn.Module):
-    """One ATTENTION (``chunk=None``) or LOCALATTENTION layer on u [B, L, H] -> [B, L, H]."""
+    """One ATTENTION (``chunk=None``) or LOCALATTENTION layer on u [B, L, H] -> [B, L, H].
 
-    def __init__(self, H, heads=4, *, causal=True, chunk=None):
+    ``ff_layers`` pre-LayerNorm residual feed-forward layers of hidden width ``ff_width`` follow
+    the attention's projection (Table 4's ATTENTION + 2 x FF: two of width 2048).
+    """
+
+    def __init__(self, H, heads=4, *, causal=True, chunk=None, glu=False, ff_layers=0, ff_width=2048):
         super().__init__()
         if H % heads or (H // heads) % 2:
             raise ValueError(f"attention: H ({H}) must split into {heads} heads of even size")
         self.H, self.heads, self.causal, self.chunk = H, heads, causal, chunk
         self.qkv = nn.Linear(H, 3 * H)
+        self.scale = nn.Parameter(torch.full((1,), (H // heads) ** -0.5))  # [1]  the learned temperature
         self.proj = nn.Linear(H, H)  # the attention's output projection
-        self.out = nn.Linear(H, H)  # the block's position-wise Linear, as in the DLR layer
+        self.ffs = nn.ModuleList(FeedForward(H, ff_width) for _ in range(ff_layers))
+        self.out = OutputLinear(H, glu)  # the block's position-wise output, as in the DLR layer
 
     def forward(self, u):  # u [B, L, H]
         B, L, H = u.shape
         q, k, v = self.qkv(u).view(B, L, 3, self.heads, H // self.heads).permute(2, 0, 3, 1, 4)  # 3 x [B, h, L, d]
-        q, k = rotary(q), rotary(k)  # [B, h, L, d]
+        q, k = rotary(q) * self.scale.to(q.dtype), rotary(k)  # [B, h, L, d]  temperature on q
         if self.chunk is None or L <= self.chunk:
-            a = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)  # [B, h, L, d]
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, scale=1.0)  # [B, h, L, d]
         else:
             a = local_attention(q, k, v, self.chunk, self.causal)  # [B, h, L, d]
-        y = self.proj(a.transpose(1, 2).reshape(B, L, H)) + u  # [B, L, H]  attention + residual
-        return self.out(F.gelu(y))  # [B, L, H]
+        o = self.proj(a.transpose(1, 2).reshape(B, L, H))  # [B, L, H]
+        for ff in self.ffs:
+            o = o + ff(o)  # [B, L, H]
+        return self.out(u + F.gelu(o))  # [B, L, H]  residual after the activation
 
 
 class FeedForward(nn.Module):
-    """x -> norm(x + Linear(width, H)(GELU(Linear(H, width)(x)))): the paper's Table 4 adds two."""
+    """x -> Linear(width, H)(GELU(Linear(H, width)(LayerNorm(x)))); the caller adds x."""
 
-    def __init__(self, H, width, norm):
+    def __init__(self, H, width):
         super().__init__()
-        self.up, self.down, self.norm = nn.Linear(H, width), nn.Linear(width, H), norm
+        self.norm, self.up, self.down = nn.LayerNorm(H), nn.Linear(H, width), nn.Linear(width, H)
 
     def forward(self, x):  # x [B, L, H]
-        return self.norm(x + self.down(F.gelu(self.up(x))))  # [B, L, H]
+        return self.down(F.gelu(self.up(self.norm(x))))  # [B, L, H]

@@ -15,8 +15,10 @@ import math
 
 import torch
 
-from longsynth.models_ref.kernel import SSMLayer, exp_times
-from longsynth.models_ref.kernel import fft_conv as _fft_conv
+from longsynth.models_ref.layers.kernel import SSMLayer, exp_times
+from longsynth.models_ref.layers.kernel import fft_conv as _fft_conv
+
+INITS = ("lin", "skew-hippo")
 
 
 def fft_conv(u, K):
@@ -25,17 +27,31 @@ def fft_conv(u, K):
 
 
 class DSSExp(SSMLayer):
-    """One DSS_exp layer on u [B, L, H] -> [B, L, H]: conv, residual, GELU, Linear(H, H).
+    """One DSS_exp layer on u [B, L, H] -> [B, L, H]: conv, skip D u, GELU, output Linear (kernel.py).
 
-    ``lr``: learning rate of log_dt, Lambda and W (None: the model's; 0: frozen).
+    ``lr``: learning rate of log_dt, Lambda and W (None: the model's; 0: frozen). ``init``:
+    "lin", Lambda_n = -1/2 + i pi n (the DLR paper's Table 1 runs, its README's
+    ``Lambda_init='lin'``), or "skew-hippo", the eigenvalues of the skew part of HiPPO-LegS
+    with positive imaginary part, less 1/2 (the DSS paper's default, ag1988/dss
+    src/models/sequence/ss/standalone/dss.py ``hippo_skew_evals``, lines 199-207 and 268-269),
+    which made its LRA figures.
     """
 
-    def __init__(self, H, N, *, max_kernel_length=None, dt_min=1e-4, dt_max=1e-1, lr=None, chunk=None):
-        super().__init__(H, max_kernel_length=max_kernel_length)
+    def __init__(self, H, N, *, init="lin", max_kernel_length=None, dt_min=1e-4, dt_max=1e-1, lr=None, chunk=None,
+                 skip="learned", glu=False):
+        super().__init__(H, max_kernel_length=max_kernel_length, skip=skip, glu=glu)
+        if init not in INITS:
+            raise ValueError(f"init: must be one of {INITS}, got {init!r}")
         self.N, self.chunk = N, chunk
         self.register("log_dt", torch.rand(H) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min), lr)  # [H]
-        self.register("Lambda_log_neg_re", torch.full((N,), math.log(0.5)), lr)  # [N]  log(-Re Lambda)
-        self.register("Lambda_im", math.pi * torch.arange(N, dtype=torch.float32), lr)  # [N]
+        if init == "lin":
+            Lam = torch.complex(torch.full((N,), -0.5), math.pi * torch.arange(N, dtype=torch.float32))  # [N]
+        else:
+            from longsynth.models_ref.layers.s4 import legs_nplr
+
+            Lam = legs_nplr(2 * N)[0].to(torch.complex64)  # [N]  -1/2 + i w_n, w_n > 0
+        self.register("Lambda_log_neg_re", torch.log(-Lam.real).clone(), lr)  # [N]  log(-Re Lambda)
+        self.register("Lambda_im", Lam.imag.clone(), lr)  # [N]
         self.register("W", torch.randn(H, N, 2), lr)  # [H, N, 2]  Re W, Im W ~ N(0, 1) (DSS paper 3.3)
 
     def _factors(self, L):

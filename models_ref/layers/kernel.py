@@ -2,9 +2,15 @@
 cast, the FFT convolution and the layer around it.
 
 A layer subclasses :class:`SSMLayer` and defines ``complex_kernel(L) -> [H_k, L]``; the
-rest is here, s4d-style:
+rest is here, as the official layer (ag1988/dlr src/models/sequence/ss/standalone/dss.py
+``DSS.forward``, lines 731-749; docs/models.md "Block details"):
 
-    u [B, L, H] -> y = K * u + u (FFT of size n = 2L) -> GELU -> Linear(H, H)
+    u [B, L, H] -> y = K * u + D u (FFT of size n = 2L) -> GELU -> output Linear
+
+``D`` [H] is learned, drawn from N(0, 1) (``skip="learned"``, dss.py line 658); ``skip="one"``
+fixes it at 1, the DLR paper's prose (section 2). The output Linear is Linear(H, H), or with
+``glu`` Linear(H, 2H) followed by a GLU (the official ``postact: glu``, which replaces the
+Linear rather than following it).
 
 ``register(name, tensor, lr)`` makes an SSM parameter: weight decay 0 and its own learning
 rate (``lr=None``: the model's), read by the optimizer builder from ``p._optim``;
@@ -18,6 +24,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 CASTS = ("real", "prod")
+SKIPS = ("learned", "one")  # D: learned from N(0, 1) (the official code) | fixed at 1 (the DLR paper's prose)
 
 
 def complex_dtype(dtype):
@@ -71,13 +78,19 @@ def fft_conv(u, K, bidirectional=False):
 class SSMLayer(nn.Module):
     """Base of one convolutional SSM layer on u [B, L, H] -> [B, L, H]."""
 
-    def __init__(self, H, *, cast="real", bidirectional=False, max_kernel_length=None):
+    def __init__(self, H, *, cast="real", bidirectional=False, max_kernel_length=None, skip="learned", glu=False):
         super().__init__()
         if cast not in CASTS:
             raise ValueError(f"kernel: must be one of {CASTS}, got {cast!r}")
+        if skip is not None and skip not in SKIPS:  # None: the subclass keeps its own skip term
+            raise ValueError(f"skip: must be one of {SKIPS}, got {skip!r}")
         self.H, self.cast, self.bidirectional = H, cast, bidirectional
         self.max_kernel_length = max_kernel_length
-        self.out = nn.Linear(H, H)
+        if skip == "learned":
+            self.D = nn.Parameter(torch.randn(H))  # [H]
+        elif skip == "one":
+            self.register_buffer("D", torch.ones(H))  # [H]
+        self.out = OutputLinear(H, glu)
 
     def register(self, name, tensor, lr=None):
         """An SSM tensor: trainable with weight decay 0 and learning rate lr (None: the model's);
@@ -112,7 +125,21 @@ class SSMLayer(nn.Module):
     def forward(self, u):
         B, L, H = u.shape
         with torch.autocast(u.device.type, enabled=False):  # kernel and FFT in full precision
-            x = u.to(self.out.weight.dtype).transpose(1, 2)  # [B, H, L]
-            y = fft_conv(x, self.real_kernel(L), self.bidirectional) + x  # [B, H, L]  conv + residual
+            x = u.to(self.D.dtype).transpose(1, 2)  # [B, H, L]
+            y = fft_conv(x, self.real_kernel(L), self.bidirectional)  # [B, H, L]
+            y = y + self.D.to(y.dtype)[:, None] * x  # [B, H, L]  the skip term D u
         y = F.gelu(y.transpose(1, 2).to(u.dtype))  # [B, L, H]
         return self.out(y)  # [B, L, H]
+
+
+class OutputLinear(nn.Module):
+    """The position-wise output of a layer: Linear(H, H), or Linear(H, 2H) then GLU (``glu``)."""
+
+    def __init__(self, H, glu=False):
+        super().__init__()
+        self.glu = glu
+        self.linear = nn.Linear(H, 2 * H if glu else H)
+
+    def forward(self, y):  # y [B, L, H]
+        y = self.linear(y)  # [B, L, H] or [B, L, 2H]
+        return F.glu(y, dim=-1) if self.glu else y  # [B, L, H]

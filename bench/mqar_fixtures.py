@@ -1,0 +1,58 @@
+"""Remake tests/data/mqar_zoology.npz by running zoology's own ``multiquery_ar``.
+
+    python bench/mqar_fixtures.py /path/to/zoology    # a checkout of HazyResearch/zoology @ d88d6f54
+
+zoology's code is run, never copied: its checkout is put on sys.path. Its package imports
+``wandb`` (for logging, unused by the generator); a stand-in empty module is registered
+when wandb is not installed. Needs numpy, torch and pydantic.
+
+The file holds, per case ``c`` of CASES: ``c/params`` (vocab_size, input_seq_len,
+num_kv_pairs, num_passes, count, seed; power_a is 0.01), ``c/inputs`` and ``c/labels``
+(int16), for tests/test_mqar.py: ``longsynth.authors_stream`` must equal them exactly
+(CASES with count >= 2,000 also feed the statistics test of the default law).
+"""
+import argparse
+import os
+import sys
+import types
+
+import numpy as np
+
+CASES = {  # name: (vocab_size, input_seq_len, num_kv_pairs, num_passes, count, seed)
+    "tiny": (20, 16, 2, 1, 16, 0),
+    "fig2-64": (8192, 64, 4, 1, 2000, 0),
+    "fig2-128-seed10": (8192, 128, 8, 1, 64, 10),
+    "fig2-512": (8192, 512, 64, 1, 24, 3),
+    "v1000": (1000, 96, 8, 1, 32, 7),
+    "odd-vocab": (301, 80, 10, 1, 40, 123),
+    "stats-256": (8192, 256, 16, 1, 2000, 1),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("zoology", help="path of a zoology checkout (HazyResearch/zoology @ d88d6f54)")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "data",
+                                                  "mqar_zoology.npz"))
+    args = ap.parse_args()
+    sys.path.insert(0, os.path.abspath(args.zoology))
+    try:
+        import wandb  # noqa: F401
+    except ImportError:
+        sys.modules["wandb"] = types.ModuleType("wandb")
+    from zoology.data.multiquery_ar import multiquery_ar
+
+    arrays = {}
+    for name, (V, L, kv, passes, count, seed) in CASES.items():
+        seg = multiquery_ar(vocab_size=V, num_examples=count, input_seq_len=L, seed=seed, power_a=0.01,
+                            num_kv_pairs=kv, num_passes=passes, random_non_queries=False)
+        arrays[f"{name}/params"] = np.array([V, L, kv, passes, count, seed], dtype=np.int64)
+        arrays[f"{name}/inputs"] = seg.inputs.numpy().astype(np.int16)
+        arrays[f"{name}/labels"] = seg.labels.numpy().astype(np.int16)
+        print(f"{name}: {count} rows of {L}")
+    np.savez_compressed(args.out, **arrays)
+    print(f"wrote {os.path.abspath(args.out)} ({os.path.getsize(args.out):,} bytes)")
+
+
+if __name__ == "__main__":
+    main()

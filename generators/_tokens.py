@@ -1,0 +1,75 @@
+"""What every token task (``family="tokens"``) shares: the ignore index, the stored dtype
+of a vocabulary, and the ``show`` picture (docs/adding-a-task.md, "Token tasks").
+
+A token task stores ``inputs`` and ``targets``, integer arrays [L] of token ids, with the
+ignore index -100 in ``targets`` at every unscored position.
+"""
+import dataclasses
+
+import numpy as np
+
+IGNORE = -100  # targets the loss skips (torch.nn.CrossEntropyLoss's default ignore_index)
+
+
+def token_dtype(vocab_size):
+    """The narrowest signed dtype that holds ids [0, vocab_size) and -100: int16 up to 32,767 tokens."""
+    if vocab_size <= np.iinfo(np.int16).max:
+        return "int16"
+    if vocab_size <= np.iinfo(np.int32).max:
+        return "int32"
+    return "int64"
+
+
+def _palette(ids, vocab_size):
+    """uint8 [n, 3]: a colour per token id, spread over the vocabulary (0 stays near white)."""
+    import matplotlib
+
+    cmap = matplotlib.colormaps["turbo"]
+    rgb = cmap(np.asarray(ids, dtype=np.float64) / max(1, vocab_size - 1))[..., :3]
+    rgb = (255 * rgb).astype(np.uint8)
+    rgb[np.asarray(ids) == 0] = 235
+    return rgb
+
+
+def preview(samples, cfg, path, vocab_size):
+    """Rows of token ids (one row per sample, a colour per id) over a row of their targets;
+    scored positions (targets != -100) are ringed in black. Returns a one-line summary."""
+    from matplotlib.patches import Rectangle
+
+    from longsynth.plot import _figure, _finish
+
+    n = len(samples)
+    L = max(s["inputs"].shape[0] for s in samples)
+    fig = _figure(1200, min(900, 120 + 70 * n))
+    ax = fig.add_subplot(1, 1, 1)
+    scored = 0
+    for r, s in enumerate(samples):
+        x = np.asarray(s["inputs"]).astype(np.int64)
+        y = np.asarray(s["targets"]).astype(np.int64)
+        top, bottom = 2 * r, 2 * r + 1
+        ax.imshow(_palette(x, vocab_size)[None], extent=(-0.5, x.size - 0.5, top + 0.9, top), aspect="auto",
+                  interpolation="nearest")
+        yy = np.where(y >= 0, y, 0)
+        ax.imshow(_palette(yy, vocab_size)[None], extent=(-0.5, y.size - 0.5, bottom + 0.9, bottom),
+                  aspect="auto", interpolation="nearest")
+        marked = np.flatnonzero(y != IGNORE)
+        scored += marked.size
+        if L > 48:
+            ax.scatter(marked, np.full(marked.size, bottom + 0.45), s=30, facecolors="none", edgecolors="black",
+                       lw=1.2)
+        else:
+            for t in marked:
+                ax.add_patch(Rectangle((t - 0.5, bottom), 1, 0.9, fill=False, edgecolor="black", lw=1.5))
+            for t in range(x.size):
+                ax.text(t, top + 0.45, str(x[t]), ha="center", va="center", fontsize=6)
+                if y[t] != IGNORE:
+                    ax.text(t, bottom + 0.45, str(y[t]), ha="center", va="center", fontsize=6)
+    ax.set_xlim(-0.5, L - 0.5)
+    ax.set_ylim(2 * n, 0)
+    ax.set_yticks([2 * r + 0.45 for r in range(n)] + [2 * r + 1.45 for r in range(n)])
+    ax.set_yticklabels([f"{r}: inputs" for r in range(n)] + [f"{r}: targets" for r in range(n)], fontsize=8)
+    ax.set_xlabel("position")
+    params = ", ".join(f"{k} = {v}" for k, v in dataclasses.asdict(cfg).items())
+    _finish(fig, path, f"{n} sample{'s' if n != 1 else ''} at {params}\ncolour = token id; "
+                       "outlined = scored targets (the others are -100)", top=0.9)
+    return f"{n} samples, {scored} scored positions ({scored / n:.1f} per sample), vocabulary {vocab_size}"
