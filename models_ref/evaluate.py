@@ -233,6 +233,27 @@ def plan_line(todo, settings):
             f"{settings.device}; each run's progress shows its rate and time left")
 
 
+class _Remaining:
+    """The time the runs not yet finished should take, from the seconds per training step
+    of those that finished (runs of one sweep differ in tasks and lengths: a rough guide)."""
+
+    def __init__(self, todo, settings):
+        self.steps = {(job.task, job.lr, job.seed): job.steps or resolve(job.protocol, job.scale, task=job.task).steps
+                      for job, _ in todo}
+        self.parallel = 1 if settings.dask else settings.jobs
+        self.seconds = self.done = 0.0
+
+    def after(self, cert):
+        self.seconds += cert["wall_time_s"]
+        self.done += self.steps.pop((cert["task"], cert["lr"], cert["seed"]), cert.get("steps") or 0)
+        rest = sum(self.steps.values())
+        if not rest or not self.done:
+            return ""
+        eta = self.seconds / self.done * rest / self.parallel
+        return f"; about {eta / 60:.0f} min left for the other {len(self.steps)} run(s)" if eta >= 60 else \
+            f"; about {eta:.0f} s left for the other {len(self.steps)} run(s)"
+
+
 def _sendable(factory):
     """A user's factory object as other processes receive it (pickled by reference)."""
     try:
@@ -312,12 +333,13 @@ def _evaluate(model, suite, out, settings, progress, notify):
         notify(f"{len(results)} of {len(planned)} runs already finished in {out}; running the other {len(todo)}")
     notify(plan_line(todo, settings))
     sent = None if isinstance(model, str) else _sendable(factory) if settings.jobs > 1 or settings.dask else factory
+    left = _Remaining(todo, settings)
     for i, cert in enumerate(_run_all(todo, sent, settings, progress), 1):
         results.append(cert)
         metric = cert["primary_metric"]
         value = (cert["test"] or {}).get(metric)
         notify(f"[{i}/{len(todo)}] {cert['task']} lr {cert['lr']:g} seed {cert['seed']}: test {metric} "
-               f"{value:.4f} ({cert['wall_time_s']:.0f} s)")
+               f"{value:.4f} ({cert['wall_time_s']:.0f} s){left.after(cert)}")
     order = {(job.task, job.lr, job.seed): i for i, (job, _) in enumerate(planned)}
     results.sort(key=lambda cert: order.get((cert["task"], cert["lr"], cert["seed"]), len(order)))
     report = Report(identity=identity, suite=suite, scale=settings.scale, settings=dataclasses.asdict(settings),

@@ -3,6 +3,7 @@ and hint, checkpoints at every evaluation, one thread policy, an exit code for a
 certificate."""
 import json
 import os
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -23,6 +24,8 @@ def test_evaluate_plans_up_front_and_says_when_it_resumes(tmp_path):
     r = invoke("evaluate", "dlr", "--suite", "cumsum,select", "--steps", "2", "--threads", "2", "--out", out)
     assert r.exit_code == 0, r.output
     assert "plan: 2 run(s) on 2 task(s), 4 training steps in all, one after another on cpu" in r.output
+    assert re.search(r"\[1/2\] cumsum lr 0.002 seed 0: test r2 -?\d\.\d{4} \(\d+ s\); about \d+ s left for the other "
+                     r"1 run\(s\)", r.output), r.output
     rep = json.loads((out / "report.json").read_text())
     assert [run["torch_threads"] for run in rep["runs"]] == [2, 2]
     (metrics,) = [os.path.join(dp, "metrics.json") for dp, _, fs in os.walk(out / "runs" / "cumsum")
