@@ -22,6 +22,14 @@ TYPES = {"int": int, "float": float, "bool": bool, "str": str}
 MAX_SHOW = 64  # samples per `show` figure
 
 
+def shown(text):
+    """Text from a file (a manifest's command) as it may be printed: control characters
+    and escapes shown as escapes (``\\x1b``), never sent to the terminal; at most 2,000
+    characters."""
+    out = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text)[:2000])
+    return out + ("..." if len(str(text)) > 2000 else "")
+
+
 def friendly(fn):
     """Turn the project's own errors (and the OS's: disk full, permissions) into one-line
     click errors. Anything else is a bug and keeps its traceback."""
@@ -289,7 +297,7 @@ def info(root, as_json, samples):
                f"compression {s['compression']}  longsynth {s['versions']['longsynth']}")
     click.echo("params: " + ", ".join(f"{k}={v}" for k, v in s["params"].items()))
     if s["command"]:
-        click.echo(f"made by: {s['command']}")
+        click.echo(f"made by (the command recorded in the manifest): {shown(s['command'])}")
     for split, sp in s["splits"].items():
         click.echo(f"  {split:5s} {count(sp['count']):>9s} samples  {count(sp['shards']):>4s} shards  "
                    f"{store.human(sp['bytes']):>9s}  digest {str(sp['digest'])[:16]}")
@@ -301,6 +309,8 @@ def info(root, as_json, samples):
         shape = ("[n, " if spec["ragged"] else "[") + ", ".join(map(str, spec["shape"])) + "]"
         st = s["stats"].get(k)
         stats = f"  min {st['min']:.4g} max {st['max']:.4g} mean {st['mean']:.4g} std {st['std']:.4g}" if st else ""
+        if st and st.get("nonfinite"):
+            stats += f"  ({', '.join(f'{count(n)} {what}' for what, n in st['nonfinite'].items() if n)}: left out)"
         click.echo(f"  {k:16s} {spec['dtype']:8s} {shape:14s}{stats}")
     if s.get("tokens"):
         tk = s["tokens"]
@@ -344,9 +354,10 @@ def verify(root, deep, samples):
         raise click.ClickException(f"{root}: damaged: {len(c.damage)} problem(s) found"
                                    + ("" if c.complete else " (and the dataset is incomplete)"))
     if not c.complete:
-        made = f": {m['command']}" if m.get("command") else ""
+        made = (f"; the command recorded in the manifest (check it before you run it): {shown(m['command'])}"
+                if m.get("command") else "")
         raise click.ClickException(f"{root}: incomplete, not damaged: {count(c.written)} of {count(c.total)} samples "
-                                   f"written and intact; rerun its gen command to resume{made}")
+                                   f"written and intact; the same gen command resumes it{made}")
     click.echo(f"OK: {count(shards)} shards, {count(c.total)} samples"
                + (f", {samples} samples per split regenerated and identical" if deep else ""))
 
@@ -374,7 +385,22 @@ def _show_options(default_name):
             click.Option(["--count", "-c"], type=click.IntRange(1, MAX_SHOW), default=1, show_default=True,
                          help=f"number of samples (1..{MAX_SHOW}: one figure)"),
             click.Option(["--out", "-o"], type=click.Path(dir_okay=False), default=f"{default_name}.png",
-                         show_default=True, help="PNG to write")]
+                         show_default=True, help="PNG to write (its folder is made when missing)", callback=_png_out)]
+
+
+def _png_out(ctx, param, value):
+    """show's --out: a .png name (matplotlib would add the suffix to a bare name and write
+    another file than the one named), its folder made when missing."""
+    if value is None:
+        return value
+    if os.path.splitext(value)[1].lower() != ".png":
+        raise click.BadParameter(f"the figure is a PNG: give a name ending in .png, got {value!r}")
+    folder = os.path.dirname(os.path.abspath(value))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise click.BadParameter(f"cannot make its folder {folder} ({e.strerror or e})") from None
+    return value
 
 
 def _emit(text, out):
@@ -486,6 +512,7 @@ def _validate_help():
         rows.setdefault(name, {})[scale] = text
     lines = [f"{name:20s} tiny {r.get('tiny', '-'):50s} paper {r.get('paper', '-')}" for name, r in rows.items()]
     return ("Train a reference model on a dataset DIR (or an atomic TASK, on the fly) and certify it.\n\n"
+            "Exit code: 0 when the certificate passed (or has no verdict), 3 when it FAILED, 1 on an error.\n\n"
             "Data parallel: torchrun --nproc_per_node N --no-python longsynth validate ... (nccl on cuda, gloo on "
             "cpu); rank 0 writes the certificate.\n\nPreset budgets, steps x global batch (--steps and "
             "--batch-size replace them; warmup and evaluations scale with --steps):\n\n\b\n" + "\n".join(lines))
@@ -510,9 +537,11 @@ def _validate_help():
               help="negative control: targets shuffled across each batch's samples; the certificate must fail")
 @click.option("--json", "as_json", is_flag=True,
               help="print the certificate's main fields as JSON instead of a summary")
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+              help="torch threads on the CPU (one is fastest for the tiny presets on a busy machine)")
 @friendly
 def validate(target, model, scale, steps, device, report_dir, batch_size, amp, compile_, checkpoint_activations,
-             permute_targets, as_json):
+             permute_targets, as_json, threads):
     try:
         from longsynth.models_ref.validate import validate as run
     except ImportError as e:
@@ -521,7 +550,7 @@ def validate(target, model, scale, steps, device, report_dir, batch_size, amp, c
         raise click.ClickException("--steps must be >= 1")
     report = run(target, model=model, scale=scale, steps=steps, device=device, report_dir=report_dir,
                  batch_size=batch_size, amp=amp, compile=compile_, checkpoint_activations=checkpoint_activations,
-                 permute_targets=permute_targets)
+                 permute_targets=permute_targets, threads=threads)
     if report.get("rank", 0) == 0:
         if as_json:
             keys = ("final", "best", "test", "paper", "positive_control", "certificate", "report_dir")
@@ -530,6 +559,11 @@ def validate(target, model, scale, steps, device, report_dir, batch_size, amp, c
             from longsynth.models_ref.report import summary
 
             click.echo(summary(report))
+        if (report.get("certificate") or {}).get("passed") is False:
+            raise SystemExit(CERTIFICATE_FAILED)  # a CI job can gate on it (docs/validation.md)
+
+
+CERTIFICATE_FAILED = 3  # validate's exit code for a FAILED certificate (1: an error, 0: passed or no verdict)
 
 
 
@@ -569,8 +603,10 @@ def _lrs(ctx, param, value):
                    "dataset [default: generated on first use into $LONGSYNTH_CACHE/data, else ~/.cache/longsynth/data]")
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False),
               help="report directory (report.json, report.md, report.png, runs/); rerunning resumes it")
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+              help="torch threads per run on the CPU (with --jobs N: N x threads in all)")
 @friendly
-def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, out):
+def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, out, threads):
     """Run MODEL through the papers' protocols and report it beside the papers' figures.
 
     MODEL is a built-in name (dlr, dss, s4, s4d, essm, attention, attention-ff, local-attention,
@@ -587,8 +623,13 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
                                    "pip install \"longsynth[eval]\"") from None
     check_device(device)
     settings = Settings(scale=scale, steps=steps, lrs=lrs, seeds=seeds, device=device, jobs=jobs, dask=dask,
-                        data=data)
-    report = run(model, suite, out=out, settings=settings, notify=lambda line: click.echo(line, err=True))
+                        data=data, threads=threads)
+    try:
+        report = run(model, suite, out=out, settings=settings, notify=lambda line: click.echo(line, err=True))
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: finished runs keep their certificates and unfinished ones their last checkpoint "
+                   f"(saved at every evaluation) in {out}; rerun the same command to resume", err=True)
+        raise SystemExit(130) from None
     click.echo(report.table())
     click.echo(f"report: {os.path.join(out, 'report.md')} (and report.json, report.png)")
 

@@ -157,16 +157,18 @@ def _keys_common(cfg):
     return {
         "length": KeySpec("int32", (), doc="number of tokens"),
         "heights": KeySpec("int8", (), ragged=True, doc="height of the subtree closed by each `]`, in order"),
-        "operators": KeySpec("int8", (), ragged=True, doc="operator id (0 MIN, 1 MAX, 2 MED, 3 SM) of each `]`"),
+        "operators": KeySpec("int8", (), ragged=True, doc="operator id (0 MIN, 1 MAX, 2 MED, 3 SM) of each `]`",
+                             bounds=(0, 3)),
         "template": KeySpec("uint64", (), doc="hash of the expression with digits removed"),
     }
 
 
 def _keys_subtrees(cfg):
     keys = {
-        "inputs": KeySpec("uint8", (), ragged=True, doc="token ids (see vocab)"),
-        "targets": KeySpec("int8", (), ragged=True, doc="value 0..9 of the subtree closed at each `]`; -1 elsewhere"),
-        "root": KeySpec("int8", (), doc="value of the whole expression"),
+        "inputs": KeySpec("uint8", (), ragged=True, doc="token ids (see vocab)", bounds=(0, len(VOCAB) - 1)),
+        "targets": KeySpec("int8", (), ragged=True, doc="value 0..9 of the subtree closed at each `]`; -1 elsewhere",
+                           bounds=(-1, 9)),
+        "root": KeySpec("int8", (), doc="value of the whole expression", bounds=(0, 9)),
     }
     keys.update(_keys_common(cfg))
     return keys
@@ -174,8 +176,8 @@ def _keys_subtrees(cfg):
 
 def _keys_classic(cfg):
     keys = {
-        "inputs": KeySpec("uint8", (), ragged=True, doc="token ids (see vocab)"),
-        "targets": KeySpec("int8", (), doc="value 0..9 of the whole expression"),
+        "inputs": KeySpec("uint8", (), ragged=True, doc="token ids (see vocab)", bounds=(0, len(VOCAB) - 1)),
+        "targets": KeySpec("int8", (), doc="value 0..9 of the whole expression", bounds=(0, 9)),
     }
     keys.update(_keys_common(cfg))
     return keys

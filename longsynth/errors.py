@@ -19,6 +19,11 @@ class DamagedDataError(LongsynthError):
     """A stored shard is missing, truncated or fails its checksums: nothing of it was returned."""
 
 
+class DiskFullError(LongsynthError):
+    """The disk filled up while a shard was written: nothing partial was kept, and the
+    command that stopped can be rerun once there is room (``gen`` says how much)."""
+
+
 class MissingKeyError(LongsynthError, KeyError):
     """A split or key the dataset does not have."""
 

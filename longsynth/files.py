@@ -3,7 +3,8 @@ place together, atomic text writes, and file hashing that never follows a link.
 
 A final name never holds a partial file: everything is written under a temporary name
 beside its final one (``.{name}.tmp``), flushed to disk and renamed. This module imports
-nothing of longsynth but ``longsynth.safe`` (confinement) and ``longsynth.errors``.
+nothing of longsynth but ``longsynth.safe`` and ``longsynth.outdir`` (confinement) and
+``longsynth.errors``.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import shutil
 
 from longsynth import safe
 from longsynth.errors import LongsynthError
+from longsynth.outdir import Folder
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
 
@@ -77,7 +79,7 @@ class PendingFiles:
     together, in the order they were asked for (so a reader that finds files through an
     index sees the index last).
 
-        with PendingFiles() as pending:
+        with PendingFiles(out) as pending:
             with open(pending.path("out/a.tsv"), "wb") as f: ...
             folder = pending.folder("out/imgs/0")  # then write files into folder
             with open(pending.path("out/metadata/0.npy", new=True), "w") as f: ...
@@ -89,19 +91,24 @@ class PendingFiles:
     nothing is renamed (LongsynthError).
     """
 
-    def __init__(self):
+    def __init__(self, root):
+        self.root = os.path.abspath(root)  # the output folder: no link below it is followed
         self.items = []  # (tmp, final, is_folder, new)
         self._made = []  # parent folders made here, removed again on failure when empty
 
-    def _parents(self, final):
+    def _folder(self, final):
+        """The Folder that holds ``final``, which must lie inside the output folder."""
         d = os.path.dirname(os.path.abspath(final))
-        missing = []
-        while not os.path.isdir(d):
-            missing.append(d)
-            d = os.path.dirname(d)
-        for p in reversed(missing):
-            os.mkdir(p)
-            self._made.append(p)
+        rel = os.path.relpath(d, self.root)
+        if rel == os.curdir:
+            return Folder(self.root)
+        if rel.startswith(os.pardir):
+            raise LongsynthError(f"{final}: outside the output folder {self.root}")
+        return Folder(self.root).sub(*rel.split(os.sep))
+
+    def _parents(self, final):
+        """Make the folders of ``final`` below the output folder, refusing a link on the way."""
+        self._folder(final).make(self._made)
 
     def path(self, final, new=False):
         """The temporary name to write file ``final`` under, created here, empty (O_EXCL: a
@@ -135,6 +142,12 @@ class PendingFiles:
 
     def _commit(self):
         try:
+            for _, final, is_folder, _ in self.items:  # nothing planted meanwhile is written through
+                parent = self._folder(final)
+                parent.make()
+                if os.path.islink(final) or (not is_folder and os.path.isdir(final)):
+                    raise LongsynthError(f"{final}: is a {'link' if os.path.islink(final) else 'folder'} inside the "
+                                         f"output folder; not replaced (nothing was written)")
             taken = [final for _, final, _, new in self.items if new and os.path.lexists(final)]
             if taken:
                 raise LongsynthError(f"{taken[0]}: already exists (another export into the same folder at the same "

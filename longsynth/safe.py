@@ -62,7 +62,11 @@ def read_json(path, what, limit=MAX_JSON_BYTES):
     """The JSON value in the regular file ``path``: at most ``limit`` bytes and
     MAX_JSON_DEPTH levels deep; LongsynthError (one line naming ``what``) otherwise.
     FileNotFoundError passes through."""
-    fd = open_regular(path)
+    return read_json_fd(open_regular(path), what, limit)
+
+
+def read_json_fd(fd, what, limit=MAX_JSON_BYTES):
+    """read_json of a regular file already opened as ``fd`` (closed here)."""
     try:
         size = os.fstat(fd).st_size
         if size > limit:

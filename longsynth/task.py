@@ -90,6 +90,7 @@ class KeySpec:
     shape: tuple  # per-sample shape; for ragged keys the shape after the variable axis
     ragged: bool = False
     doc: str = ""
+    bounds: tuple | None = None  # (lo, hi): every value lies in lo..hi (class labels, token ids; longsynth.values)
 
 
 @dataclass

@@ -40,6 +40,7 @@ import torch
 from torch.utils.data import Dataset as _TorchDataset
 from torch.utils.data import DistributedSampler, IterableDataset, get_worker_info
 
+from longsynth import values
 from longsynth.api import resolve
 from longsynth.errors import LongsynthError
 from longsynth.generators.listops_tree import PAD_ID  # 15: one past the ListOps vocabulary
@@ -289,6 +290,7 @@ class ShardDataset(_TorchDataset):
 
     def __getitem__(self, i):
         sample = self.split.read(i, self.keys)
+        values.check(self.split.specs, sample, f"{self.split.name}[{i}]", self.root)  # before an embedding sees it
         x, y = self.encode(sample["inputs"], sample["targets"])
         if not self.extras:
             return x, y

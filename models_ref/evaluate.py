@@ -13,17 +13,22 @@ whose config changed gets a new directory (said in one line).
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import hashlib
 import json
 import multiprocessing
 import os
 import pickle
+import re
+import sys
 
 import matplotlib  # noqa: F401 - report.png needs it: missing, evaluate stops before training
 import torch
 
+from longsynth import certificate, safe
 from longsynth.errors import LongsynthError
+from longsynth.outdir import Folder
 from longsynth.models_ref import factories
 from longsynth.models_ref.harness import Job, build, check_model, prepare, run
 from longsynth.models_ref.presets import ATOMIC_TASKS, PROTOCOLS, SUITES, architecture, preset_lr, suite_members
@@ -57,7 +62,7 @@ def suite_tasks(suite):
     return list(dict.fromkeys(members))
 
 
-def dataset_for(protocol, data, notify):
+def dataset_for(protocol, data, notify, progress=False):
     """The stored dataset of a protocol: ``data`` (a dataset, or a folder of one per protocol),
     else the cache's copy, generated on first use with the protocol's parameters and splits."""
     from longsynth.store import generate
@@ -78,8 +83,11 @@ def dataset_for(protocol, data, notify):
     except LongsynthError:
         pass
     notify(f"{protocol.name}: generating its {protocol.scale} dataset into {root} (once; reused after)")
-    generate(root, protocol.task, protocol.data, seed=0, splits=protocol.splits, notify=notify,
-             command=f"longsynth evaluate (cache of {protocol.name}, scale {protocol.scale})")
+    from longsynth.progress import Samples
+
+    with Samples(f"gen {protocol.task} (cache)") if progress else contextlib.nullcontext() as bar:
+        generate(root, protocol.task, protocol.data, seed=0, splits=protocol.splits, notify=notify, progress=bar,
+                 command=f"longsynth evaluate (cache of {protocol.name}, scale {protocol.scale})")
     return root
 
 
@@ -95,6 +103,7 @@ class Settings:
     jobs: int = 1
     dask: str | None = None  # a scheduler address or scheduler file
     data: str | None = None
+    threads: int = 1  # torch threads per run on the CPU (the one thread policy of evaluate and validate)
 
 
 def _default_lr(factory, protocol, scale, task):
@@ -111,7 +120,7 @@ def _config_hash(job, identity, protocol):
 def _check_settings(s):
     if s.scale not in SCALES:
         raise LongsynthError(f"--scale: must be one of {', '.join(SCALES)}, got {s.scale!r}")
-    for name, value in (("--seeds", s.seeds), ("--jobs", s.jobs)):
+    for name, value in (("--seeds", s.seeds), ("--jobs", s.jobs), ("--threads", s.threads)):
         if value < 1:
             raise LongsynthError(f"{name}: must be >= 1, got {value}")
     if s.steps is not None and s.steps < 1:
@@ -133,14 +142,19 @@ def _factory(model):
     return model, {"model": text, "sha256": None}, text
 
 
-def plan(model, suite, settings, out, notify):
+def plan(model, suite, settings, out, notify, progress=False):
     """(jobs with their run directories, factory, identity): every task checked before training."""
     _check_settings(settings)
     factory, identity, text = _factory(model)
-    planned, changed = [], 0
-    for proto_name, task in suite_tasks(suite):
+    planned, changed, unstored = [], 0, []
+    members = suite_tasks(suite)
+    if len(members) > 1:  # a forward pass on a real batch per task: a minute or two for the atomic suite
+        notify(f"checking {text} on the {len(members)} tasks of {suite} before anything trains")
+    for proto_name, task in members:
         protocol = resolve(proto_name, settings.scale, task=task)
-        data = dataset_for(protocol, settings.data, notify) if protocol.stored else None
+        if settings.data is not None and not protocol.stored:
+            unstored.append(task)
+        data = dataset_for(protocol, settings.data, notify, progress) if protocol.stored else None
         probe = Job(model=text, protocol=proto_name, task=task, scale=settings.scale, data=data,
                     device=settings.device)
         prepared = prepare(probe)
@@ -152,42 +166,92 @@ def plan(model, suite, settings, out, notify):
             for seed in range(settings.seeds):
                 job = dataclasses.replace(probe, lr=float(lr), seed=seed, steps=settings.steps, checkpoint_every=every)
                 prefix = f"lr{lr:g}-seed{seed}-"
-                run_dir = os.path.join(out, "runs", task, prefix + _config_hash(job, identity, protocol))
-                parent = os.path.dirname(run_dir)
-                if os.path.isdir(parent) and not os.path.isdir(run_dir):
-                    changed += any(d.startswith(prefix) for d in os.listdir(parent))
+                parent = Folder.of(out).sub("runs", task)
+                run_dir = parent.sub(prefix + _config_hash(job, identity, protocol))
+                if not run_dir.exists():  # a link on the way is refused, never entered
+                    changed += any(d.startswith(prefix) for d in parent.listdir())
                 planned.append((job, run_dir))
+    if unstored:
+        notify(f"--data is ignored for {', '.join(unstored)}: {'it is' if len(unstored) == 1 else 'they are'} "
+               f"generated on the fly (--data serves the suites that train on a stored dataset)")
     if changed:
         notify(f"{changed} run(s) changed config since the last evaluate in {out}: they start fresh "
                "(the earlier runs stay in runs/)")
     return planned, factory, identity
 
 
-def _finished(run_dir):
-    """A run's certificate when it finished; None (run it, resuming) when absent or unreadable."""
-    path = os.path.join(run_dir, "metrics.json")
+def _finished(job, run_dir, notify):
+    """A run's certificate when it finished; None (run it, resuming) when it has none, or
+    one that fails the schema or is another run's (said in one line, then redone). A
+    certificate is untrusted input (longsynth.certificate): read without following a link
+    (a link is refused), bounded, and checked field by field before the report uses it."""
+    path = run_dir.join("metrics.json")
     try:
-        with open(path, encoding="utf-8") as f:
-            cert = json.load(f)
-    except (OSError, ValueError):
+        if os.path.islink(path):
+            raise LongsynthError(f"{path}: is a symbolic link inside the output folder; remove it (longsynth never "
+                                 f"reads or writes through one)")
+        cert = certificate.read(run_dir)
+    except FileNotFoundError:
         return None
-    keys = ("task", "lr", "seed", "primary_metric", "test", "best", "protocol", "wall_time_s", "train_tokens_per_s")
-    ok = isinstance(cert, dict) and all(k in cert for k in keys) and isinstance(cert["test"], dict)
-    return cert if ok else None
+    except certificate.CertificateError as e:
+        notify(f"{e}; the run is redone")
+        return None
+    mine = {"task": job.task, "protocol": job.protocol, "scale": job.scale, "lr": job.lr, "seed": job.seed}
+    other = [k for k, v in mine.items() if cert[k] != v]
+    if other:
+        notify(f"{path}: {other[0]}: {cert[other[0]]!r}, but this run's is {mine[other[0]]!r}; the run is redone")
+        return None
+    return cert
+
+
+def _say(line):
+    """A line on stderr, from this process or a worker's (whose stderr is the parent's)."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def execute(job, run_dir, factory=None, threads=1, progress=False):
-    """One run in this process with ``threads`` torch threads (CPU), resuming when it can."""
+    """One run in this process with ``threads`` torch threads (CPU), resuming when it can
+    (and saying so: "resuming RUN/checkpoints/last.pt at step N of M")."""
     from numba import set_num_threads
 
-    os.makedirs(run_dir, exist_ok=True)
     old = torch.get_num_threads()
     torch.set_num_threads(threads)
     set_num_threads(1)
     try:
-        return run(job, run_dir, factory=factory, resume=True, progress=progress)
+        return run(job, run_dir, factory=factory, resume=True, progress=progress, notify=_say)
     finally:
         torch.set_num_threads(old)
+
+
+def plan_line(todo, settings):
+    """The plan, up front: how many runs, how many training steps in all, how they run."""
+    steps = sum(job.steps or resolve(job.protocol, job.scale, task=job.task).steps for job, _ in todo)
+    how = (f"as Dask tasks on {settings.dask}" if settings.dask else f"{settings.jobs} at a time" if settings.jobs > 1
+           else "one after another")
+    tasks = len({job.task for job, _ in todo})
+    return (f"plan: {len(todo)} run(s) on {tasks} task(s), {steps:,} training steps in all, {how} on "
+            f"{settings.device}; each run's progress shows its rate and time left")
+
+
+class _Remaining:
+    """The time the runs not yet finished should take, from the seconds per training step
+    of those that finished (runs of one sweep differ in tasks and lengths: a rough guide)."""
+
+    def __init__(self, todo, settings):
+        self.steps = {(job.task, job.lr, job.seed): job.steps or resolve(job.protocol, job.scale, task=job.task).steps
+                      for job, _ in todo}
+        self.parallel = 1 if settings.dask else settings.jobs
+        self.seconds = self.done = 0.0
+
+    def after(self, cert):
+        self.seconds += cert["wall_time_s"]
+        self.done += self.steps.pop((cert["task"], cert["lr"], cert["seed"]), cert.get("steps") or 0)
+        rest = sum(self.steps.values())
+        if not rest or not self.done:
+            return ""
+        eta = self.seconds / self.done * rest / self.parallel
+        return f"; about {eta / 60:.0f} min left for the other {len(self.steps)} run(s)" if eta >= 60 else \
+            f"; about {eta:.0f} s left for the other {len(self.steps)} run(s)"
 
 
 def _sendable(factory):
@@ -210,7 +274,7 @@ def _run_all(todo, factory, settings, progress):
 
         client = connect(settings.dask)
         try:
-            futures = [client.submit(execute, job, d, factory, pure=False) for job, d in todo]
+            futures = [client.submit(execute, job, d, factory, settings.threads, pure=False) for job, d in todo]
             with client.as_current():  # as_completed asks for the current client; ours is no default
                 for fut in distributed.as_completed(futures):
                     try:
@@ -223,11 +287,12 @@ def _run_all(todo, factory, settings, progress):
         return
     if settings.jobs == 1:
         for job, d in todo:
-            yield execute(job, d, factory, progress=progress)
+            yield execute(job, d, factory, settings.threads, progress=progress)
         return
     ctx = multiprocessing.get_context("spawn")  # Numba and torch threads are not fork-safe
     with concurrent.futures.ProcessPoolExecutor(settings.jobs, mp_context=ctx) as pool:
-        futures = [pool.submit(execute, job, d, factory) for job, d in todo]
+        # each process shows its run's progress on stderr (a line every 10 s when it is not a terminal)
+        futures = [pool.submit(execute, job, d, factory, settings.threads, progress) for job, d in todo]
         for fut in concurrent.futures.as_completed(futures):
             yield fut.result()
 
@@ -237,24 +302,44 @@ def evaluate(model, suite, *, out, settings=None, progress=True, notify=None):
     through ``suite``; returns the Report (also written to ``out``)."""
     settings = settings or Settings()
     notify = notify or (lambda line: None)
-    planned, factory, identity = plan(model, suite, settings, out, notify)
-    os.makedirs(out, exist_ok=True)
+    out = Folder.of(safe.check_out_path(out))
+    with out.hold(refuse=_refuse_foreign(out.path)):  # one evaluate per folder, for the whole sweep
+        return _evaluate(model, suite, out, settings, progress, notify)
+
+
+def _refuse_foreign(where):
+    """The check of an --out folder's entries: empty, or an evaluate report (its files, runs/)."""
+    def refuse(names):
+        foreign = [n for n in names if not _REPORT_RE.match(n)]
+        if foreign:
+            raise LongsynthError(f"{where}: folder is not empty and holds no evaluate report ({foreign[0]!r} among "
+                                 f"its files); choose another --out")
+    return refuse
+
+
+_REPORT_RE = re.compile(r"^\.?(report\.(json|md|png)|runs)(\.tmp)?$")
+
+
+def _evaluate(model, suite, out, settings, progress, notify):
+    planned, factory, identity = plan(model, suite, settings, out, notify, progress)
     results, todo = [], []
     for job, run_dir in planned:
-        done = _finished(run_dir)
+        done = _finished(job, run_dir, notify)
         if done is not None:
             results.append(done)
         else:
             todo.append((job, run_dir))
     if results:
         notify(f"{len(results)} of {len(planned)} runs already finished in {out}; running the other {len(todo)}")
+    notify(plan_line(todo, settings))
     sent = None if isinstance(model, str) else _sendable(factory) if settings.jobs > 1 or settings.dask else factory
+    left = _Remaining(todo, settings)
     for i, cert in enumerate(_run_all(todo, sent, settings, progress), 1):
         results.append(cert)
         metric = cert["primary_metric"]
         value = (cert["test"] or {}).get(metric)
         notify(f"[{i}/{len(todo)}] {cert['task']} lr {cert['lr']:g} seed {cert['seed']}: test {metric} "
-               f"{value:.4f} ({cert['wall_time_s']:.0f} s)")
+               f"{value:.4f} ({cert['wall_time_s']:.0f} s){left.after(cert)}")
     order = {(job.task, job.lr, job.seed): i for i, (job, _) in enumerate(planned)}
     results.sort(key=lambda cert: order.get((cert["task"], cert["lr"], cert["seed"]), len(order)))
     report = Report(identity=identity, suite=suite, scale=settings.scale, settings=dataclasses.asdict(settings),

@@ -92,7 +92,10 @@ def _from_module(modname, attr):
     try:
         module = importlib.import_module(modname)
     except Exception as e:  # ImportError and whatever the module raises while importing
-        raise LongsynthError(f"model: cannot import {modname}: {type(e).__name__}: {e}") from None
+        beside = f"{modname.replace('.', os.sep)}.py"
+        hint = (f"; {beside} is here: name it as {beside}:{attr}" if isinstance(e, ModuleNotFoundError)
+                and os.path.isfile(beside) else "")
+        raise LongsynthError(f"model: cannot import {modname}: {type(e).__name__}: {e}{hint}") from None
     source = getattr(module, "__file__", None)
     return module, _sha256(source) if source and os.path.isfile(source) else None
 

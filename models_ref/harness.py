@@ -15,7 +15,6 @@ A job is plain data (``Job``), so it crosses process and Dask boundaries unchang
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import platform
 import time
@@ -26,6 +25,7 @@ import torch.distributed as dist
 
 from longsynth import plot, registry
 from longsynth.errors import LongsynthError
+from longsynth.outdir import Folder
 from longsynth.models_ref import factories
 from longsynth.models_ref.presets import PAPER_SOURCE, TOLERANCE, own_figures, paper_figures, paper_split
 from longsynth.models_ref.protocol import (manifest_digest, on_the_fly_sources, protocol_for_dataset, resolve,
@@ -170,7 +170,7 @@ def check_model(module, spec, x, tol=1e-4):
                 out = module(x)
             except Exception as e:  # the user's forward: its error in one line (LONGSYNTH_DEBUG=1: traceback)
                 raise LongsynthError(f"model: forward on a batch of {spec.task} {tuple(x.shape)} failed: "
-                                     f"{type(e).__name__}: {e}") from e
+                                     f"{type(e).__name__}: {_first_line(e)}{_token_hint(spec)}") from e
             want = (x.shape[0], x.shape[1], spec.d_output)
             if not isinstance(out, torch.Tensor) or tuple(out.shape) != want:
                 got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
@@ -190,7 +190,20 @@ def build(factory, spec):
     except LongsynthError:
         raise
     except Exception as e:  # the user's factory
-        raise LongsynthError(f"model: the factory failed on {spec.task}: {type(e).__name__}: {e}") from e
+        raise LongsynthError(f"model: the factory failed on {spec.task}: {type(e).__name__}: {_first_line(e)}"
+                             f"{_token_hint(spec)}") from e
+
+
+def _first_line(e):
+    return " ".join(str(e).split())[:300]
+
+
+def _token_hint(spec):
+    """The hint for a model that expects float channels on a token task (d_input is None there)."""
+    if spec.vocab_size is None:
+        return ""
+    return (f" ({spec.task} is a token task: inputs are int64 token ids [B, T] and spec.d_input is None; embed "
+            f"them with torch.nn.Embedding(spec.vocab_size, ...), vocab_size {spec.vocab_size}: docs/evaluate.md)")
 
 
 def _check_causal(module, x, out, tol):
@@ -241,7 +254,7 @@ def verdict(res, paper, primary, split):
             "consistent": abs(gap) <= TOLERANCE}
 
 
-def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, world=1):
+def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, world=1, notify=None):
     """Train and test ``job``; returns the certificate dict (written as out_dir/metrics.json by rank 0).
 
     ``factory``: the model factory when the caller holds it (the Python API); by default
@@ -265,15 +278,16 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         model_config = factory.config(spec).to_dict()  # the reference model's config, as validate always recorded
     else:
         model_config = {**identity, "spec": spec.to_dict()}
-    ckdir = os.path.join(out_dir, "checkpoints")
-    last = os.path.join(ckdir, "last.pt")
-    resume = last if resume and os.path.exists(last) else None
+    out_dir = Folder.of(out_dir)  # every file of the run is written inside it, never through a link
+    ckdir = out_dir.sub("checkpoints")
+    resume = ckdir.join("last.pt") if resume and ckdir.exists("last.pt") else None
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
     t0 = time.time()
+    desc = f"train {os.path.basename(job.model)} on {proto.task} lr {lr:g} seed {job.seed}"  # apart under --jobs
     res = train(lambda: factory(spec), tcfg, *p.sources, device=job.device, manifest_digest=p.digest,
-                checkpoint_dir=ckdir, resume=resume, progress=progress and f"train {job.model} on {proto.task}",
-                identity=model_config)
+                checkpoint_dir=ckdir, resume=resume, progress=progress and desc,
+                identity=model_config, notify=notify if rank == 0 else None)
     wall = time.time() - t0
     primary = PRIMARY[tcfg.objective]
     figures = paper_figures(proto.name, proto.task)
@@ -310,12 +324,10 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
 
 
 def _write_certificate(out, res, p, out_dir):
-    with open(os.path.join(out_dir, "metrics.json"), "w", encoding="utf-8") as f:
-        json.dump(out, f, indent=2)
-    with open(os.path.join(out_dir, "history.json"), "w", encoding="utf-8") as f:
-        json.dump(res["history"], f)
-    curves(res["history"], out["primary_metric"], os.path.join(out_dir, "curves.png"),
-           f"{out['task']} / {out['model']} / {out['scale']}")
+    """metrics.json, history.json, curves.png (and predictions.png) into the Folder ``out_dir``."""
+    out_dir.write_json("history.json", res["history"], indent=None)
+    out_dir.save_png("curves.png", curves(res["history"], out["primary_metric"], None,
+                                          f"{out['task']} / {out['model']} / {out['scale']}"), plot.DPI)
     if out["task"] == "pathfinder-seg":
         xv, yv = p.sources[1]()[0][:2]
         model = res["model"]
@@ -323,9 +335,10 @@ def _write_certificate(out, res, p, out_dir):
             model.eval()
             pred = model(xv[:4].to(next(model.parameters()).device)).argmax(-1).cpu()
         images = list(xv[:4, :, 0].float().numpy())  # channel 0: the pixels (positional channels follow)
-        prediction_figure(images, list(yv[:4].numpy()), list(pred.numpy()), p.side,
-                          os.path.join(out_dir, "predictions.png"),
-                          title=f"{out['task']} {p.side} px: {out['model']} on validation images")
+        out_dir.save_png("predictions.png", prediction_figure(
+            images, list(yv[:4].numpy()), list(pred.numpy()), p.side, None,
+            title=f"{out['task']} {p.side} px: {out['model']} on validation images"), plot.DPI)
+    out_dir.write_json("metrics.json", out, indent=2)  # last: a run is finished once its certificate is there
 
 
 MASK_PALETTE = [(0, 0, 0), (70, 130, 220), (250, 200, 40)]  # Pathfinder classes 0, 1, 2

@@ -9,12 +9,12 @@ against the papers' DLR, DSS and attention).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import statistics
 
 from longsynth.models_ref.presets import (COLUMNS, EXTRA_COLUMNS, PAPER_SOURCE, TOLERANCE, own_figures, paper_figures,
                                          paper_split)
+from longsynth.outdir import Folder
 
 METRIC_NAMES = {"r2": "R^2", "accuracy": "accuracy", "macro_f1": "macro F1"}
 
@@ -67,7 +67,9 @@ class Report:
                "own": self._own(runs[0]),
                "wall_time_s": sum(r["wall_time_s"] for r in runs),
                "tokens_per_s": statistics.fmean(r["train_tokens_per_s"] for r in runs)}
-        row["verdict"] = self._verdict(row, figures)
+        row["length"] = runs[0].get("spec", {}).get("seq_len")
+        row["steps"] = max(r.get("steps", 0) for r in runs)
+        row["verdict"] = self._verdict(row)
         return row
 
     def _own(self, run):
@@ -76,7 +78,10 @@ class Report:
         figure = paper_figures(at, run["task"]).get(self.model)
         return None if figure is None else {**figure, "source": PAPER_SOURCE.get(at), "protocol": at}
 
-    def _verdict(self, row, figures):
+    def _verdict(self, row):
+        """The verdict, from the numbers the row shows: the model's own paper figure when it
+        is a reference model (said where it comes from when the table has no column for
+        it), else the best paper column of the table."""
         if row["test_mean"] is None:
             return "no test result"
         test = row["val"] if paper_split(row["protocol"]) == "val" else row["test_mean"]  # the paper's split
@@ -84,9 +89,13 @@ class Report:
         own = paper.get(row["metric"])
         if own is not None:  # a reference model: does it reproduce its own column?
             ok = abs(test - own) <= TOLERANCE
-            where = "" if paper["protocol"] == row["protocol"] else f", its {paper['protocol']} column"
+            shown = row["paper"].get(self.model)
+            if shown is not None and abs(shown - own) < 5e-3:
+                where = ", the table's paper column"
+            else:
+                where = f", from the paper's {paper['protocol']} table, not a column here"
             return f"{'consistent with' if ok else 'differs from'} the paper's {self.model} ({own:.2f}{where})"
-        known = {c: f.get(row["metric"]) for c, f in figures.items() if f.get(row["metric"]) is not None}
+        known = {c: v for c, v in row["paper"].items() if v is not None}
         if not known:
             return "no paper figure"
         col = max(known, key=known.get)
@@ -97,7 +106,9 @@ class Report:
 
     def table(self):
         """Plain-text table of the rows (what the CLI prints)."""
-        head = ["task", "metric", self.model[-28:], "lr", *self.columns, "verdict"]
+        name = os.path.basename(self.model)  # path/to/mygru.py:build -> mygru.py:build
+        name = name if len(name) <= 28 else name[:25] + "..."
+        head = ["task", "metric", name, "lr", *self.columns, "verdict"]
         lines = [head]
         for r in self.rows():
             mine = "-" if r["test_mean"] is None else f"{r['test_mean']:.3f} ± {r['test_std']:.3f} (n={r['seeds']})"
@@ -114,9 +125,10 @@ class Report:
                f"{', '.join(f'{lr:g}' for lr in sorted({r['lr'] for r in self.runs}))}), mean ± standard "
                f"deviation over {s.get('seeds', 1)} seed(s); the papers' test figures beside it.", ""]
         if self.scale == "tiny":
-            out += ["The tiny scale shrinks the papers' recipes (atomic tasks at L = 512 and 600 steps; select "
-                    "and mips at L = 128; not 4096 and 40K: docs/evaluate.md), so the papers' figures are "
-                    "a reference, not a target.", ""]
+            here = "; ".join(f"{r['task']} at L = {r['length']:,}, {r['steps']:,} steps" for r in self.rows()
+                             if r.get("length"))
+            out += [f"The tiny scale shrinks the papers' recipes (here: {here}; docs/evaluate.md), so the papers' "
+                    "figures are a reference, not a target.", ""]
         out += [f"| task | metric | {self.model} | best lr | " + " | ".join(f"paper {c}" for c in self.columns)
                 + " | verdict |", "|---" * (5 + len(self.columns)) + "|"]
         for r in self.rows():
@@ -133,8 +145,9 @@ class Report:
         return {"model": self.identity, "suite": self.suite, "scale": self.scale, "settings": self.settings,
                 "rows": self.rows(), "runs": self.runs}
 
-    def figure(self, path):
-        """Horizontal bars per task: the model's test metric (with its spread) and the papers'."""
+    def figure(self, path=None):
+        """Horizontal bars per task: the model's test metric (with its spread) and the papers';
+        saved as ``path``, or the open Figure when ``path`` is None."""
         import matplotlib
 
         matplotlib.use("Agg")
@@ -169,15 +182,25 @@ class Report:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
         ax.grid(axis="x", alpha=0.3)
         fig.tight_layout()
+        if path is None:
+            return fig  # the caller saves and closes it
         fig.savefig(path)
         plt.close(fig)
+        return None
 
     def write(self, out):
-        with open(os.path.join(out, "report.json"), "w", encoding="utf-8") as f:
-            json.dump(self.to_json(), f, indent=1)
-        with open(os.path.join(out, "report.md"), "w", encoding="utf-8") as f:
-            f.write(self.to_markdown())
-        self.figure(os.path.join(out, "report.png"))
+        """report.json, report.md and report.png in ``out`` (a longsynth.outdir.Folder or a
+        path): each under a temporary name, renamed, never written through a link."""
+        out = Folder.of(out)
+        out.write_json("report.json", self.to_json())
+        out.write_text("report.md", self.to_markdown())
+        fig = self.figure()
+        try:
+            out.save_png("report.png", fig)
+        finally:
+            import matplotlib.pyplot as plt
+
+            plt.close(fig)
 
 
 def summary(cert):

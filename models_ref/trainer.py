@@ -37,7 +37,9 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from longsynth import safe
 from longsynth.errors import LongsynthError
+from longsynth.outdir import Folder
 from longsynth.progress import Bar
 from longsynth.models_ref import metrics as M
 from longsynth.models_ref.model import Model, ModelConfig
@@ -288,23 +290,26 @@ def _set_rng_state(state):
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_checkpoint(path, model, opt, step, identity, train_cfg, manifest_digest, history, best):
-    tmp = path + ".tmp"
-    torch.save({
-        "model_config": identity, "train_config": dataclasses.asdict(train_cfg),
-        "manifest_digest": manifest_digest, "step": step, "data_position": step,
-        "model": model.state_dict(), "optimizer": opt.state_dict(), "rng": _rng_state(),
-        "history": history, "best": best,
-    }, tmp)
-    os.replace(tmp, path)
+def save_checkpoint(folder, name, model, opt, *, step, identity, train_cfg, manifest_digest, history, best):
+    """The training state as ``name`` in ``folder`` (a longsynth.outdir.Folder or a path):
+    written under a temporary name and renamed, never through a link (docs/format.md, "Trust")."""
+    with Folder.of(folder).create(name) as f:
+        torch.save({
+            "model_config": identity, "train_config": dataclasses.asdict(train_cfg),
+            "manifest_digest": manifest_digest, "step": step, "data_position": step,
+            "model": model.state_dict(), "optimizer": opt.state_dict(), "rng": _rng_state(),
+            "history": history, "best": best,
+        }, f)
 
 
 def load_checkpoint(path, map_location="cpu"):
     """A checkpoint's dict, loaded with ``weights_only=True``: tensors and plain data only, so
     a checkpoint that travelled with a dataset folder cannot run code (docs/format.md,
-    "Trust"). LongsynthError (one line) for one that holds anything else."""
+    "Trust"), from a regular file opened without following a link. LongsynthError (one
+    line) for one that holds anything else."""
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        with os.fdopen(safe.open_regular(os.fspath(path)), "rb") as f:
+            return torch.load(f, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as e:
         found = re.search(r"(?:[Uu]nsupported global:? GLOBAL|unsupported GLOBAL) ([\w.]+)", str(e))
         what = f"it holds {found.group(1)}" if found else "it holds more than tensors and plain data"
@@ -343,7 +348,7 @@ class Progress:
 
 def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
           test_batches=None, *, device="cpu", checkpoint_dir=None, resume=None,
-          manifest_digest=None, stop_at_step=None, progress=False, identity=None):
+          manifest_digest=None, stop_at_step=None, progress=False, identity=None, notify=None):
     """Train; returns {"history", "val" (best), "best_step", "test", "final_val", "steps", "model"}.
 
     ``model``: a reference ``ModelConfig``, or a function of no arguments that builds the
@@ -352,8 +357,9 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
     must match. Under a process group (torchrun) the model is wrapped in
     DistributedDataParallel and only rank 0 writes checkpoints and shows progress;
     ``train_batch`` gives this rank's share. ``checkpoint_dir``: writes last.pt (every
-    checkpoint_every steps and at the end) and best.pt (best validation metric). ``resume``: a
-    checkpoint path to continue from; its identity and manifest digest must match.
+    checkpoint_every steps, after every evaluation and at the end) and best.pt (best validation
+    metric). ``resume``: a checkpoint path to continue from; its identity and manifest digest
+    must match (``notify(line)`` hears that the run resumed, and at which step).
     ``stop_at_step``: stop (with a checkpoint) after this many steps, as an interrupted run
     would; the schedule still spans ``steps``.
     """
@@ -376,6 +382,8 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
         opt.load_state_dict(ck["optimizer"])
         _set_rng_state(ck["rng"])
         history, best, start = ck["history"], ck["best"], ck["step"]
+        if notify is not None:
+            notify(f"resuming {resume} at step {start:,} of {train_cfg.steps:,}")
     rank, world = dist_info()
     if hasattr(model, "checkpoint_activations"):  # the reference Model's option (a user module may lack it)
         model.checkpoint_activations = train_cfg.checkpoint_activations
@@ -396,9 +404,8 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
         if not os.path.exists(best_file):
             raise LongsynthError(f"resume: {best_file} (the best-validation weights) is missing")
         best_state = load_checkpoint(best_file, device)["model"]
-    if checkpoint_dir is not None:
-        os.makedirs(checkpoint_dir, exist_ok=True)
-        best_path = os.path.join(checkpoint_dir, "best.pt")
+    if checkpoint_dir is not None:  # made with its first checkpoint: a run that fails before leaves none
+        checkpoint_dir = Folder.of(checkpoint_dir)
     end = train_cfg.steps if stop_at_step is None else min(stop_at_step, train_cfg.steps)
     bar = Progress(train_cfg.steps, progress, start)
     last_val = history["val"][-1][primary] if history["val"] else None
@@ -406,8 +413,8 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
 
     def checkpoint(name, step):
         if checkpoint_dir is not None:
-            save_checkpoint(os.path.join(checkpoint_dir, name), model, opt, step, identity,
-                            train_cfg, manifest_digest, history, best)
+            save_checkpoint(checkpoint_dir, name, model, opt, step=step, identity=identity, train_cfg=train_cfg,
+                            manifest_digest=manifest_digest, history=history, best=best)
 
     for step in range(start, end):
         x, y, _ = _unpack(train_batch(step), device)
@@ -436,10 +443,12 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
                 best = res
                 best_state = copy.deepcopy(model.state_dict())
                 if checkpoint_dir is not None:
-                    torch.save({"model_config": identity, "manifest_digest": manifest_digest,
-                                "step": done, "model": best_state}, best_path)
-        if train_cfg.checkpoint_every and done % train_cfg.checkpoint_every == 0:
-            checkpoint("last.pt", done)
+                    with checkpoint_dir.create("best.pt") as f:
+                        torch.save({"model_config": identity, "manifest_digest": manifest_digest,
+                                    "step": done, "model": best_state}, f)
+        evaluated = val_batches is not None and history["val"] and history["val"][-1].get("step") == done
+        if evaluated or (train_cfg.checkpoint_every and done % train_cfg.checkpoint_every == 0):
+            checkpoint("last.pt", done)  # at every evaluation (docs/evaluate.md), and every checkpoint_every
         bar.update(done, history["train"][-1]["loss"], primary, last_val)
     bar.close()
     checkpoint("last.pt", end)

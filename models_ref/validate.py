@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import json
 import os
 import time
 
@@ -27,6 +26,7 @@ import torch.distributed as dist
 
 from longsynth import registry
 from longsynth.errors import LongsynthError
+from longsynth.outdir import Folder
 from longsynth.models_ref.factories import BUILTIN
 from longsynth.models_ref.harness import Job, run
 from longsynth.models_ref.presets import LENGTH_OF, OUT_OF_TINY_BUDGET, TOLERANCE, positive_control
@@ -93,14 +93,15 @@ def _job(target, model, scale, **train):
 
 def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report_dir=None, progress=True,
              batch_size=None, amp=None, compile=False, checkpoint_activations=False,  # noqa: A002
-             permute_targets=False):
+             permute_targets=False, threads=1):
     """Train the preset model on ``target`` and write a certificate; returns the metrics dict.
 
     ``batch_size``: the global batch (default: the preset's); ``amp``: bf16 autocast
     (default: on for CUDA); ``compile``: torch.compile; ``checkpoint_activations``: recompute
     each block in the backward pass; ``permute_targets``: the negative control, targets
-    shuffled across each batch's samples (the certificate must fail). Under torchrun every
-    rank calls this; rank 0 writes.
+    shuffled across each batch's samples (the certificate must fail); ``threads``: torch
+    threads on the CPU (1, as evaluate: the tiny presets run fastest so on a busy machine).
+    Under torchrun every rank calls this; rank 0 writes.
     Failures before training (device, too few samples, a model that breaks the contract)
     are one-line LongsynthErrors and leave no report directory behind.
     """
@@ -111,19 +112,25 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
     if batch_size is not None and batch_size < 1:
         raise LongsynthError(f"--batch-size: must be >= 1, got {batch_size}")
     check_device(device)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise LongsynthError(f"--threads: must be an integer >= 1, got {threads!r}")
     job = _job(target, model, scale, steps=steps, device=device, batch_size=batch_size, amp=amp, compile=compile,
                checkpoint_activations=checkpoint_activations, permute_targets=permute_targets)
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    # the certificate's folder: a link on the way (DIR/validation) is refused, never followed
     if report_dir is None:
-        report_dir = (os.path.join(job.data, "validation", f"{model}-{stamp}") if job.data
-                      else os.path.join("validation", f"{job.task}-{model}-{stamp}"))
+        report_dir = (Folder.of(job.data).sub("validation", f"{model}-{stamp}") if job.data
+                      else Folder.of(os.getcwd()).sub("validation", f"{job.task}-{model}-{stamp}"))
+    else:
+        report_dir = Folder.of(report_dir)
     device, rank, world, joined = join_process_group(device)
     try:
         if world > 1:  # one report directory: rank 0's
             box = [report_dir]
             dist.broadcast_object_list(box, src=0)
             report_dir = box[0]
-        out = _certify(dataclasses.replace(job, device=device), report_dir, progress, rank, world)
+        out = _with_threads(threads, _certify, dataclasses.replace(job, device=device), report_dir, progress, rank,
+                            world)
     except BaseException:
         if joined:  # a failed rank leaves at once: its peers are not at a barrier
             dist.destroy_process_group()
@@ -134,26 +141,34 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
 
 
 def _certify(job, report_dir, progress, rank, world):
-    created = []
-    if rank == 0:
-        for d in (os.path.dirname(os.path.abspath(report_dir)), os.path.abspath(report_dir)):
-            if not os.path.isdir(d):
-                created.append(d)
-        os.makedirs(report_dir, exist_ok=True)
-    try:
+    if rank != 0:  # rank 0 writes; the others train beside it
+        out = run(job, report_dir, progress=progress, rank=rank, world=world)
+        _control(job, report_dir, progress, rank, world)
+        return out
+    # held for the whole run (a second validate into it is refused in one line); a failure
+    # before any file is written leaves no empty folder behind (checkpoints are kept to resume)
+    with report_dir.hold():
         out = run(job, report_dir, progress=progress, rank=rank, world=world)
         control = _control(job, report_dir, progress, rank, world)
-    except BaseException:
-        for d in reversed(created):  # no empty report directory is left behind (checkpoints are kept)
-            _remove_empty_dirs(d)
-        raise
-    if rank == 0:
         out["positive_control"] = control
         out["certificate"] = certificate(out, control)
-        with open(os.path.join(report_dir, "metrics.json"), "w", encoding="utf-8") as f:
-            json.dump(out, f, indent=2)
-        out["report_dir"] = report_dir
+        report_dir.write_json("metrics.json", out, indent=2)
+    out["report_dir"] = report_dir.path
     return out
+
+
+def _with_threads(threads, fn, *args):
+    """``fn(*args)`` with ``threads`` torch threads and Numba on one (restored after)."""
+    from numba import get_num_threads, set_num_threads
+
+    old, old_numba = torch.get_num_threads(), get_num_threads()
+    torch.set_num_threads(threads)
+    set_num_threads(1)
+    try:
+        return fn(*args)
+    finally:
+        torch.set_num_threads(old)
+        set_num_threads(old_numba)
 
 
 def _control(job, report_dir, progress, rank, world):
@@ -172,14 +187,12 @@ def _control(job, report_dir, progress, rank, world):
                 "note": f"{why}; this certificate cannot fail by training, and rests on the generator's NumPy "
                         "twin (tests/naive.py, compared in tests/test_atomic.py)"}
     cjob = dataclasses.replace(job, model=model, protocol=at)
-    cdir = os.path.join(report_dir, f"control-{model}")
-    if rank == 0:
-        os.makedirs(cdir, exist_ok=True)
+    cdir = report_dir.sub(f"control-{model}")
     res = run(cjob, cdir, progress=progress, rank=rank, world=world)
     test = (res["test"] or {}).get("r2")
     need = figure - TOLERANCE
     return {"model": model, "paper": figure, "figures_of": at, "threshold": need, "test": test,
-            "learned": test is not None and test >= need, "report_dir": cdir}
+            "learned": test is not None and test >= need, "report_dir": cdir.path}
 
 
 def certificate(out, control):
@@ -195,12 +208,3 @@ def certificate(out, control):
                        f"{control['threshold']:.2f} (the paper's {control['paper']:.2f} less {TOLERANCE})")
     can_fail = verdict is not None and (control is None or control.get("model") is not None)
     return {"passed": not reasons if verdict is not None else None, "reasons": reasons, "can_fail": can_fail}
-
-
-def _remove_empty_dirs(root):
-    """Remove ``root`` and the directories under it that hold no files."""
-    for d, _, _ in sorted(os.walk(root), key=lambda w: -len(w[0])):
-        try:
-            os.rmdir(d)
-        except OSError:
-            pass

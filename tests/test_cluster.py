@@ -1,4 +1,4 @@
-"""Issue 15: shards written by a Dask cluster, with real scheduler and worker processes on
+"""`gen --dask`: shards written by a Dask cluster, with real scheduler and worker processes on
 this machine. Everything binds to 127.0.0.1, dashboards too (127.0.0.1:0: `--no-dashboard`
 still serves HTTP on 0.0.0.0:8787).
 
@@ -165,6 +165,7 @@ def scheduler_file(tmp_path_factory):
                 p.wait()
 
 
+@pytest.mark.slow  # a Dask scheduler and workers in their own processes: left out of the fast subset
 class TestDaskCommandLine:
     def test_gen_with_a_scheduler_file_and_an_address(self, tmp_path, scheduler_file, reference):
         args = ["gen", "cumsum", "--L", "32", "-n", "300", "--shard-size", "40", "--seed", "11"]

@@ -10,7 +10,7 @@ from longsynth.files import PendingFiles, atomic_write_text, file_sha256
 
 def test_pending_files_and_folders_are_renamed_in_order(tmp_path):
     out = tmp_path / "out"
-    with PendingFiles() as pending:
+    with PendingFiles(tmp_path) as pending:
         folder = pending.folder(str(out / "imgs" / "0"))
         with open(os.path.join(folder, "a.png"), "wb") as f:
             f.write(b"png")
@@ -27,7 +27,7 @@ def test_a_failure_leaves_nothing_not_even_the_folders_it_made(tmp_path):
     out = tmp_path / "out"
     (tmp_path / "keep").mkdir()
     with pytest.raises(RuntimeError):
-        with PendingFiles() as pending:
+        with PendingFiles(tmp_path) as pending:
             with open(pending.folder(str(out / "imgs" / "0")) + "/a.png", "wb") as f:
                 f.write(b"png")
             pending.path(str(tmp_path / "keep" / "x.tsv"))
@@ -39,7 +39,7 @@ def test_a_taken_final_name_stops_every_rename(tmp_path):
     (tmp_path / "metadata").mkdir()
     (tmp_path / "metadata" / "0.npy").write_text("theirs")
     with pytest.raises(LongsynthError, match="metadata/0.npy: already exists"):
-        with PendingFiles() as pending:
+        with PendingFiles(tmp_path) as pending:
             with open(pending.path(str(tmp_path / "a.tsv")), "w") as f:
                 f.write("mine")
             pending.path(str(tmp_path / "metadata" / "0.npy"), new=True)
@@ -49,7 +49,7 @@ def test_a_taken_final_name_stops_every_rename(tmp_path):
 
 def test_a_file_may_replace_an_old_one_unless_new(tmp_path):
     (tmp_path / "a.tsv").write_text("old")
-    with PendingFiles() as pending:
+    with PendingFiles(tmp_path) as pending:
         with open(pending.path(str(tmp_path / "a.tsv")), "w") as f:
             f.write("new")
     assert (tmp_path / "a.tsv").read_text() == "new"
@@ -62,7 +62,7 @@ def test_a_link_planted_under_a_temporary_name_is_never_followed(tmp_path):
     atomic_write_text(str(tmp_path / "a.txt"), "text")
     assert victim.read_text() == "precious" and (tmp_path / "a.txt").read_text() == "text"
     os.symlink(victim, tmp_path / ".b.tmp")
-    with PendingFiles() as pending:
+    with PendingFiles(tmp_path) as pending:
         with open(pending.folder(str(tmp_path / "b")) + "/x", "w") as f:
             f.write("x")
     assert victim.read_text() == "precious" and (tmp_path / "b" / "x").read_text() == "x"

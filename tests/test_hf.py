@@ -1,4 +1,4 @@
-"""Issue 16: `longsynth export DIR --format hf` writes Parquet files and a dataset card that
+"""The Hugging Face export: `longsynth export DIR --format hf` writes Parquet files and a dataset card that
 the real `datasets` library loads back, sample for sample, as stored."""
 import hashlib
 import io

@@ -384,7 +384,8 @@ def test_onthefly_resume_continues_the_stream():
 
 
 def test_onthefly_default_fork_workers_work_after_a_kernel_ran():
-    """Issue 12, item 9: the DataLoader's default (fork) workers, after the parent generated."""
+    """The DataLoader's default (fork) workers still work after the parent ran a Numba kernel
+    (importing longsynth picks a fork-safe threading layer, not OpenMP's)."""
     import numba
 
     longsynth.batch("cumsum", 0, 64, L=L)  # the parent has now run a parallel kernel

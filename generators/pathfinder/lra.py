@@ -142,7 +142,7 @@ def _keys(cfg):
     M = cfg.size
     return {
         "inputs": KeySpec("uint8", (M, M), doc="grayscale image"),
-        "targets": KeySpec("uint8", (), doc="1 when both markers lie on the same path, else 0"),
+        "targets": KeySpec("uint8", (), doc="1 when both markers lie on the same path, else 0", bounds=(0, 1)),
         "connected": KeySpec("bool", (), doc="both markers lie on the same main path (targets as bool)"),
         "marker_centers": KeySpec("int32", (n_markers(cfg), 2),
                                   doc="(row, col) of the markers: start, end (then distractor markers when marked)"),

@@ -116,7 +116,7 @@ def _keys(cfg):
     return {
         "inputs": KeySpec("uint8", (M, M), doc="grayscale image"),
         "targets": KeySpec("uint8", (M, M), doc="0 off the main paths, 2 on the doubly marked main path, "
-                                                "1 on a main path otherwise"),
+                                                "1 on a main path otherwise", bounds=(0, 2)),
         "connected": KeySpec("bool", (), doc="both markers lie on the same main path"),
         "marker_centers": KeySpec("int32", (n_markers(cfg), 2),
                                   doc="(row, col) of the markers: start, end, then distractor markers"),

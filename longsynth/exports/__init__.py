@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 from dataclasses import dataclass
 
 from longsynth.errors import LongsynthError
@@ -67,14 +66,13 @@ def export(root, fmt, out, progress=None, workers=None):
     ``progress(None, total=N)`` is called once first, then ``progress(n)`` as samples are
     written. ``workers``: processes for a format that writes in parallel (``hf``; None: the
     format's default), which never change what is written; other formats refuse more
-    than one. A
-    failed export leaves no partial file under a final name, and a directory it created is
+    than one. The
+    output folder is held (locked) for the whole export and no link inside it is followed;
+    a failed export leaves no partial file under a final name, and a folder it created is
     removed again.
     """
-    import shutil
-
-    from longsynth import store
-    from longsynth import safe
+    from longsynth import safe, store
+    from longsynth.outdir import Folder
 
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise LongsynthError(f"--workers: must be an integer >= 1, got {workers!r}")
@@ -85,18 +83,15 @@ def export(root, fmt, out, progress=None, workers=None):
     try:
         write = writer(fmt, ds.task.name)
         out = safe.check_out_path(out)
-        existed = os.path.exists(out)
         if progress is not None:
             progress(None, total=sum(len(s) for s in ds.splits.values()))
-        try:
+        # the folder is locked for the whole export: a second export into it is refused in one
+        # line, and a failed one removes only the folders it made (longsynth.outdir)
+        with Folder(out).hold():
             if parallel:
                 write(ds, out, progress, workers=workers)
             else:
                 write(ds, out, progress)
-        except BaseException:
-            if not existed:
-                shutil.rmtree(out, ignore_errors=True)
-            raise
     finally:
         ds.close()
     return out

@@ -10,8 +10,10 @@ import pickle
 
 import numpy as np
 
+from longsynth import values
 from longsynth.errors import LongsynthError
 from longsynth.files import PendingFiles
+from longsynth.outdir import Folder
 from longsynth.generators.pathfinder.canvas import draw_dash
 from longsynth.generators.pathfinder.seg import params
 
@@ -77,16 +79,17 @@ def write(dataset, out_dir, progress):
 
     cfg = dataset.config
     meta_dir = os.path.join(out_dir, "metadata")
-    taken = [int(f[:-4]) for f in os.listdir(meta_dir) if f.endswith(".npy") and f[:-4].isdigit()] \
-        if os.path.isdir(meta_dir) else []
+    taken = [int(f[:-4]) for f in Folder(out_dir).sub(*os.path.relpath(meta_dir, out_dir).split(os.sep)).listdir()
+             if f.endswith(".npy") and f[:-4].isdigit()]  # a link on the way is refused, never listed
     first = max(taken) + 1 if taken else 0
     rows = {}
     folders = {}
-    with PendingFiles() as pending:
+    with PendingFiles(out_dir) as pending:
         i = 0
         for split, sp in dataset.splits.items():
             for j in range(len(sp)):
                 s = sp[j]
+                values.check(sp.specs, s, f"{split}[{j}]", dataset.root)
                 b, k = divmod(i, EXPORT_BATCH)
                 b += first
                 if b not in folders:

@@ -42,10 +42,11 @@ from datasets.info import DatasetInfosDict
 from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from longsynth import safe
+from longsynth import safe, values
 from longsynth._version import __version__
 from longsynth.errors import LongsynthError
 from longsynth.files import PendingFiles
+from longsynth.outdir import LOCK
 from longsynth.store.read import Dataset
 from longsynth.task import Ragged
 
@@ -246,9 +247,10 @@ def _write_file(dataset, f, path, feats, schema, options, group, pool, done, sto
     nbytes, buffered, rows = 0, [], 0
     try:
         with pq.ParquetWriter(path, schema, **options) as writer:
-            for _, block in sp.iter_blocks(list(feats), chunk=group, start=f.start, stop=f.stop):
+            for first, block in sp.iter_blocks(list(feats), chunk=group, start=f.start, stop=f.stop):
                 if stop.is_set():
                     return nbytes
+                values.check(sp.specs, block, f"{f.split}[{first}..]", dataset.root)
                 batch = _batch(feats, schema, block, pool)
                 nbytes += batch.nbytes
                 buffered.append(batch)
@@ -405,7 +407,7 @@ def _previous_files(out):
         for e in os.listdir(d) if os.path.isdir(d) else []:
             if _TEMP_RE.match(e):
                 os.remove(os.path.join(d, e))
-    entries = os.listdir(out)
+    entries = [e for e in os.listdir(out) if e != LOCK]  # the lock: this export's own
     if not entries or entries == ["data"] and not os.listdir(os.path.join(out, "data")):
         return []
     refused = LongsynthError(f"{out}: directory is not empty and holds no longsynth hf export; choose another --out")
@@ -450,7 +452,7 @@ def write(dataset, out, progress, workers=None):
     made_data = not os.path.isdir(os.path.join(out, "data"))
     os.makedirs(os.path.join(out, "data"), exist_ok=True)
     try:
-        with PendingFiles() as pending, ThreadPoolExecutor(1) as side:
+        with PendingFiles(out) as pending, ThreadPoolExecutor(1) as side:
             paths = {f.rel: pending.path(os.path.join(out, f.rel)) for f in files}
             if shown is not None:  # drawn while the Parquet files are written
                 drawing = side.submit(_preview, dataset, shown, pending.path(os.path.join(out, "preview.png")))

@@ -20,8 +20,10 @@ import os
 
 import numpy as np
 
+from longsynth import values
 from longsynth.errors import LongsynthError
 from longsynth.files import PendingFiles
+from longsynth.outdir import Folder
 from longsynth.generators.pathfinder.lra import DIRS
 
 EXPORT_BATCH = 1000  # images per imgs/<b> folder
@@ -52,15 +54,16 @@ def write(dataset, out_dir, progress):
         raise LongsynthError(f"{dataset.task.name} cannot be exported as 'lra-pathfinder'")
     root = os.path.join(out_dir, DIRS[cfg.difficulty])
     meta_dir = os.path.join(root, "metadata")
-    taken = [int(f[:-4]) for f in os.listdir(meta_dir) if f.endswith(".npy") and f[:-4].isdigit()] \
-        if os.path.isdir(meta_dir) else []
+    taken = [int(f[:-4]) for f in Folder(out_dir).sub(*os.path.relpath(meta_dir, out_dir).split(os.sep)).listdir()
+             if f.endswith(".npy") and f[:-4].isdigit()]  # a link on the way is refused, never listed
     first = max(taken) + 1 if taken else 0
     lines = {}
     folders = {}
-    with PendingFiles() as pending:
+    with PendingFiles(out_dir) as pending:
         i = 0
         for split, sp in dataset.splits.items():
-            for _, block in sp.iter_blocks(keys=["inputs", "targets", "margin"]):
+            for at, block in sp.iter_blocks(keys=["inputs", "targets", "margin"]):
+                values.check(sp.specs, block, f"{split}[{at}..]", dataset.root)
                 for j in range(len(block["targets"])):
                     b, k = divmod(i, EXPORT_BATCH)
                     b += first

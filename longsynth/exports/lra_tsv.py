@@ -14,6 +14,7 @@ import os
 import numpy as np
 from numba import njit
 
+from longsynth import values
 from longsynth.errors import LongsynthError
 from longsynth.generators.listops_tree import CLOSE, VOCAB
 from longsynth.files import PendingFiles
@@ -139,7 +140,6 @@ def _subtrees_row(tokens, targets, heights, operators, root, row_id, table, lens
 def _export(dataset, out_dir, progress, subtrees):
     """TSV rows as Python's csv module writes them (tab, CRLF, as in the authors' files),
     formatted by a Numba kernel: no field holds a tab, quote or newline, so none is quoted."""
-    os.makedirs(out_dir, exist_ok=True)
     prefix = "subtrees" if subtrees else "basic"
     header = ["Source", "Target"]
     keys = ["inputs", "targets"]
@@ -148,7 +148,7 @@ def _export(dataset, out_dir, progress, subtrees):
         keys += ["root", "heights", "operators"]
     buf = np.empty(0, dtype=np.uint8)
     row_id = 0
-    with PendingFiles() as pending:  # a failed export leaves no partial file under a final name
+    with PendingFiles(out_dir) as pending:  # a failed export leaves no partial file under a final name
         for split in ("train", "val", "test"):
             if split in dataset.splits:
                 row_id = _export_split(dataset, split, pending.path(os.path.join(out_dir, f"{prefix}_{split}.tsv")),
@@ -159,7 +159,9 @@ def _export_split(dataset, split, path, header, keys, subtrees, buf, row_id, pro
     with open(path, "wb") as fh:
         fh.write(("\t".join(header) + "\r\n").encode())
         done = 0
+        specs = dataset[split].specs
         for s in _iter_split(dataset, split, keys):
+            values.check(specs, s, f"{split}[{done}]", dataset.root)
             tokens = s["inputs"].astype(np.int64)
             # per token <= 5 bytes ("[MIN "); per `]` (at most n/3 + 1) <= 22 bytes over the five lists
             if buf.shape[0] < 13 * tokens.shape[0] + 128:

@@ -8,16 +8,18 @@ holds the lock, from the records the executor hands back.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import os
 
 from longsynth import api, registry
 from longsynth.api import check_seed
-from longsynth.errors import LongsynthError, os_reason
+from longsynth.errors import DiskFullError, LongsynthError, os_reason
 from longsynth.files import atomic_write_text
 from longsynth.store.layout import CARD, COMPRESSIONS, DIGEST_KEY, MAX_COUNT, default_shard_size
 from longsynth.store.manifest import (DirLock, _free_bytes, _make_dir, _new_manifest, _our_bytes, _prepare_dir,
-                                      _write_manifest, dataset_card, default_splits, estimate_bytes, human, plan)
+                                      _write_manifest, dataset_card, default_splits, estimate_bytes, human, plan,
+                                      progress_of)
 from longsynth import safe
 from longsynth.store.pool import LocalPool
 from longsynth.store.read import Dataset
@@ -189,7 +191,23 @@ def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compressio
             manifest["audit"] = t.audit(Dataset(root, manifest))
         atomic_write_text(os.path.join(root, CARD), dataset_card(t, cfg, manifest))
         _write_manifest(root, manifest)
+    except DiskFullError:
+        raise _disk_full(root, t, cfg, seed, splits, shard_size, manifest) from None
     except OSError as e:
+        if e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+            raise _disk_full(root, t, cfg, seed, splits, shard_size, manifest) from None
         raise LongsynthError(f"{root}: write failed ({os_reason(e)}); rerun the same command to resume") from None
     manifest["timings"] = timings
     return manifest
+
+
+def _disk_full(root, t, cfg, seed, splits, shard_size, manifest):
+    """The one line for a disk that filled up during ``gen``: the finished shards are kept
+    (the manifest lists them), the rest needs about this much room (the uncompressed
+    estimate of the samples not yet written), and the same command resumes."""
+    written, total = progress_of(manifest)
+    left = {s: n - sum(r["count"] for r in manifest["splits"][s]["shards"]) for s, n in splits.items()}
+    need = estimate_bytes(t, cfg, {s: n for s, n in left.items() if n}, seed, shard_size) if total > written else 0
+    return LongsynthError(f"{root}: the disk is full; {written:,} of {total:,} samples are written and kept, the rest "
+                          f"needs about {human(need)} more (uncompressed; {human(_free_bytes(root))} free now): free "
+                          f"space and rerun the same command to resume")

@@ -204,9 +204,16 @@ class _Moments:
 
     def __init__(self):
         self.n, self.mean, self.m2, self.lo, self.hi = 0, 0.0, 0.0, np.inf, -np.inf
+        self.nonfinite = {"NaN": 0, "+inf": 0, "-inf": 0}  # counted, and left out of the moments
 
     def add(self, a):
         a = np.asarray(a, dtype=np.float64).ravel()
+        finite = np.isfinite(a)
+        if not finite.all():
+            self.nonfinite["NaN"] += int(np.isnan(a).sum())
+            self.nonfinite["+inf"] += int(np.isposinf(a).sum())
+            self.nonfinite["-inf"] += int(np.isneginf(a).sum())
+            a = a[finite]
         if not a.size:
             return
         mean = float(a.mean())
@@ -219,7 +226,13 @@ class _Moments:
         self.lo, self.hi = min(self.lo, float(a.min())), max(self.hi, float(a.max()))
 
     def summary(self):
-        return {"min": self.lo, "max": self.hi, "mean": self.mean, "std": (self.m2 / self.n) ** 0.5}
+        if not self.n:  # every value was NaN or infinite
+            out = {"min": float("nan"), "max": float("nan"), "mean": float("nan"), "std": float("nan")}
+        else:
+            out = {"min": self.lo, "max": self.hi, "mean": self.mean, "std": (self.m2 / self.n) ** 0.5}
+        if any(self.nonfinite.values()):
+            out["nonfinite"] = dict(self.nonfinite)
+        return out
 
 
 def _statistics(ds, samples, progress):
@@ -251,7 +264,7 @@ def _statistics(ds, samples, progress):
         if balance_of and counts.sum():
             balance[split] = {int(c): float(counts[c] / counts.sum()) for c in np.flatnonzero(counts)}
     result = {"stats_samples": sum(take.values()), "stats_per_split": take,
-              "stats": {k: mo.summary() for k, mo in moments.items() if mo.n}}
+              "stats": {k: mo.summary() for k, mo in moments.items() if mo.n or any(mo.nonfinite.values())}}
     if balance_of:
         result["balance"] = balance
     if tokens is not None:
@@ -299,8 +312,8 @@ def latest_certificate(root):
 
     Certificates travel with a dataset folder: run folders and metrics.json are read only
     as a real folder and a regular file inside it (no links followed), bounded in size and
-    depth, and must be a JSON object whose ``final`` and ``metrics``, when present, are
-    objects; anything else is one LongsynthError line naming the file."""
+    depth, and must follow the certificate schema (longsynth.certificate: types, finite numbers,
+    known names); anything else is one LongsynthError line naming the file and field."""
     vdir = os.path.join(root, "validation")
     if not os.path.isdir(vdir) or os.path.islink(vdir):
         return None
@@ -309,12 +322,9 @@ def latest_certificate(root):
                   and os.path.lexists(os.path.join(vdir, d, "metrics.json")))
     if not runs:
         return None
+    from longsynth import certificate  # pydantic: imported only when a certificate is read
+
     path = os.path.join(vdir, runs[-1], "metrics.json")
-    data = safe.read_json(path, path, limit=16 << 20)
-    if not isinstance(data, dict):
-        raise LongsynthError(f"{path}: expected a JSON object")
-    for field in ("final", "metrics"):
-        if field in data and not isinstance(data[field], dict):
-            raise LongsynthError(f"{path}: {field}: expected an object")
+    data = certificate.check(safe.read_json(path, path, limit=certificate.MAX_BYTES), path)
     data["path"] = os.path.join(vdir, runs[-1])
     return data

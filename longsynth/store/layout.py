@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 
+from longsynth.outdir import LOCK  # noqa: F401 - the output folder's lock, part of the layout
 from longsynth.task import Ragged
 
 FORMAT = "longsynth-shards"
@@ -19,7 +20,6 @@ CARD = "README.md"
 DIGEST_KEY = "_digest"
 CHECK_KEY = "_check"  # uint64 [count, keys in sorted order, 2]: longsynth.checksum.sum64 of each value
 SHARD_RE = re.compile(r"^(train|val|test)-\d{5}\.h5$")
-LOCK = ".lock"  # held (flock) by the process writing the directory; holds its PID
 OURS_RE = re.compile(r"^(\.?(train|val|test)-\d{5}\.h5((\.[0-9a-z]+)?\.tmp)?"
                      r"|\.?manifest\.json(\.tmp)?|\.?README\.md(\.tmp)?|\.lock)$")
 # a shard's temporary file: `.{name}.tmp` (local pool) or `.{name}.{attempt}.tmp` (an executor

@@ -8,7 +8,6 @@ import dataclasses
 import json
 import os
 import sys
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +18,7 @@ from longsynth.rng import SPLITS, split_code
 from longsynth import safe
 from longsynth.store import identity, schema
 from longsynth.files import atomic_write_text, file_sha256
+from longsynth.outdir import DirLock  # noqa: F401 - the store's lock, shared by every writer
 from longsynth.store.layout import FORMAT, FORMAT_VERSION, LOCK, MANIFEST, OURS_RE
 
 # ---------------------------------------------------------------- plan
@@ -124,79 +124,6 @@ def _our_bytes(root):
         return 0
     return sum(os.path.getsize(os.path.join(root, e)) for e in os.listdir(root)
                if OURS_RE.match(e) and os.path.isfile(os.path.join(root, e)))
-
-
-class DirLock:
-    """Exclusive lock of a dataset directory for one writer (flock on DIR/.lock).
-
-    The kernel drops an flock when its process dies, so a lock left by a killed writer is
-    simply taken over; the file holds the writer's PID for the message to the next one.
-    """
-
-    def __init__(self, root):
-        self.root, self.path, self.fd = root, os.path.join(root, LOCK), None
-
-    def acquire(self):
-        import fcntl
-
-        while True:
-            fd = self._open()
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                pid = ""
-                for _ in range(20):  # the holder writes its PID right after locking
-                    pid = os.pread(fd, 32, 0).decode(errors="replace").strip()
-                    if pid:
-                        break
-                    time.sleep(0.01)
-                os.close(fd)
-                raise LongsynthError(f"{self.root} is being written by process {pid[:20] or '(unknown)'}") from None
-            try:
-                same = os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:  # not a file its previous holder unlinked while we opened it
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-                self.fd = fd
-                return self
-            os.close(fd)
-
-    def _open(self):
-        """The lock file's descriptor: created anew (O_EXCL), else the one a killed writer
-        left, opened without following a link. A link, a non-regular file or a file with
-        other hard links is refused before anything is written to it: the PID written
-        into the lock must never land in a file outside the folder."""
-        flags = os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
-        try:
-            return os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            pass
-        try:
-            fd = safe.open_regular(self.path, flags)
-        except FileNotFoundError:  # its holder removed it meanwhile: try again
-            return self._open()
-        if os.fstat(fd).st_nlink != 1:
-            os.close(fd)
-            raise LongsynthError(f"{self.path}: has other hard links; remove it if no longsynth gen is running")
-        return fd
-
-    def release(self):
-        if self.fd is not None:
-            try:
-                if os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(self.fd).st_ino:
-                    os.unlink(self.path)
-            except FileNotFoundError:
-                pass
-            os.close(self.fd)
-            self.fd = None
-
-    def __enter__(self):
-        return self.acquire()
-
-    def __exit__(self, *exc):
-        self.release()
 
 
 def writer(root):

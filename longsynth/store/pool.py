@@ -7,13 +7,14 @@ An executor takes shard jobs and hands back, for each, the record ``write_shard`
 """
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
-from longsynth.errors import LongsynthError, os_reason
+from longsynth.errors import DiskFullError, LongsynthError, os_reason
 
 from longsynth.store import shards
 
@@ -66,7 +67,8 @@ def _pool_write(job):
     try:
         return shards.write_shard(job, _count)
     except OSError as e:
-
+        if e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+            raise DiskFullError(f"{job.root}: the disk is full (writing {job.name})") from None
         raise LongsynthError(f"{job.root}: write failed ({os_reason(e)}); rerun the same command to resume") from None
 
 

@@ -5,8 +5,8 @@ workers); it depends only on the job, so any process that sees ``job.root`` can 
 """
 from __future__ import annotations
 
-import builtins
 import contextlib
+import errno
 import json
 import os
 import time
@@ -15,12 +15,14 @@ import numpy as np
 
 from longsynth import checksum, registry, safe
 from longsynth.api import authors_block
-from longsynth.errors import LongsynthError
+from longsynth.errors import DiskFullError, LongsynthError
 from longsynth.files import file_sha256
 from longsynth.rng import split_code
 from longsynth.store.layout import (LOCK, BLOCK_BYTES, CHECK_KEY, DIGEST_KEY, FORMAT, FORMAT_VERSION, RAGGED_ROWS,
                                     block_digests, sample_bytes)
 from longsynth.task import Ragged
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def _h5_options(compression):
@@ -170,35 +172,67 @@ def _write_samples(dsets, job, task, cfg, timers, progress):
     return digests, checks
 
 
+def _build_image(job, task, cfg, timers, progress):
+    """The shard's HDF5 file built in memory (the core driver, no backing file); returns
+    (its bytes, digests). HDF5 never writes to the disk here: a disk that fills up is met
+    by our own write of these bytes (``_write_image``) as an OSError, never inside HDF5's
+    filters, where it ends the process with a native crash."""
+    import h5py
+
+    with h5py.File(f"{job.name}.image", "w", driver="core", backing_store=False, libver="earliest",
+                   track_order=False) as f:
+        _write_header(f, job, task)
+        dsets = _create_keys(f, task.keys(cfg), job)
+        digests, checks = _write_samples(dsets, job, task, cfg, timers, progress)
+        t = time.perf_counter()  # the index, then the file's image (HDF5 flushes its caches into it)
+        f.create_dataset(DIGEST_KEY, data=digests, track_times=False)
+        f.create_dataset(CHECK_KEY, data=checks, track_times=False)
+        f.flush()
+        image = f.id.get_file_image()
+    timers.seconds["write_s"] += time.perf_counter() - t
+    return image, digests
+
+
+def _write_image(fd, image):
+    """All of ``image`` to ``fd``; an OSError (ENOSPC, EDQUOT, EIO) passes through."""
+    view = memoryview(image)
+    while view:
+        n = os.write(fd, view[: 64 << 20])
+        view = view[n:]
+
+
 def write_shard(job, progress=None, attempt=None):
     """Generate and write one shard atomically; returns its manifest record and timings.
 
-    ``progress(n)`` is called after each block of n samples. The shard is written to a
-    temporary file and renamed: ``.{name}.tmp``, or ``.{name}.{attempt}.tmp`` when an
-    executor may run two attempts of one shard at once (Dask reruns a task whose worker it
-    lost, and that worker may still be writing); both attempts then write whole files of
-    the same bytes and the later rename replaces the earlier with an identical file.
+    ``progress(n)`` is called after each block of n samples. The shard is built in memory
+    (``_build_image``) and written to a temporary file and renamed: ``.{name}.tmp``, or
+    ``.{name}.{attempt}.tmp`` when an executor may run two attempts of one shard at once
+    (Dask reruns a task whose worker it lost, and that worker may still be writing); both
+    attempts then write whole files of the same bytes and the later rename replaces the
+    earlier with an identical file. A full disk is a DiskFullError naming the shard's size.
     """
-    import h5py
-
     task = registry.get(job.task)
     cfg = task.make_config(**job.params)
     final = os.path.join(job.root, job.name)
     tmp = os.path.join(job.root, f".{job.name}.tmp" if attempt is None else f".{job.name}.{attempt}.tmp")
     timers = _Timers()
+    image, digests = _build_image(job, task, cfg, timers, progress)
     try:
-        if os.path.lexists(tmp):  # left by a killed attempt; "x" below never follows a link
+        if os.path.lexists(tmp):  # left by a killed attempt; O_EXCL below never follows a link
             os.remove(tmp)
-        with h5py.File(tmp, "x", libver="earliest", track_order=False) as f:
-            _write_header(f, job, task)
-            dsets = _create_keys(f, task.keys(cfg), job)
-            digests, checks = _write_samples(dsets, job, task, cfg, timers, progress)
-            t = time.perf_counter()  # the index, then closing the file (HDF5 flushes its caches)
-            f.create_dataset(DIGEST_KEY, data=digests, track_times=False)
-            f.create_dataset(CHECK_KEY, data=checks, track_times=False)
-        timers.seconds["write_s"] += time.perf_counter() - t
-        with timers("sync_s"), builtins.open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
+        fd = os.open(tmp, _CREATE, 0o644)
+        try:
+            with timers("write_s"):
+                _write_image(fd, image)
+            with timers("sync_s"):
+                os.fsync(fd)
+        except OSError as e:
+            if e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+                raise DiskFullError(f"{job.root}: the disk is full (writing {job.name}, {len(image):,} bytes)") \
+                    from None
+            raise
+        finally:
+            os.close(fd)
         with timers("hash_s"):
             sha = file_sha256(tmp)
         if attempt is not None and not _under_live_lock(job.root):
@@ -209,6 +243,5 @@ def write_shard(job, progress=None, attempt=None):
         if os.path.lexists(tmp):
             os.remove(tmp)
         raise
-    record = {"file": job.name, "start": job.start, "count": job.count, "bytes": os.path.getsize(final),
-              "sha256": sha}
+    record = {"file": job.name, "start": job.start, "count": job.count, "bytes": len(image), "sha256": sha}
     return record, digests, timers.seconds

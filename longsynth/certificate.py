@@ -1,0 +1,122 @@
+"""A run's certificate (``metrics.json``, written by ``evaluate`` and ``validate``) read back
+as untrusted input (docs/format.md, "Trust").
+
+A certificate that ``evaluate`` finds in its ``runs/`` on a rerun, or that ``info`` finds
+in a dataset's ``validation/``, may have been edited: every field a reader uses is checked
+here against one schema (pydantic) before anything is computed from it - types, finite
+numbers, known task, protocol, scale and metric names - after ``safe.read_json`` has bounded
+its size and depth. A bad one is one line naming the field (``CertificateError``); the
+caller redoes the run or reports it, never a traceback. Fields no reader uses are kept
+as they are.
+"""
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator, model_validator
+
+from longsynth.errors import LongsynthError
+
+MAX_BYTES = 4 << 20  # a certificate holds configs and a few metric tables; its history is beside it
+METRICS = ("r2", "accuracy", "macro_f1")  # the primary metrics a protocol reports (trainer.PRIMARY)
+
+Finite = Annotated[float, Strict(), Field(allow_inf_nan=False)]
+NonNegative = Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0)]
+Name = Annotated[str, Strict(), Field(min_length=1, max_length=200)]
+
+
+class CertificateError(LongsynthError):
+    """A certificate that does not follow the schema: one line naming the field."""
+
+
+class Evaluation(BaseModel):
+    """One evaluation's record (trainer.evaluate): the metrics a reader uses are finite."""
+
+    model_config = ConfigDict(extra="allow")
+    loss: Optional[Finite] = None
+    r2: Optional[Finite] = None
+    accuracy: Optional[Finite] = None
+    macro_f1: Optional[Finite] = None
+    step: Optional[Annotated[int, Strict(), Field(ge=0)]] = None
+
+
+class Certificate(BaseModel):
+    """The fields of metrics.json that evaluate's report and validate's summary read."""
+
+    model_config = ConfigDict(extra="allow")
+    task: Name
+    protocol: Name
+    scale: Literal["tiny", "paper"]
+    model: Annotated[str, Strict(), Field(min_length=1, max_length=4000)]
+    lr: Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0)]
+    seed: Annotated[int, Strict(), Field(ge=0)]
+    primary_metric: Literal["r2", "accuracy", "macro_f1"]
+    test: Optional[Evaluation]
+    best: Optional[Evaluation]
+    final: Optional[Evaluation] = None
+    wall_time_s: NonNegative
+    train_tokens_per_s: NonNegative
+    paper_columns: Optional[dict[Name, dict[Name, Finite]]] = None
+
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, task):
+        from longsynth import registry
+
+        if task not in registry.all_tasks():
+            raise ValueError(f"{task[:60]!r} is not a longsynth task")
+        return task
+
+    @model_validator(mode="after")
+    def _primary_present(self):
+        for where in ("test", "best"):
+            record = getattr(self, where)
+            if record is not None and getattr(record, self.primary_metric) is None:
+                raise ValueError(f"{where} has no {self.primary_metric}, the run's primary metric")
+        return self
+
+
+def check(raw, what):
+    """``raw`` (parsed JSON) as a certificate dict, checked against the schema;
+    CertificateError naming ``what`` and the first bad field otherwise."""
+    if not isinstance(raw, dict):
+        raise CertificateError(f"{what}: expected a JSON object, got {type(raw).__name__}")
+    try:
+        Certificate.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in err["loc"]) or "certificate"
+        raise CertificateError(f"{what}: {where}: {_reason(err)}") from None
+    return raw
+
+
+def _reason(err):
+    msg = " ".join(str(err["msg"]).split())
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    value = err.get("input")
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{msg} (got {value})"
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return f"{msg} (got {str(value)[:60]!r})"
+    return msg
+
+
+def read(folder, name="metrics.json", what=None):
+    """The certificate ``name`` in ``folder`` (a longsynth.outdir.Folder or a path), read
+    without following a link, bounded and checked. FileNotFoundError when there is none."""
+    from longsynth.outdir import Folder
+
+    folder = Folder.of(folder)
+    what = what or folder.join(name)
+    try:
+        raw = folder.read_json(name, what, limit=MAX_BYTES)
+    except CertificateError:
+        raise
+    except LongsynthError as e:  # too large, too deep, not JSON, a link, not a regular file
+        raise CertificateError(str(e)) from None
+    return check(raw, what)
+
+
+__all__ = ["Certificate", "CertificateError", "Evaluation", "METRICS", "check", "read"]

@@ -1,0 +1,108 @@
+"""Certificates read back are untrusted input (docs/format.md, "Trust"): an edited
+metrics.json in an evaluate folder, or in a dataset's validation/, is one line naming the
+field, and evaluate redoes its run; never a traceback, never a value taken on trust."""
+import copy
+import json
+import os
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from longsynth import certificate, store
+from longsynth.cli.main import cli
+from longsynth.outdir import Folder
+
+torch = pytest.importorskip("torch")
+
+EVAL = ["evaluate", "dlr", "--suite", "cumsum", "--steps", "2"]
+
+
+def _evaluate(*args):
+    r = CliRunner().invoke(cli, [*EVAL, *map(str, args)])
+    torch.set_num_threads(1)
+    return r
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rep") / "out"
+    r = _evaluate("--out", out)
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def _metrics(out):
+    (path,) = [os.path.join(dp, "metrics.json") for dp, _, fs in os.walk(out / "runs") if "metrics.json" in fs]
+    return path
+
+
+def _deep(n):
+    return "[" * n + "]" * n
+
+
+# the hostile test's edits (a traceback each before), and what the one line names
+EDITS = {
+    "lr is text": (lambda c: c.update(lr="abc"), "lr: Input should be a valid number"),
+    "test is a list": (lambda c: c.update(test=[1, 2]), "test: Input should be a valid dictionary"),
+    "no primary metric": (lambda c: c.pop("primary_metric"), "primary_metric: Field required"),
+    "best is a number": (lambda c: c.update(best=3), "best: Input should be a valid dictionary"),
+    "seed is a float": (lambda c: c.update(seed=0.5), "seed: Input should be a valid integer"),
+    "renamed task": (lambda c: c.update(task="cumsum-renamed"), "task: 'cumsum-renamed' is not a longsynth task"),
+    "r2 is NaN": (lambda c: c["test"].update(r2=float("nan")), "test.r2: Input should be a finite number"),
+    "wall time negative": (lambda c: c.update(wall_time_s=-1), "wall_time_s: Input should be greater than or equal"),
+    "unknown metric": (lambda c: c.update(primary_metric="bleu"), "primary_metric: Input should be 'r2'"),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_an_edited_certificate_is_one_line_naming_its_field(report, edit):
+    cert = json.loads(open(_metrics(report)).read())
+    assert certificate.check(copy.deepcopy(cert), "metrics.json") == cert
+    change, said = EDITS[edit]
+    change(cert)
+    with pytest.raises(certificate.CertificateError, match="^metrics.json: ") as e:
+        certificate.check(cert, "metrics.json")
+    assert said in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("edit", ["lr is text", "renamed task", "r2 is NaN", "deep", "another task's"])
+def test_evaluate_redoes_a_run_whose_certificate_was_edited(report, tmp_path, edit):
+    out = tmp_path / "out"
+    shutil.copytree(report, out)
+    path = _metrics(out)
+    good = json.loads(open(path).read())
+    cert = copy.deepcopy(good)
+    if edit == "deep":
+        cert["final"] = {"x": json.loads(_deep(30))}  # within the depth bound, and still allowed
+        text = json.dumps(cert)[:-1] + ', "nest": ' + _deep(200_000) + "}"
+    elif edit == "another task's":
+        cert["task"] = "select"
+        text = json.dumps(cert)
+    else:
+        EDITS[edit][0](cert)
+        text = json.dumps(cert)
+    open(path, "w").write(text)
+    r = _evaluate("--out", out)
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    said = [line for line in r.output.splitlines() if "the run is redone" in line]
+    assert len(said) == 1 and said[0].startswith(path), r.output
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["runs"][0]["test"]["r2"] == good["test"]["r2"]  # resumed from its last checkpoint: the same run
+    assert json.loads(open(path).read())["test"] == good["test"]
+
+
+def test_info_checks_a_validation_certificate(tmp_path):
+    root = tmp_path / "d"
+    store.generate(str(root), "cumsum", {"L": 32}, num_samples=60, workers=1)
+    run = Folder(str(root)).sub("validation", "dlr-1").make()
+    cert = {"task": "cumsum", "protocol": "atomic", "scale": "tiny", "model": "dlr", "lr": 1e-3, "seed": 0,
+            "primary_metric": "r2", "test": {"r2": 0.5}, "best": {"r2": 0.5}, "final": {"r2": 0.5},
+            "wall_time_s": 1.0, "train_tokens_per_s": 2.0}
+    run.write_json("metrics.json", {**cert, "lr": "abc"})
+    r = CliRunner().invoke(cli, ["info", str(root)])
+    assert r.exit_code == 1 and r.output.strip().endswith("metrics.json: lr: Input should be a valid number "
+                                                          "(got 'abc')"), r.output
+    run.write_json("metrics.json", cert)
+    r = CliRunner().invoke(cli, ["info", str(root)])
+    assert r.exit_code == 0 and 'validation: {"r2": 0.5}' in r.output, r.output

