@@ -369,6 +369,7 @@ def _make_show(task):
         if task.show is None:
             raise click.ClickException(f"{task.name} has no preview")
         cfg = task.make_config(**params)
+        _check_text_out(task, out)
         samples = [api.sample(task.name, i, seed=seed, split=split, **params) for i in range(index, index + count)]
         _emit(task.show(samples, cfg, out), out)
 
@@ -385,22 +386,31 @@ def _show_options(default_name):
             click.Option(["--count", "-c"], type=click.IntRange(1, MAX_SHOW), default=1, show_default=True,
                          help=f"number of samples (1..{MAX_SHOW}: one figure)"),
             click.Option(["--out", "-o"], type=click.Path(dir_okay=False), default=f"{default_name}.png",
-                         show_default=True, help="PNG to write (its folder is made when missing)", callback=_png_out)]
+                         show_default=True, help="PNG to write (ListOps: or .txt, the expressions in full; its folder "
+                                                 "is made when missing)", callback=_png_out)]
 
 
 def _png_out(ctx, param, value):
     """show's --out: a .png name (matplotlib would add the suffix to a bare name and write
-    another file than the one named), its folder made when missing."""
+    another file than the one named) or a .txt one (ListOps writes its expressions as text
+    there: docs/tasks/listops.md), its folder made when missing."""
     if value is None:
         return value
-    if os.path.splitext(value)[1].lower() != ".png":
-        raise click.BadParameter(f"the figure is a PNG: give a name ending in .png, got {value!r}")
+    if os.path.splitext(value)[1].lower() not in (".png", ".txt"):
+        raise click.BadParameter(f"the figure is a PNG: give a name ending in .png (ListOps: or .txt), got {value!r}")
     folder = os.path.dirname(os.path.abspath(value))
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as e:
         raise click.BadParameter(f"cannot make its folder {folder} ({e.strerror or e})") from None
     return value
+
+
+def _check_text_out(task, out, stats=False):
+    """A .txt --out is ListOps' text rendering of its expressions; every other figure is a PNG."""
+    if str(out).lower().endswith(".txt") and (task.family != "listops" or stats):
+        raise click.BadParameter(f"{task.name}: this figure is a PNG; give a name ending in .png, got {out!r}",
+                                 param_hint="'--out'")
 
 
 def _emit(text, out):
@@ -413,6 +423,7 @@ def _emit(text, out):
 @friendly
 def _show_dir(root, split, index, count, out, stats):
     ds = store.open(root)
+    _check_text_out(ds.task, out, stats)
     if stats:
         if ds.task.show_dataset is None:
             raise click.ClickException(f"{ds.task.name} has no dataset figure")
@@ -505,10 +516,12 @@ def _validate_help():
         text = f"{count(row['steps'])} x {row['batch_size']}"
         special = {}
         for t, c in row.get("per_task", {}).items():
-            if "steps" in c:
-                special.setdefault(c["steps"], []).append(t)
+            if "steps" in c or "batch_size" in c:
+                own = count(c.get("steps", row["steps"]))
+                own += f" x {c['batch_size']}" if c.get("batch_size", row["batch_size"]) != row["batch_size"] else ""
+                special.setdefault(own, []).append(t)
         if special:
-            text += " (" + "; ".join(f"{', '.join(ts)}: {count(n)}" for n, ts in special.items()) + ")"
+            text += " (" + "; ".join(f"{', '.join(ts)}: {n}" for n, ts in special.items()) + ")"
         rows.setdefault(name, {})[scale] = text
     lines = [f"{name:20s} tiny {r.get('tiny', '-'):50s} paper {r.get('paper', '-')}" for name, r in rows.items()]
     return ("Train a reference model on a dataset DIR (or an atomic TASK, on the fly) and certify it.\n\n"

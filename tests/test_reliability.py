@@ -410,6 +410,8 @@ def test_show_count_is_bounded_and_listops_text_goes_to_the_file(tmp_path):
     lines = r.output.splitlines()
     assert r.exit_code == 0 and len(lines) == 4 and all(line.startswith("sample ") for line in lines[:3]), r.output
     assert lines[3] == f"wrote {tmp_path / 'lo.png'}" and len(r.output) < 500
+    r = runner.invoke(cli, ["show", "cumsum", "--out", str(tmp_path / "c.txt")])
+    assert r.exit_code == 2 and "ending in .png" in r.output and not (tmp_path / "c.txt").exists()
     r = runner.invoke(cli, ["show", str(root), "--count", "3", "--out", str(tmp_path / "lo.txt")])
     text = (tmp_path / "lo.txt").read_text()
     s = longsynth.open(str(root))["train"][2]

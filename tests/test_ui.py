@@ -160,7 +160,7 @@ def test_discoverable_options_and_presets():
     for opt in ("-n, --num-samples", "-j, --workers", "--seed", "--dry-run", "--shard-size"):
         assert opt in r.output, opt
     r = CliRunner().invoke(cli, ["validate", "--help"])
-    assert re.search(r"^\s+atomic\s+tiny 600 x 16 .*paper 40,000 x 16$", r.output, re.M), r.output
+    assert re.search(r"^\s+atomic\s+tiny 600 x 16 .*paper 40,000 x 16 \(mips: 192,000 x 4\)$", r.output, re.M), r.output
     assert re.search(r"^\s+pathfinder-seg-512\s+tiny 300 x 4\s+paper 114,000 x 14$", r.output, re.M), r.output
 
 
