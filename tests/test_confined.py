@@ -7,23 +7,11 @@ import json
 import os
 
 import pytest
-from click.testing import CliRunner
 
 from longsynth import store
-from longsynth.cli.main import cli
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def one_error_line(result):
-    lines = [line for line in result.output.splitlines() if line.startswith("Error:")]
-    assert result.exit_code != 0 and len(lines) == 1, result.output
-    assert "Traceback" not in result.output and isinstance(result.exception, SystemExit), result.output
-    return lines[0]
+from test_untrusted import invoke, one_error_line  # the hostile tests' one-line checks
 
 
 @pytest.fixture
