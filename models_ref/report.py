@@ -84,7 +84,9 @@ class Report:
         it), else the best paper column of the table."""
         if row["test_mean"] is None:
             return "no test result"
-        test = row["val"] if paper_split(row["protocol"]) == "val" else row["test_mean"]  # the paper's split
+        on_val = paper_split(row["protocol"]) == "val"  # Table 1 / 2 figures are validation averages
+        test = row["val"] if on_val else row["test_mean"]
+        said = f"validation {test:.3f}: " if on_val else ""  # the number the verdict reads, when not the test shown
         paper = row["own"] or {}
         own = paper.get(row["metric"])
         if own is not None:  # a reference model: does it reproduce its own column?
@@ -94,13 +96,13 @@ class Report:
                 where = ", the table's paper column"
             else:
                 where = f", from the paper's {paper['protocol']} table, not a column here"
-            return f"{'consistent with' if ok else 'differs from'} the paper's {self.model} ({own:.2f}{where})"
+            return f"{said}{'consistent with' if ok else 'differs from'} the paper's {self.model} ({own:.2f}{where})"
         known = {c: v for c, v in row["paper"].items() if v is not None}
         if not known:
             return "no paper figure"
         col = max(known, key=known.get)
         gap = test - known[col]
-        return f"{gap:+.2f} against the paper's best ({col} {known[col]:.2f})"
+        return f"{said}{gap:+.2f} against the paper's best ({col} {known[col]:.2f})"
 
     # ------------------------------------------------------------- renderings
 
@@ -123,7 +125,8 @@ class Report:
         out = [f"# `{self.model}` on `{self.suite}` ({self.scale} scale)", "",
                f"Test metric at the best learning rate by validation (tried: "
                f"{', '.join(f'{lr:g}' for lr in sorted({r['lr'] for r in self.runs}))}), mean ± standard "
-               f"deviation over {s.get('seeds', 1)} seed(s); the papers' test figures beside it.", ""]
+               f"deviation over {s.get('seeds', 1)} seed(s); the papers' figures beside it (the DLR paper's "
+               f"Tables 1 and 2 are validation averages: their verdicts read our validation metric).", ""]
         if self.scale == "tiny":
             here = "; ".join(f"{r['task']} at L = {r['length']:,}, {r['steps']:,} steps" for r in self.rows()
                              if r.get("length"))

@@ -101,7 +101,8 @@ def test_the_report_text_is_made_from_the_numbers_of_its_table():
     rep = Report(identity={"model": "/home/me/models/mygru.py:build", "sha256": None}, suite="cumsum", scale="tiny",
                  settings={"seeds": 1}, runs=[_run("cumsum", 0.7, figures)])
     (row,) = rep.rows()
-    assert row["verdict"] == "-0.10 against the paper's best (attention 0.80)"  # a column the table shows
+    # a column the table shows, read on validation as Table 1's figures are
+    assert row["verdict"] == "validation 0.700: -0.10 against the paper's best (attention 0.80)"
     md = rep.to_markdown()
     assert "0.99" not in md and "cumsum at L = 512, 100 steps" in md and "600 steps" not in md
     assert rep.table().splitlines()[0].split()[2] == "mygru.py:build"  # the name, not the path's tail
