@@ -586,6 +586,7 @@ def _all_background(cm):
     return out
 
 
+@pytest.mark.slow  # trains for tens of seconds: left out of the fast subset (README)
 def test_tiny_pathfinder_segmentation_lowers_loss(tmp_path):
     from longsynth.models_ref.protocol import stored_sources
 
@@ -814,6 +815,7 @@ def test_validate_too_few_samples_is_one_line(tmp_path, splits):
     assert not (root / "validation").exists()
 
 
+@pytest.mark.slow  # trains for tens of seconds: left out of the fast subset (README)
 def test_ddp_two_cpu_processes_follow_one_process(tmp_path):
     """torchrun, 2 CPU processes (gloo, loopback) at global batch 4 = 1 process at batch 4:
     the first 20 losses agree to 1e-4 relative (ListOps-Subtrees: the ranks hold different
