@@ -397,7 +397,8 @@ def _png_out(ctx, param, value):
     if value is None:
         return value
     if os.path.splitext(value)[1].lower() not in (".png", ".txt"):
-        raise click.BadParameter(f"the figure is a PNG: give a name ending in .png (ListOps: or .txt), got {value!r}")
+        raise click.BadParameter(f"the figure is a PNG: give a name ending in .png, got {value!r} "
+                                 "(ListOps also writes .txt)")
     folder = os.path.dirname(os.path.abspath(value))
     try:
         os.makedirs(folder, exist_ok=True)
