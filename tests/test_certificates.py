@@ -13,23 +13,11 @@ from longsynth import certificate, store
 from longsynth.cli.main import cli
 from longsynth.outdir import Folder
 
+from conftest import run_evaluate
+
 torch = pytest.importorskip("torch")
 
-EVAL = ["evaluate", "dlr", "--suite", "cumsum", "--steps", "2"]
-
-
-def _evaluate(*args):
-    r = CliRunner().invoke(cli, [*EVAL, *map(str, args)])
-    torch.set_num_threads(1)
-    return r
-
-
-@pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    out = tmp_path_factory.mktemp("rep") / "out"
-    r = _evaluate("--out", out)
-    assert r.exit_code == 0, r.output
-    return out
+_evaluate = run_evaluate
 
 
 def _metrics(out):

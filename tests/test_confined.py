@@ -11,6 +11,7 @@ import pytest
 from longsynth import store
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
+from conftest import run_evaluate as _evaluate
 from test_untrusted import invoke, one_error_line  # the hostile tests' one-line checks
 
 
@@ -134,23 +135,6 @@ def test_lra_tsv_never_replaces_a_link_at_a_final_name(listops, tmp_path, victim
 # ---------------------------------------------------------------- evaluate and validate
 
 torch = pytest.importorskip("torch")
-
-EVAL = ["evaluate", "dlr", "--suite", "cumsum", "--steps", "2"]
-
-
-def _evaluate(*args):
-    r = invoke(*EVAL, *args)
-    torch.set_num_threads(1)
-    return r
-
-
-@pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    """A finished evaluate folder; tests copy it before they plant links in it."""
-    out = tmp_path_factory.mktemp("rep") / "out"
-    r = _evaluate("--out", out)
-    assert r.exit_code == 0, r.output
-    return out
 
 
 def _run_dir(out):
