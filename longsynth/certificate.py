@@ -30,10 +30,30 @@ class CertificateError(LongsynthError):
     """A certificate that does not follow the schema: one line naming the field."""
 
 
+Count = Annotated[int, Strict(), Field(ge=0)]
+Group = Annotated[str, Strict(), Field(pattern=r"^-?[0-9]{1,9}$")]  # a breakdown group or test length
+
+
+class Cell(BaseModel):
+    """One group of a breakdown table (trainer.evaluate's ``by_*``)."""
+
+    model_config = ConfigDict(extra="allow")
+    accuracy: Finite
+    count: Count
+
+
+class Exact(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    count: Optional[Count] = None
+
+
 class Evaluation(BaseModel):
     """One evaluation's record (trainer.evaluate): the metrics a reader uses are finite."""
 
     model_config = ConfigDict(extra="allow")
+    by_length: Optional[dict[Group, Cell]] = None
+    by_position: Optional[dict[Group, Cell]] = None
+    exact: Optional[Exact] = None
     loss: Optional[Finite] = None
     r2: Optional[Finite] = None
     accuracy: Optional[Finite] = None
@@ -58,6 +78,9 @@ class Certificate(BaseModel):
     wall_time_s: NonNegative
     train_tokens_per_s: NonNegative
     paper_columns: Optional[dict[Name, dict[Name, Finite]]] = None
+    weight_decay: Optional[NonNegative] = None
+    width: Optional[Annotated[int, Strict(), Field(ge=1)]] = None
+    test_sets: Optional[dict[Group, Evaluation]] = None  # keyed by test length
 
     @field_validator("task")
     @classmethod

@@ -31,6 +31,7 @@ class ModelSpec:
     causal: bool  # True where the paper's protocol is unidirectional: output t may not see inputs after t
     d_input: int | None = None  # float input channels, the two positional channels included
     vocab_size: int | None = None  # token inputs: ids in [0, vocab_size) (padding included)
+    d_model: int | None = None  # the width a protocol's grid asks for (zoology's d_model); None: the model's own
 
     def to_dict(self):
         return dataclasses.asdict(self)

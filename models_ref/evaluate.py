@@ -16,6 +16,7 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import hashlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -31,7 +32,8 @@ from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
 from longsynth.models_ref import factories
 from longsynth.models_ref.harness import Job, build, check_model, prepare, run
-from longsynth.models_ref.presets import ATOMIC_TASKS, PROTOCOLS, SUITES, architecture, preset_lr, suite_members
+from longsynth.models_ref.presets import (ATOMIC_TASKS, PROTOCOLS, SUITES, architecture, preset_lr, protocol_of,
+                                         suite_members)
 from longsynth.models_ref.protocol import SCALES, resolve
 from longsynth.models_ref.report import Report
 
@@ -43,16 +45,18 @@ def cache_dir():
     return os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "longsynth")
 
 
-def suite_tasks(suite):
-    """[(protocol, task)] of a suite: a group, an atomic task, a stored protocol, or a comma list of them."""
+def suite_tasks(suite, scale=None):
+    """[(protocol, task)] of a suite: a group, an atomic task, a protocol, or a comma list of them.
+    With ``scale``, a group keeps the members that have a protocol at that scale (MAD's tiny
+    scale runs each task's baseline setting, its paper scale all 66)."""
     members = []
     for name in (s.strip() for s in suite.split(",")):
         if name in SUITES:
-            members += SUITES[name]
+            members += [(p, t) for p, t in SUITES[name] if scale is None or (protocol_of(p), scale) in PROTOCOLS]
         elif name in ATOMIC_TASKS:
             members.append(("atomic", name))
-        elif (name, "tiny") in PROTOCOLS:
-            members.append((name, PROTOCOLS[(name, "tiny")]["task"]))
+        elif any(name == p for p, _ in PROTOCOLS):
+            members.append((name, next(row["task"] for (p, _), row in PROTOCOLS.items() if p == name)))
         else:
             import difflib
 
@@ -147,7 +151,7 @@ def plan(model, suite, settings, out, notify, progress=False):
     _check_settings(settings)
     factory, identity, text = _factory(model)
     planned, changed, unstored = [], 0, []
-    members = suite_tasks(suite)
+    members = suite_tasks(suite, settings.scale)
     if len(members) > 1:  # a forward pass on a real batch per task: a minute or two for the atomic suite
         notify(f"checking {text} on the {len(members)} tasks of {suite} before anything trains")
     for proto_name, task in members:
@@ -162,15 +166,19 @@ def plan(model, suite, settings, out, notify, progress=False):
         dev = torch.device(settings.device)  # on the run's device: a paper-scale model is slow on a CPU
         check_model(build(factory, prepared.spec), prepared.spec, prepared.sources[0](0)[0][:2].to(dev))
         every = min(protocol.eval_every, settings.steps or protocol.steps)
-        for lr in settings.lrs or (_default_lr(factory, proto_name, settings.scale, task),):
-            for seed in range(settings.seeds):
-                job = dataclasses.replace(probe, lr=float(lr), seed=seed, steps=settings.steps, checkpoint_every=every)
-                prefix = f"lr{lr:g}-seed{seed}-"
-                parent = Folder.of(out).sub("runs", task)
-                run_dir = parent.sub(prefix + _config_hash(job, identity, protocol))
-                if not run_dir.exists():  # a link on the way is refused, never entered
-                    changed += any(d.startswith(prefix) for d in parent.listdir())
-                planned.append((job, run_dir))
+        lrs = settings.lrs or protocol.lrs or (_default_lr(factory, proto_name, settings.scale, task),)
+        grid = itertools.product(lrs, protocol.weight_decays or (None,), protocol.widths or (None,),
+                                 range(settings.seeds))
+        for lr, wd, width, seed in grid:
+            job = dataclasses.replace(probe, lr=float(lr), seed=seed, steps=settings.steps, checkpoint_every=every,
+                                      weight_decay=wd, width=width)
+            prefix = (f"lr{lr:g}-" + ("" if wd is None else f"wd{wd:g}-") + ("" if width is None else f"d{width}-")
+                      + f"seed{seed}-")
+            parent = Folder.of(out).sub("runs", member_name(proto_name, task))
+            run_dir = parent.sub(prefix + _config_hash(job, identity, protocol))
+            if not run_dir.exists():  # a link on the way is refused, never entered
+                changed += any(d.startswith(prefix) for d in parent.listdir())
+            planned.append((job, run_dir))
     if unstored:
         notify(f"--data is ignored for {', '.join(unstored)}: {'it is' if len(unstored) == 1 else 'they are'} "
                f"generated on the fly (--data serves the suites that train on a stored dataset)")
@@ -178,6 +186,20 @@ def plan(model, suite, settings, out, notify, progress=False):
         notify(f"{changed} run(s) changed config since the last evaluate in {out}: they start fresh "
                "(the earlier runs stay in runs/)")
     return planned, factory, identity
+
+
+def member_name(protocol, task):
+    """The name of a suite member in runs/ and the report: the task, or for the field's token
+    suites, whose protocols share a task (mqar-64 .. mqar-512), the protocol."""
+    from longsynth import registry
+
+    return protocol if registry.get(task).family == "tokens" else task
+
+
+def run_key(d):
+    """What tells the runs of a sweep apart: (protocol, task, lr, weight decay, width, seed) of a
+    Job's dict or a certificate."""
+    return tuple(d.get(k) for k in ("protocol", "task", "lr", "weight_decay", "width", "seed"))
 
 
 def _finished(job, run_dir, notify):
@@ -196,8 +218,9 @@ def _finished(job, run_dir, notify):
     except certificate.CertificateError as e:
         notify(f"{e}; the run is redone")
         return None
-    mine = {"task": job.task, "protocol": job.protocol, "scale": job.scale, "lr": job.lr, "seed": job.seed}
-    other = [k for k, v in mine.items() if cert[k] != v]
+    mine = {"task": job.task, "protocol": job.protocol, "scale": job.scale, "lr": job.lr, "seed": job.seed,
+            "weight_decay": job.weight_decay, "width": job.width}
+    other = [k for k, v in mine.items() if cert.get(k) != v]
     if other:
         notify(f"{path}: {other[0]}: {cert[other[0]]!r}, but this run's is {mine[other[0]]!r}; the run is redone")
         return None
@@ -238,14 +261,14 @@ class _Remaining:
     of those that finished (runs of one sweep differ in tasks and lengths: a rough guide)."""
 
     def __init__(self, todo, settings):
-        self.steps = {(job.task, job.lr, job.seed): job.steps or resolve(job.protocol, job.scale, task=job.task).steps
+        self.steps = {run_key(job.to_dict()): job.steps or resolve(job.protocol, job.scale, task=job.task).steps
                       for job, _ in todo}
         self.parallel = 1 if settings.dask else settings.jobs
         self.seconds = self.done = 0.0
 
     def after(self, cert):
         self.seconds += cert["wall_time_s"]
-        self.done += self.steps.pop((cert["task"], cert["lr"], cert["seed"]), cert.get("steps") or 0)
+        self.done += self.steps.pop(run_key(cert), cert.get("steps") or 0)
         rest = sum(self.steps.values())
         if not rest or not self.done:
             return ""
@@ -317,7 +340,7 @@ def _refuse_foreign(where):
     return refuse
 
 
-_REPORT_RE = re.compile(r"^\.?(report\.(json|md|png)|runs)(\.tmp)?$")
+_REPORT_RE = re.compile(r"^\.?(report\.(json|md|png)|lengths\.png|runs)(\.tmp)?$")
 
 
 def _evaluate(model, suite, out, settings, progress, notify):
@@ -338,10 +361,13 @@ def _evaluate(model, suite, out, settings, progress, notify):
         results.append(cert)
         metric = cert["primary_metric"]
         value = (cert["test"] or {}).get(metric)
-        notify(f"[{i}/{len(todo)}] {cert['task']} lr {cert['lr']:g} seed {cert['seed']}: test {metric} "
+        sweep = "".join(f" {name} {cert[key]:g}" for key, name in (("weight_decay", "wd"), ("width", "d"))
+                        if cert.get(key) is not None)
+        notify(f"[{i}/{len(todo)}] {member_name(cert['protocol'], cert['task'])} lr {cert['lr']:g}{sweep} seed "
+               f"{cert['seed']}: test {metric} "
                f"{value:.4f} ({cert['wall_time_s']:.0f} s){left.after(cert)}")
-    order = {(job.task, job.lr, job.seed): i for i, (job, _) in enumerate(planned)}
-    results.sort(key=lambda cert: order.get((cert["task"], cert["lr"], cert["seed"]), len(order)))
+    order = {run_key(job.to_dict()): i for i, (job, _) in enumerate(planned)}
+    results.sort(key=lambda cert: order.get(run_key(cert), len(order)))
     report = Report(identity=identity, suite=suite, scale=settings.scale, settings=dataclasses.asdict(settings),
                     runs=results)
     report.write(out)

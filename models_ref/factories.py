@@ -45,11 +45,14 @@ class Reference:
         return row
 
     def config(self, spec):
-        """The ModelConfig for a spec: the preset's architecture, the data's channels, and
-        the protocol's direction: the layers of ``BIDIRECTIONAL`` run both ways where the protocol
-        is not causal (DSS_exp is causal only, which a bidirectional protocol allows)."""
+        """The ModelConfig for a spec: the preset's architecture, the data's channels, the
+        width the protocol's grid asks for (``spec.d_model``), and the protocol's direction:
+        the layers of ``BIDIRECTIONAL`` run both ways where the protocol is not causal
+        (DSS_exp is causal only, which a bidirectional protocol allows)."""
         io = dict(d_input=spec.d_input or 1, d_output=spec.d_output, vocab_size=spec.vocab_size)
         arch = {"layer": self.layer, **self.preset(spec)["arch"]}
+        if spec.d_model is not None:  # a point of the protocol's width grid (zoology's d_model)
+            arch["H"] = spec.d_model
         bidirectional = not spec.causal and arch["layer"] in BIDIRECTIONAL
         return ModelConfig(bidirectional=bidirectional, **io, **arch)
 

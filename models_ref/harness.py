@@ -29,7 +29,7 @@ from longsynth.outdir import Folder
 from longsynth.models_ref import factories
 from longsynth.models_ref.presets import PAPER_SOURCE, TOLERANCE, own_figures, paper_figures, paper_split
 from longsynth.models_ref.protocol import (manifest_digest, on_the_fly_sources, protocol_for_dataset, resolve,
-                                           stored_sources)
+                                           stored_sources, test_set_sources)
 from longsynth.models_ref.trainer import PRIMARY, train
 from longsynth.spec import ModelSpec
 
@@ -51,6 +51,8 @@ class Job:
     checkpoint_activations: bool = False
     checkpoint_every: int | None = None
     permute_targets: bool = False  # a negative control: targets shuffled across the samples of each batch
+    weight_decay: float | None = None  # None: the protocol's
+    width: int | None = None  # a point of the protocol's width grid (spec.d_model); None: the model's own
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -69,16 +71,18 @@ class Prepared:
     side: int | None  # Pathfinder image side
 
 
-def _spec(protocol, x, y, vocab_size=None):
-    """The ModelSpec of a protocol from its first batch."""
+def _spec(protocol, x, y, vocab_size=None, width=None):
+    """The ModelSpec of a protocol from its first batch (token tasks: one output per token id)."""
     T = int(x.shape[1])
-    d_output = {"regression": int(y.shape[-1]), "segmentation": 3, "tokens": 10 if protocol.task.startswith("listops")
-                else 2}[protocol.objective]
+    classes = vocab_size if registry.get(protocol.task).family == "tokens" else \
+        10 if protocol.task.startswith("listops") else 2
+    d_output = {"regression": int(y.shape[-1]), "segmentation": 3, "tokens": classes}[protocol.objective]
     target_len = int(y.shape[1]) if protocol.readout == "rightmost" else (1 if protocol.readout == "mean" else T)
     tokens = vocab_size is not None
     return ModelSpec(task=protocol.task, protocol=protocol.name, scale=protocol.scale, objective=protocol.objective,
                      readout=protocol.readout, d_output=d_output, seq_len=T, target_len=target_len,
-                     causal=protocol.causal, d_input=None if tokens else int(x.shape[-1]), vocab_size=vocab_size)
+                     causal=protocol.causal, d_input=None if tokens else int(x.shape[-1]), vocab_size=vocab_size,
+                     d_model=width)
 
 
 def _check_counts(root, counts, B, world, scale):
@@ -126,13 +130,17 @@ def prepare(job, rank=0, world=1):
             vocab_size = max(len(vocab(ds.task.name, **ds.manifest["params"])), PAD_ID) + 1
     else:
         *sources, params = on_the_fly_sources(proto, B, rank=rank, world=world)
-        data_info = {"task": proto.task, "params": params, "seed": 0, "on_the_fly": True}
+        data_info = {"task": proto.task, "params": params, "seed": 0, "on_the_fly": True,
+                     "train_samples": proto.train_samples}
+        task = registry.get(proto.task)
+        if task.family == "tokens":
+            vocab_size = int(task.vocab_size(task.make_config(**params)))
     data_info.update(batch_size=B, world_size=world, batch_size_per_rank=B // world)
     if job.permute_targets:
         sources = permuted(sources)
         data_info["permuted_targets"] = True
     x0, y0 = sources[0](0)[:2]
-    return Prepared(proto, B, tuple(sources), _spec(proto, x0, y0, vocab_size), data_info, digest, side)
+    return Prepared(proto, B, tuple(sources), _spec(proto, x0, y0, vocab_size, job.width), data_info, digest, side)
 
 
 def _permute(batch, seed):
@@ -271,7 +279,8 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
     dev = torch.device(job.device)
     tcfg = proto.train_config(lr=lr, seed=job.seed, steps=job.steps, amp=dev.type == "cuda" if job.amp is None
                               else bool(job.amp), compile=job.compile,
-                              checkpoint_activations=job.checkpoint_activations, checkpoint_every=job.checkpoint_every)
+                              checkpoint_activations=job.checkpoint_activations, checkpoint_every=job.checkpoint_every,
+                              weight_decay=job.weight_decay)
     torch.manual_seed(tcfg.seed)
     check_model(build(factory, spec), spec, p.sources[0](0)[0][:2].to(dev))
     if isinstance(factory, factories.Reference):
@@ -289,6 +298,7 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
                 checkpoint_dir=ckdir, resume=resume, progress=progress and desc,
                 identity=model_config, notify=notify if rank == 0 else None)
     wall = time.time() - t0
+    test_sets = _test_sets(res, proto, p.batch_size, tcfg, job.device, rank, world)
     primary = PRIMARY[tcfg.objective]
     figures = paper_figures(proto.name, proto.task)
     own = own_figures(proto.name, proto.scale, job.model)  # the paper's column a built-in's preset matches
@@ -298,7 +308,7 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
     out = {
         "task": proto.task, "family": registry.get(proto.task).family, "protocol": proto.name,
         "target": job.data or proto.task, "model": job.model, "model_identity": identity, "scale": job.scale,
-        "lr": lr, "seed": job.seed, "spec": spec.to_dict(),
+        "lr": lr, "weight_decay": job.weight_decay, "width": job.width, "seed": job.seed, "spec": spec.to_dict(),
         "model_config": model_config, "train_config": dataclasses.asdict(tcfg),
         "schedule": {"steps": tcfg.steps, "warmup_steps": tcfg.warmup_steps, "eval_every": tcfg.eval_every,
                      "schedule": tcfg.schedule, "protocol": {"steps": proto.steps, "warmup_steps": proto.warmup_steps,
@@ -314,13 +324,24 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         "metrics_note": "top-level metrics are the paper's (per batch of batch_size, averaged over batches); "
                         "'exact' holds the same metrics from counts over the whole evaluation set",
         "primary_metric": primary, "final": res["final_val"], "best": res["val"], "best_step": res["best_step"],
-        "test": res["test"], "paper": paper, "paper_columns": figures,
+        "test": res["test"], "test_sets": test_sets, "breakdown": proto.breakdown,
+        "paper": paper, "paper_columns": figures,
         "verdict": verdict(res, paper, primary, paper_split(own)),
         "created": time.strftime("%Y%m%d-%H%M%S"), "rank": rank,
     }
     if rank == 0:
         _write_certificate(out, res, p, out_dir)
     return out
+
+
+def _test_sets(res, proto, batch_size, tcfg, device, rank, world):
+    """The best model on each of the protocol's test sets (None without any, or before the last step)."""
+    if not proto.test_sets or res["test"] is None:
+        return None
+    from longsynth.models_ref.trainer import evaluate
+
+    sources = test_set_sources(proto, batch_size, rank, world)
+    return {label: evaluate(res["model"], batches(), tcfg, device) for label, batches in sources.items()}
 
 
 def _write_certificate(out, res, p, out_dir):

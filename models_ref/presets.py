@@ -344,6 +344,17 @@ SUITES = {  # a group: [(protocol, task)]
 }
 
 
+# The field's token suites (models_ref/field.py): MQAR, H3's synthetics, Mamba's selective copying and
+# induction heads, state tracking, MAD
+from longsynth.models_ref import field as _field  # noqa: E402 - the tables above come first
+
+PROTOCOLS.update(_field.PROTOCOLS)
+ARCHITECTURES.update(_field.ARCHITECTURES)
+PAPER.update(_field.PAPER)
+PAPER_SOURCE.update(_field.PAPER_SOURCE)
+SUITES.update(_field.SUITES)
+
+
 def protocol_of(task_or_protocol):
     """The protocol a suite member runs under: an atomic task name -> "atomic"."""
     return "atomic" if task_or_protocol in ATOMIC_TASKS else task_or_protocol
@@ -351,7 +362,8 @@ def protocol_of(task_or_protocol):
 
 def suite_members():
     """Every name ``--suite`` accepts: groups, atomic task names and the protocols of their own."""
-    own = sorted({p for p, _ in PROTOCOLS if p not in ("atomic", "atomic-512")})
+    own = sorted({p for p, _ in PROTOCOLS if p not in ("atomic", "atomic-512") and p not in SUITES
+                  and _field.GROUPS.get(p, p) == p})  # MAD's settings other than each task's baseline: via "mad"
     return list(SUITES) + list(ATOMIC_TASKS) + own
 
 

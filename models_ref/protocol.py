@@ -46,14 +46,22 @@ class Protocol:
     data: dict  # task parameters
     splits: dict | None  # generated into the cache at this scale (None: the task's defaults)
     source: str
+    # token suites (models_ref/field.py); the DLR paper's protocols leave them unset
+    train_samples: int | None = None  # a fixed training set of this many samples (None: fresh samples every step)
+    test_sets: dict | None = None  # {label: task parameters changed}: tested after training (length generalisation)
+    breakdown: str | None = None  # "length" | "position": test accuracy grouped by (BREAKDOWNS)
+    lrs: tuple | None = None  # the protocol's own learning-rate sweep (zoology, MAD), tried whatever the model
+    weight_decays: tuple | None = None  # its weight-decay sweep (MAD)
+    widths: tuple | None = None  # its model-width grid (zoology's d_model), told to the model as spec.d_model
+    min_lr: float | None = None  # where the schedule ends (MAD, Grazzi et al.: 1e-6); None: 0
 
     @property
     def stored(self):
-        """True where the data is a stored dataset; atomic tasks are generated on the fly."""
-        return registry.get(self.task).family != "atomic"
+        """True where the data is a stored dataset; atomic and token tasks are generated on the fly."""
+        return registry.get(self.task).family not in ("atomic", "tokens")
 
     def train_config(self, *, lr, seed, steps=None, amp=False, compile=False,  # noqa: A002 (torch.compile)
-                     checkpoint_activations=False, checkpoint_every=None):
+                     checkpoint_activations=False, checkpoint_every=None, weight_decay=None):
         """The TrainConfig of a run. ``steps`` replaces the protocol's and scales its schedule
         with it: warmup keeps its share of the run and evaluations keep their number (the
         protocol's 600 steps with warmup 30 and an evaluation every 100 become, at 60 steps,
@@ -63,8 +71,10 @@ class Protocol:
         warmup = max(warmup, 1) if self.warmup_steps else 0
         every = max(1, min(n, round(self.eval_every * n / self.steps)))
         return TrainConfig(steps=n, lr=lr, objective=self.objective, readout=self.readout,
-                           weight_decay=self.weight_decay, schedule=self.schedule, warmup_steps=min(warmup, n - 1),
+                           weight_decay=self.weight_decay if weight_decay is None else weight_decay,
+                           schedule=self.schedule, warmup_steps=min(warmup, n - 1),
                            eval_every=every, eval_batches=self.eval_batches, seed=seed, amp=amp,
+                           min_lr_ratio=0.0 if self.min_lr is None else min(1.0, self.min_lr / lr),
                            compile=compile, checkpoint_activations=checkpoint_activations,
                            checkpoint_every=checkpoint_every)
 
@@ -207,10 +217,90 @@ def manifest_digest(root):
     return file_sha256(os.path.join(root, "manifest.json"))  # the store's hash: never follows a link
 
 
-def on_the_fly_sources(protocol, batch_size, seed=0, rank=0, world=1):
-    """(train_batch, val_batches, test_batches, params) of an atomic task, generated on the fly."""
+def _task_params(protocol, change=None):
     fields = {f.name for f in dataclasses.fields(registry.get(protocol.task).config)}
-    params = {k: v for k, v in protocol.data.items() if k in fields}
+    return {k: v for k, v in {**protocol.data, **(change or {})}.items() if k in fields}
+
+
+def on_the_fly_sources(protocol, batch_size, seed=0, rank=0, world=1):
+    """(train_batch, val_batches, test_batches, params) of an atomic or token task, generated
+    on the fly; a protocol with ``train_samples`` trains on that fixed set (``fixed_train``),
+    and its evaluation batches carry the ``breakdown`` groups."""
+    params = _task_params(protocol)
     n = protocol.eval_batches
     make = lambda split: OnTheFly(protocol.task, params, seed, batch_size, split, rank, world)  # noqa: E731
-    return make("train"), _eval_list(make("val"), n), _eval_list(make("test"), n), params
+    if protocol.train_samples is None:
+        train = make("train")
+    else:
+        train = fixed_train(protocol.task, params, protocol.train_samples, batch_size, seed, rank, world)
+    val, test = (_eval_list(_grouped(make(s), protocol.breakdown), n) for s in ("val", "test"))
+    return train, val, test, params
+
+
+def test_set_sources(protocol, batch_size, rank=0, world=1):
+    """{label: test_batches} of a protocol's ``test_sets``: its test split drawn with each set's
+    parameters changed (longer inputs, other lengths), for the length-generalisation report."""
+    out = {}
+    for label, change in (protocol.test_sets or {}).items():
+        stream = OnTheFly(protocol.task, _task_params(protocol, change), 0, batch_size, "test", rank, world)
+        out[label] = _eval_list(_grouped(stream, protocol.breakdown), protocol.eval_batches)
+    return out
+
+
+# ----------------------------------------------------------------- token suites
+
+
+BREAKDOWNS = {  # how a token suite's test accuracy is grouped (models_ref/metrics.token_accuracy groups)
+    "length": "the length n of a sample's sequence, counted as the authors count it (the word and its answer): "
+              "its one scored target sits at index n - 2 (parity, modular arithmetic: targets are inputs shifted "
+              "by one)",
+    "position": "the index of each scored target, the number of elements in its prefix (word problems: BOS at 0, "
+                "the prefix product of elements 1..t at t)",
+}
+
+
+def groups(y, kind):
+    """The breakdown groups of labels y [B, T] (``BREAKDOWNS``): long [B, T], -1 where unscored."""
+    scored = y != IGNORE_INDEX  # [B, T]
+    index = torch.arange(y.shape[1], device=y.device).expand_as(y)  # [B, T]  0-based target positions
+    if kind == "length":
+        last = torch.where(scored, index, torch.full_like(index, -2)).amax(dim=1, keepdim=True)  # [B, 1]
+        index = (last + 2).expand_as(y)  # [B, T]  n: the word and its answer
+    return torch.where(scored, index, torch.full_like(index, -1))  # [B, T]
+
+
+def _grouped(source, kind):
+    """A batch source whose batches carry {kind: groups} extras (unchanged when kind is None)."""
+    if kind is None:
+        return source
+
+    def batch(step):
+        x, y = source(step)[:2]
+        return x, y, {kind: groups(y, kind)}
+    return batch
+
+
+class _Samples:
+    """A generated block as a map-style dataset of (x, y) int64 tensors (token tasks)."""
+
+    def __init__(self, block):
+        self.x = torch.from_numpy(block["inputs"].astype("int64"))  # [n, T]
+        self.y = torch.from_numpy(block["targets"].astype("int64"))  # [n, T]
+
+    def __len__(self):
+        return self.x.shape[0]
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+
+
+def fixed_train(task, params, count, batch_size, seed=0, rank=0, world=1):
+    """``batch(step)`` over a fixed training set: samples 0..count-1 of the train split,
+    generated once into memory (zoology's 100K MQAR sequences, MAD's 12,800 instances) and
+    read in seeded epoch shuffles (trainer.IndexedBatches), so epochs repeat the same samples."""
+    from longsynth.api import batch
+
+    threads = torch.get_num_threads()
+    block = batch(task, 0, count, seed=0, split="train", **params)
+    torch.set_num_threads(threads)  # Numba's OpenMP pool shares (and resets) the thread count
+    return IndexedBatches(_Samples(block), batch_size // world, _stack, seed=seed, rank=rank, world=world)

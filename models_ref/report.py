@@ -14,9 +14,39 @@ import statistics
 
 from longsynth.models_ref.presets import (COLUMNS, EXTRA_COLUMNS, PAPER_SOURCE, TOLERANCE, own_figures, paper_figures,
                                          paper_split)
+from longsynth.models_ref.field import GROUP_PAPER, GROUP_SOURCE, GROUPS
 from longsynth.outdir import Folder
 
 METRIC_NAMES = {"r2": "R^2", "accuracy": "accuracy", "macro_f1": "macro F1"}
+
+
+def member(run):
+    """A run's row: its task; for a token suite's protocol (they share tasks: mqar-64 .. mqar-512)
+    the protocol, with the width when the protocol has a width grid."""
+    name = run["protocol"] if run.get("family") == "tokens" else run["task"]
+    return name if run.get("width") is None else f"{name} d{run['width']}"
+
+
+def by_length(runs):
+    """The test accuracy by length of a row's runs: [{"kind", "at", "accuracy", "count"}] sorted,
+    from the test breakdown (kind "length" or "position", protocol ``breakdown``) and the test
+    sets (kind "test length": the set's label, an input length); correct answers are summed over
+    the runs' seeds. [] for runs without either."""
+    cells = {}  # (kind, at) -> [correct, count]
+    for r in runs:
+        test = r.get("test") or {}
+        for kind in ("length", "position"):
+            for group, cell in (test.get("by_" + kind) or {}).items():
+                c = cells.setdefault((kind, int(group)), [0.0, 0])
+                c[0] += cell["accuracy"] * cell["count"]
+                c[1] += cell["count"]
+        for label, res in (r.get("test_sets") or {}).items():
+            n = ((res.get("exact") or {}).get("count") or 1) if res else 0
+            if n and res.get("accuracy") is not None:
+                c = cells.setdefault(("test length", int(label)), [0.0, 0])
+                c[0] += res["accuracy"] * n
+                c[1] += n
+    return [{"kind": k, "at": at, "accuracy": a / n, "count": n} for (k, at), (a, n) in sorted(cells.items()) if n]
 
 
 def _column(figures, name):
@@ -24,6 +54,22 @@ def _column(figures, name):
     if name == "attention" and "attention" not in figures:
         name = "local-attention"
     return figures.get(name)
+
+
+def binned(cells, bins=8):
+    """Cells of one kind in at most ``bins`` ranges of equal width: [(lo, hi, accuracy, count)]."""
+    if len(cells) <= bins:
+        return [(c["at"], c["at"], c["accuracy"], c["count"]) for c in cells]
+    lo, hi = cells[0]["at"], cells[-1]["at"]
+    width = (hi - lo + 1) / bins
+    out = []
+    for b in range(bins):
+        a, z = lo + round(b * width), lo + round((b + 1) * width) - 1
+        inside = [c for c in cells if a <= c["at"] <= z]
+        n = sum(c["count"] for c in inside)
+        if n:
+            out.append((a, z, sum(c["accuracy"] * c["count"] for c in inside) / n, n))
+    return out
 
 
 @dataclasses.dataclass
@@ -40,28 +86,35 @@ class Report:
 
     @property
     def columns(self):
-        """COLUMNS, then each of EXTRA_COLUMNS that has a figure in one of the runs' protocols."""
+        """The papers' columns: for the DLR-paper protocols COLUMNS, then each of EXTRA_COLUMNS
+        that has a figure in one of the runs' protocols; for the field's token suites every
+        column their figures have (models_ref/field.py), in order."""
+        if any(r.get("family") == "tokens" for r in self.runs):
+            return tuple(dict.fromkeys(c for r in self.runs for c in (r.get("paper_columns") or {})))
         extra = [c for c in EXTRA_COLUMNS if any(c in (r.get("paper_columns") or {}) for r in self.runs)]
         return (*COLUMNS, *extra)
 
     def rows(self):
-        """One dict per task, in the order the runs were planned."""
-        tasks = list(dict.fromkeys(r["task"] for r in self.runs))
-        return [self._row(task, [r for r in self.runs if r["task"] == task]) for task in tasks]
+        """One dict per suite member (a task; a token suite's protocol and width), in the order
+        the runs were planned."""
+        members = list(dict.fromkeys(member(r) for r in self.runs))
+        return [self._row(m, [r for r in self.runs if member(r) == m]) for m in members]
 
     def _row(self, task, runs):
         metric = runs[0]["primary_metric"]
-        by_lr = {}
+        by_lr = {}  # (lr, weight decay) -> runs over seeds
         for r in runs:
-            by_lr.setdefault(r["lr"], []).append(r)
+            by_lr.setdefault((r["lr"], r.get("weight_decay")), []).append(r)
         val = {lr: statistics.fmean((r["best"] or {}).get(metric, float("-inf")) for r in rs)
                for lr, rs in by_lr.items()}
-        best_lr = max(val, key=val.get)
-        tests = [r["test"][metric] for r in by_lr[best_lr] if r.get("test")]
+        best = max(val, key=val.get)
+        best_lr, best_wd = best
+        tests = [r["test"][metric] for r in by_lr[best] if r.get("test")]
         figures = runs[0].get("paper_columns") or {}
         paper = {c: (_column(figures, c) or {}).get(metric) for c in self.columns}
         row = {"task": task, "protocol": runs[0]["protocol"], "metric": metric, "best_lr": best_lr,
-               "lrs": sorted(by_lr), "val": val[best_lr], "test_mean": statistics.fmean(tests) if tests else None,
+               "best_weight_decay": best_wd, "lrs": sorted({lr for lr, _ in by_lr}), "val": val[best],
+               "test_mean": statistics.fmean(tests) if tests else None,
                "test_std": statistics.stdev(tests) if len(tests) > 1 else 0.0, "seeds": len(tests),
                "paper": paper, "paper_source": PAPER_SOURCE.get(runs[0]["protocol"]),
                "own": self._own(runs[0]),
@@ -70,6 +123,7 @@ class Report:
         row["length"] = runs[0].get("spec", {}).get("seq_len")
         row["steps"] = max(r.get("steps", 0) for r in runs)
         row["verdict"] = self._verdict(row)
+        row["by_length"] = by_length(by_lr[best])
         return row
 
     def _own(self, run):
@@ -139,14 +193,92 @@ class Report:
             paper = " | ".join("-" if r["paper"][c] is None else f"{r['paper'][c]:.2f}" for c in self.columns)
             out.append(f"| {r['task']} | {METRIC_NAMES.get(r['metric'], r['metric'])} | {mine} | {r['best_lr']:g} | "
                        f"{paper} | {r['verdict']} |")
+        out += self._summary_markdown() + self._lengths_markdown()
         sources = sorted({r["paper_source"] for r in self.rows() if r["paper_source"]})
         out += ["", "Sources: " + "; ".join(sources) + "." if sources else "",
                 f"Runs: {len(self.runs)}, each with its certificate under runs/ (curves, history, metrics)."]
         return "\n".join(out) + "\n"
 
+    def summary(self):
+        """Scores of the suites that average settings into a task score (MAD: the mean over a
+        task's settings of the test accuracy; then the mean over tasks), beside the papers'
+        scores; [] for other suites."""
+        scores = {}
+        for r in self.rows():
+            group = GROUPS.get(r["protocol"])
+            if group is not None and r["test_mean"] is not None:
+                scores.setdefault(group, []).append(r["test_mean"])
+        if not scores:
+            return []
+        out = [{"group": g, "score": statistics.fmean(v), "settings": len(v), "paper": GROUP_PAPER.get(g, {})}
+               for g, v in scores.items()]
+        out.append({"group": "mean", "score": statistics.fmean(x["score"] for x in out),
+                    "settings": sum(x["settings"] for x in out), "paper": GROUP_PAPER["mean"], "tasks": len(out)})
+        return out
+
+    def _summary_markdown(self):
+        rows = self.summary()
+        if not rows:
+            return []
+        cols = list(dict.fromkeys(c for r in rows for c in r["paper"]))
+        out = ["", "## Task scores", "",
+               f"Each task's score is the mean over its settings here of the test accuracy; the mean is over the "
+               f"{rows[-1]['tasks']} task(s) here (the papers' mean is over all six). Papers: {GROUP_SOURCE}.", "",
+               f"| task | settings | {self.model} | " + " | ".join(cols) + " |", "|---" * (3 + len(cols)) + "|"]
+        for r in rows:
+            out.append(f"| {r['group']} | {r['settings']} | {r['score']:.3f} | "
+                       + " | ".join("-" if r["paper"].get(c) is None else f"{r['paper'][c]:.3f}" for c in cols) + " |")
+        return out
+
+    def _lengths_markdown(self):
+        """The accuracy-by-length section (lengths.png draws it), for rows that have one."""
+        rows = [r for r in self.rows() if r["by_length"]]
+        if not rows:
+            return []
+        out = ["", "## Accuracy by test length", "",
+               "Test accuracy of the best learning rate's runs, by the length of the test sequences (the "
+               "protocol's test sets, or its test split grouped by each sequence's length, or by the position of "
+               "each scored token); ranges of lengths where there are many. lengths.png draws it.", ""]
+        for r in rows:
+            for kind in dict.fromkeys(c["kind"] for c in r["by_length"]):
+                cells = binned([c for c in r["by_length"] if c["kind"] == kind])
+                at = [f"{a:,}" if a == z else f"{a:,}-{z:,}" for a, z, _, _ in cells]
+                out += [f"{r['task']}, by {kind}:", "", "| " + kind + " | " + " | ".join(at) + " |",
+                        "|---" * (len(at) + 1) + "|",
+                        "| accuracy | " + " | ".join(f"{acc:.3f}" for _, _, acc, _ in cells) + " |", ""]
+        return out
+
+    def lengths_figure(self):
+        """Accuracy against test length, one line per row and kind (None without any)."""
+        rows = [r for r in self.rows() if r["by_length"]]
+        if not rows:
+            return None
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
+        for r in rows:
+            for kind in dict.fromkeys(c["kind"] for c in r["by_length"]):
+                cells = [c for c in r["by_length"] if c["kind"] == kind]
+                ax.plot([c["at"] for c in cells], [c["accuracy"] for c in cells], marker="o" if len(cells) < 30
+                        else None, label=f"{r['task']} (by {kind})")
+        if any(c["kind"] == "test length" for r in rows for c in r["by_length"]):
+            ax.set_xscale("log", base=2)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("test length (tokens)")
+        ax.set_ylabel("test accuracy")
+        ax.set_title(f"{os.path.basename(self.model)} on {self.suite}, {self.scale} scale: accuracy by test length",
+                     fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, frameon=False)
+        fig.tight_layout()
+        return fig
+
     def to_json(self):
         return {"model": self.identity, "suite": self.suite, "scale": self.scale, "settings": self.settings,
-                "rows": self.rows(), "runs": self.runs}
+                "rows": self.rows(), "summary": self.summary(), "runs": self.runs}
 
     def figure(self, path=None):
         """Horizontal bars per task: the model's test metric (with its spread) and the papers';
@@ -197,13 +329,15 @@ class Report:
         out = Folder.of(out)
         out.write_json("report.json", self.to_json())
         out.write_text("report.md", self.to_markdown())
-        fig = self.figure()
-        try:
-            out.save_png("report.png", fig)
-        finally:
-            import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt
 
-            plt.close(fig)
+        for name, fig in (("report.png", self.figure()), ("lengths.png", self.lengths_figure())):
+            if fig is None:
+                continue
+            try:
+                out.save_png(name, fig)
+            finally:
+                plt.close(fig)
 
 
 def summary(cert):

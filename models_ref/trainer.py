@@ -47,7 +47,7 @@ from longsynth.models_ref.model import Model, ModelConfig
 OBJECTIVES = ("regression", "tokens", "segmentation")
 READOUTS = ("rightmost", "positions", "mean", "pool")  # longsynth.spec: which outputs meet the targets
 PRIMARY = {"regression": "r2", "tokens": "accuracy", "segmentation": "macro_f1"}
-SCHEDULES = ("constant", "cosine")
+SCHEDULES = ("constant", "cosine", "linear")
 
 
 @dataclass
@@ -58,7 +58,7 @@ class TrainConfig:
     readout: str = "rightmost"  # "rightmost" (last y.shape[1] outputs) | "positions" (all) | "mean" | "pool"
     num_classes: int = 3  # segmentation only
     weight_decay: float = 0.0  # matrices only (not norms, biases, embeddings); SSM parameters carry their own (0)
-    schedule: str = "constant"  # "constant" | "cosine" (linear warmup, cosine decay to min_lr_ratio)
+    schedule: str = "constant"  # "constant" | "cosine" | "linear" (linear warmup, then decay to min_lr_ratio)
     warmup_steps: int = 0
     min_lr_ratio: float = 0.0
     grad_clip: float | None = None  # max global grad norm
@@ -89,6 +89,8 @@ def lr_factor(step, cfg: TrainConfig):
         return 1.0
     span = max(1, cfg.steps - cfg.warmup_steps)
     t = min(1.0, (step - cfg.warmup_steps) / span)
+    if cfg.schedule == "linear":  # safari's get_linear_schedule_with_warmup
+        return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * (1 - t)
     return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t))
 
 
