@@ -510,10 +510,13 @@ def export(root, fmt, out, workers):
 def _validate_help():
     """validate's help: what it does, then each protocol's preset budget (steps x global
     batch) at both scales, read from the preset table (models_ref/presets.py)."""
+    from longsynth.models_ref.field import GROUPS
     from longsynth.models_ref.presets import PROTOCOLS
 
     rows = {}
     for (name, scale), row in PROTOCOLS.items():
+        if GROUPS.get(name, name) != name:  # MAD's settings beyond each task's baseline
+            continue
         text = f"{count(row['steps'])} x {row['batch_size']}"
         special = {}
         for t, c in row.get("per_task", {}).items():
@@ -525,7 +528,8 @@ def _validate_help():
             text += " (" + "; ".join(f"{', '.join(ts)}: {n}" for n, ts in special.items()) + ")"
         rows.setdefault(name, {})[scale] = text
     lines = [f"{name:20s} tiny {r.get('tiny', '-'):50s} paper {r.get('paper', '-')}" for name, r in rows.items()]
-    return ("Train a reference model on a dataset DIR (or an atomic TASK, on the fly) and certify it.\n\n"
+    return ("Train a reference model on a dataset DIR (or an atomic or token TASK, or a token suite's PROTOCOL, on "
+            "the fly) and certify it.\n\n"
             "Exit code: 0 when the certificate passed (or has no verdict), 3 when it FAILED, 1 on an error.\n\n"
             "Data parallel: torchrun --nproc_per_node N --no-python longsynth validate ... (nccl on cuda, gloo on "
             "cpu); rank 0 writes the certificate.\n\nPreset budgets, steps x global batch (--steps and "
@@ -534,8 +538,10 @@ def _validate_help():
 
 @cli.command(help=_validate_help())
 @click.argument("target")
-@click.option("--model", type=click.Choice(["dlr", "dss"]), default="dlr", show_default=True,
-              help="reference layer (where it is expected to fail a task, the paper's best model trains beside it)")
+@click.option("--model", default=None,
+              help="reference model [default: dlr; for a token task its positive control: attention, s6 or gru, "
+                   "docs/evaluate.md]; where DLR is expected to fail an atomic task, the paper's best model trains "
+                   "beside it")
 @click.option("--scale", type=click.Choice(["tiny", "paper"]), default="tiny", show_default=True,
               help="tiny: minutes on a CPU; paper: the paper's configuration")
 @click.option("--steps", type=int, default=None, help="training steps [default: the preset's]")
@@ -598,7 +604,9 @@ def _lrs(ctx, param, value):
 @click.option("--suite", required=True,
               help="a task (select, cumsum, ...), a group (atomic: Table 1's 11 tasks; atomic-512: its L = 512 "
                    "columns; table2: Shift at 2^8..2^20), listops-subtrees, pathfinder-seg-128|256|512, "
-                   "lra-pathfinder, path-x, lra-listops; or a comma list")
+                   "lra-pathfinder, path-x, lra-listops; the field's token suites mqar, h3-synthetics, "
+                   "selective-copying, induction-heads, state-tracking, word-problem, mad (mad-baselines); or a "
+                   "comma list")
 @click.option("--scale", type=click.Choice(["tiny", "paper"]), default="tiny", show_default=True,
               help="tiny: the protocols shrunk to minutes on a CPU; paper: the papers' Tables 5/6")
 @click.option("--steps", type=click.IntRange(min=1), default=None, help="training steps [default: the protocol's]")

@@ -39,11 +39,11 @@ for _L, _kv, _B in MQAR_GRID:
         steps=64 * 100_000 // _B, lr=1e-3, weight_decay=0.1, eval_every=100_000 // _B,
         eval_batches=math.ceil(3000 / _B), train_samples=100_000, lrs=ZOOLOGY_LRS, widths=(64, 128, 256, 512),
         source=_ZOO)
-    # tiny: V 256 (keys 1..127) and 20K training sequences of batch 64 for 30 epochs at one width
+    # tiny: V = L + 64 (MQAR needs V > L) and 20K training sequences of batch 64 at one width
     PROTOCOLS[(_name, "tiny")] = dict(
-        _TOKENS, task="mqar", data={"input_seq_len": _L, "num_kv_pairs": _kv, "vocab_size": 256}, batch_size=64,
+        _TOKENS, task="mqar", data={"input_seq_len": _L, "num_kv_pairs": _kv, "vocab_size": _L + 64}, batch_size=64,
         steps=3000 if _L <= 128 else 1500, lr=1e-3, weight_decay=0.1, eval_every=500, eval_batches=4,
-        train_samples=20_000, widths=(64,), source=f"{_ZOO}, shrunk: V 256, 20K sequences, width 64")
+        train_samples=20_000, widths=(64,), source=f"{_ZOO}, shrunk: V = L + 64, 20K sequences, width 64")
 SUITES["mqar"] = [(f"mqar-{L}", "mqar") for L, _, _ in MQAR_GRID]
 # Figure 2's accuracies read off the plot (assets/figure2.png, +-0.03): attention 0.97-1.0 in every
 # cell (0.98 here); gated convolutions at the widths where a value could be read.
@@ -261,3 +261,34 @@ for (_name, _scale), _row in list(PROTOCOLS.items()):
         ARCHITECTURES[(_name, _scale, _model)] = dict(
             arch=dict(H=_H, n_layers=2, prenorm=True, **{**_arch, **_change}), lr=_lr,
             source=f"two prenorm blocks of width {_H} (models_ref/field.py), lr {_lr:g} ({_row['source']})")
+
+# ----------------------------------------------------------------- certificates (longsynth validate)
+# ``longsynth validate TASK`` on a token task trains the positive control of the task's protocol
+# (VALIDATE), and the certificate passes when its test accuracy reaches the threshold: at tiny
+# scale CONTROL_TINY (0.9); at paper scale the control's paper figure less presets.TOLERANCE.
+# Targets permuted across samples (--permute-targets) leave it at chance: the certificate fails.
+VALIDATE = {  # task -> (its protocol, the positive control there)
+    "mqar": ("mqar-64", "attention"), "associative-recall": ("h3-recall", "attention"),
+    "induction-head": ("h3-induction", "attention"), "selective-copying": ("selective-copying", "s6"),
+    "parity": ("parity", "gru"), "modular-arithmetic": ("modular-arithmetic", "gru"),
+    "word-problem": ("word-problem-a5", "gru"),
+    "mad-recall": ("mad-recall", "attention"), "mad-noisy-recall": ("mad-noisy-recall", "attention"),
+    "mad-selective-copying": ("mad-selective-copying", "attention"),
+    "mad-memorization": ("mad-memorization", "attention"),
+}
+CONTROL_TINY = 0.9
+NO_CONTROL = {  # tasks where no model of the papers reaches a threshold that could fail
+    "mad-fuzzy-recall": "the best published MAD score is the Transformer's 29.8%",
+    "mad-compression": "the best published MAD score is Mamba's 52.7%",
+}
+
+
+def control_threshold(protocol, scale, model):
+    """The test accuracy the positive control ``model`` must reach on ``protocol``: 0.9 at tiny
+    scale, its paper figure less the tolerance at paper scale (None without a figure)."""
+    from longsynth.models_ref.presets import TOLERANCE
+
+    if scale == "tiny":
+        return CONTROL_TINY
+    figure = PAPER.get(protocol, {}).get(model, {}).get("accuracy")
+    return None if figure is None else figure - TOLERANCE

@@ -84,14 +84,34 @@ def _job(target, model, scale, **train):
         ds = open_dataset(target)
         return Job(model=model, protocol=protocol_for_dataset(ds), task=ds.task.name, scale=scale, data=ds.root,
                    **train)
-    t = registry.get(target)
+    from longsynth.models_ref import field
+
+    protocol = next(((p, row["task"]) for (p, _), row in field.PROTOCOLS.items() if p == target), None)
+    task = protocol[1] if protocol else target
+    if protocol is not None and task in field.VALIDATE:  # a token suite's protocol: mqar-128, mad-recall-v32, ...
+        return Job(model=model, protocol=target, task=task, scale=scale, **train)
+    t = registry.get(task)
+    if t.family == "tokens":
+        if t.name not in field.VALIDATE:
+            raise LongsynthError(f"target: {t.name} has no positive control ({field.NO_CONTROL.get(t.name, '')}); "
+                                 "its data rests on the generator's NumPy twin (tests/naive.py)")
+        return Job(model=model, protocol=field.VALIDATE[t.name][0], task=t.name, scale=scale, **train)
     if t.family != "atomic":
         raise LongsynthError(f"target: {t.name} is a {t.family} task; on-the-fly validation covers atomic tasks, "
                              "generate a dataset directory for it")
     return Job(model=model, protocol="atomic", task=t.name, scale=scale, **train)
 
 
-def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report_dir=None, progress=True,
+def default_model(target):
+    """The reference model of a target: a token task's positive control (models_ref/field.py
+    ``VALIDATE``), else DLR."""
+    from longsynth.models_ref import field
+
+    task = next((row["task"] for (p, _), row in field.PROTOCOLS.items() if p == target), target)
+    return field.VALIDATE.get(task, (None, "dlr"))[1]
+
+
+def validate(target, model=None, scale="tiny", steps=None, device="cpu", report_dir=None, progress=True,
              batch_size=None, amp=None, compile=False, checkpoint_activations=False,  # noqa: A002
              permute_targets=False, threads=1):
     """Train the preset model on ``target`` and write a certificate; returns the metrics dict.
@@ -105,6 +125,7 @@ def validate(target, model="dlr", scale="tiny", steps=None, device="cpu", report
     Failures before training (device, too few samples, a model that breaks the contract)
     are one-line LongsynthErrors and leave no report directory behind.
     """
+    model = model or default_model(target)
     if model not in MODELS:
         raise LongsynthError(f"model: must be one of {MODELS}, got {model!r}")
     if scale not in SCALES:
@@ -151,7 +172,7 @@ def _certify(job, report_dir, progress, rank, world):
         out = run(job, report_dir, progress=progress, rank=rank, world=world)
         control = _control(job, report_dir, progress, rank, world)
         out["positive_control"] = control
-        out["certificate"] = certificate(out, control)
+        out["certificate"] = token_certificate(out) if out["family"] == "tokens" else certificate(out, control)
         report_dir.write_json("metrics.json", out, indent=2)
     out["report_dir"] = report_dir.path
     return out
@@ -208,3 +229,16 @@ def certificate(out, control):
                        f"{control['threshold']:.2f} (the paper's {control['paper']:.2f} less {TOLERANCE})")
     can_fail = verdict is not None and (control is None or control.get("model") is not None)
     return {"passed": not reasons if verdict is not None else None, "reasons": reasons, "can_fail": can_fail}
+
+
+def token_certificate(out):
+    """A token task's verdict (models_ref/field.py): the positive control's test accuracy reaches
+    its threshold (0.9 at tiny scale; its paper figure less the tolerance at paper scale)."""
+    from longsynth.models_ref.field import control_threshold
+
+    need = control_threshold(out["protocol"], out["scale"], out["model"])
+    test = (out.get("test") or {}).get("accuracy")
+    if need is None or test is None:
+        return {"passed": None, "reasons": [], "can_fail": False, "threshold": need}
+    reasons = [] if test >= need else [f"{out['model']} test accuracy {test:.3f} is below {need:.2f}"]
+    return {"passed": not reasons, "reasons": reasons, "can_fail": True, "threshold": need}

@@ -213,3 +213,35 @@ def test_an_edited_length_table_in_a_certificate_is_one_line(edit, field_name):
     edit(cert)
     with pytest.raises(certificate.CertificateError, match=field_name.replace(".", r"\.")):
         certificate.check(cert, "metrics.json")
+
+
+# ---------------------------------------------------------------- validate on token tasks
+
+
+def test_validate_a_token_task_trains_its_positive_control_and_fails_below_the_threshold(tmp_path):
+    from click.testing import CliRunner
+
+    from longsynth.cli.main import cli
+    from longsynth.models_ref.validate import default_model
+
+    assert default_model("mqar") == "attention" and default_model("selective-copying") == "s6"
+    assert default_model("mqar-256") == "attention" and default_model("cumsum") == "dlr"
+    r = CliRunner().invoke(cli, ["validate", "mqar", "--steps", "2", "--report-dir", str(tmp_path / "v"), "--json"])
+    torch.set_num_threads(1)
+    assert r.exit_code == 3, r.output  # two steps cannot reach 0.9: the certificate FAILED
+    out = json.loads((tmp_path / "v" / "metrics.json").read_text())
+    assert out["model"] == "attention" and out["protocol"] == "mqar-64" and out["scale"] == "tiny"
+    assert out["certificate"]["threshold"] == 0.9 and out["certificate"]["can_fail"]
+    assert out["certificate"]["passed"] is False and "below 0.90" in out["certificate"]["reasons"][0]
+    r = CliRunner().invoke(cli, ["validate", "mad-fuzzy-recall", "--steps", "2", "--report-dir", str(tmp_path / "f")])
+    assert r.exit_code == 1 and "no positive control" in r.output and "29.8%" in r.output
+    assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "f").exists()
+
+
+def test_a_token_certificate_passes_at_its_threshold_and_has_no_verdict_without_one():
+    from longsynth.models_ref.validate import token_certificate
+
+    out = {"protocol": "selective-copying", "scale": "paper", "model": "s6", "test": {"accuracy": 0.9}}
+    assert token_certificate(out)["passed"] is True and token_certificate(out)["threshold"] == pytest.approx(.898)
+    assert token_certificate({**out, "test": {"accuracy": 0.89}})["passed"] is False
+    assert token_certificate({**out, "model": "gru"})["passed"] is None  # no paper figure for it there
