@@ -134,7 +134,9 @@ def prepare(job, rank=0, world=1):
                      "train_samples": proto.train_samples}
         task = registry.get(proto.task)
         if task.family == "tokens":
-            vocab_size = int(task.vocab_size(task.make_config(**params)))
+            cfg = task.make_config(**params)
+            vocab_size = int(task.vocab_size(cfg))
+            data_info["params"] = dataclasses.asdict(cfg)  # resolved: a preset's length spelled out
     data_info.update(batch_size=B, world_size=world, batch_size_per_rank=B // world)
     if job.permute_targets:
         sources = permuted(sources)
@@ -324,7 +326,7 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         "metrics_note": "top-level metrics are the paper's (per batch of batch_size, averaged over batches); "
                         "'exact' holds the same metrics from counts over the whole evaluation set",
         "primary_metric": primary, "final": res["final_val"], "best": res["val"], "best_step": res["best_step"],
-        "test": res["test"], "test_sets": test_sets, "breakdown": proto.breakdown,
+        "test": res["test"], "test_sets": test_sets, "test_set_params": proto.test_sets, "breakdown": proto.breakdown,
         "paper": paper, "paper_columns": figures,
         "verdict": verdict(res, paper, primary, paper_split(own)),
         "created": time.strftime("%Y%m%d-%H%M%S"), "rank": rank,

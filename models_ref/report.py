@@ -49,6 +49,17 @@ def by_length(runs):
     return [{"kind": k, "at": at, "accuracy": a / n, "count": n} for (k, at), (a, n) in sorted(cells.items()) if n]
 
 
+def _trained_at(run):
+    """The training value of the parameter a run's test sets change (its training length), or None."""
+    changes = run.get("test_set_params")
+    if not isinstance(changes, dict) or not changes:
+        return None
+    first = next(iter(changes.values()))
+    key = next(iter(first), None) if isinstance(first, dict) else None
+    value = ((run.get("data") or {}).get("params") or {}).get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _column(figures, name):
     """The paper's figure of a column; the attention column falls back to local attention."""
     if name == "attention" and "attention" not in figures:
@@ -124,6 +135,7 @@ class Report:
         row["steps"] = max(r.get("steps", 0) for r in runs)
         row["verdict"] = self._verdict(row)
         row["by_length"] = by_length(by_lr[best])
+        row["trained_at"] = _trained_at(runs[0])
         return row
 
     def _own(self, run):
@@ -261,11 +273,16 @@ class Report:
         fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
         for r in rows:
             for kind in dict.fromkeys(c["kind"] for c in r["by_length"]):
-                cells = [c for c in r["by_length"] if c["kind"] == kind]
-                ax.plot([c["at"] for c in cells], [c["accuracy"] for c in cells], marker="o" if len(cells) < 30
-                        else None, label=f"{r['task']} (by {kind})")
+                cells = binned([c for c in r["by_length"] if c["kind"] == kind])  # as the table: ranges of lengths
+                ranged = any(a != z for a, z, _, _ in cells)
+                ax.plot([(a + z) / 2 for a, z, _, _ in cells], [acc for _, _, acc, _ in cells], marker="o",
+                        label=f"{r['task']} (by {kind}{', each point a range of lengths' if ranged else ''})")
         if any(c["kind"] == "test length" for r in rows for c in r["by_length"]):
             ax.set_xscale("log", base=2)
+            for T in sorted({r["trained_at"] for r in rows if r.get("trained_at")}):
+                ax.axvline(T, color="grey", linestyle="--", linewidth=0.8)
+                ax.annotate(f"trained at {T:,}", (T, 0.02), xytext=(3, 0), textcoords="offset points", fontsize=8,
+                            color="grey")
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlabel("test length (tokens)")
         ax.set_ylabel("test accuracy")
@@ -292,9 +309,9 @@ class Report:
         n = len(rows)
         name = os.path.basename(self.model)
         fig, ax = plt.subplots(figsize=(10, 1.4 + 0.62 * n), dpi=110)
+        light = ("#9ecae1", "#c7c7c7", "#fdae6b", "#a1d99b", "#bcbddc", "#fdd0a2", "#f4cae4", "#e6f5c9", "#d9d9d9")
         series = [(f"{name} (this run)", "#1f4e8c")] + [
-            (f"paper {c}", col) for c, col in zip(self.columns, ("#9ecae1", "#c7c7c7", "#fdae6b", "#a1d99b", "#bcbddc",
-                                                               "#fdd0a2"))]
+            (f"paper {c}", light[i % len(light)]) for i, c in enumerate(self.columns)]
         h = 0.8 / len(series)
         lo = 0.0
         for k, (label, color) in enumerate(series):

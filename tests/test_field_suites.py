@@ -245,3 +245,15 @@ def test_a_token_certificate_passes_at_its_threshold_and_has_no_verdict_without_
     assert token_certificate(out)["passed"] is True and token_certificate(out)["threshold"] == pytest.approx(.898)
     assert token_certificate({**out, "test": {"accuracy": 0.89}})["passed"] is False
     assert token_certificate({**out, "model": "gru"})["passed"] is None  # no paper figure for it there
+
+
+def test_the_lengths_figure_marks_the_training_length_of_the_test_sets():
+    runs = [{**_cert("induction-heads", .5), "test_set_params": {"64": {"input_seq_len": 64}},
+             "data": {"params": {"input_seq_len": 256}},
+             "test_sets": {"64": {"accuracy": 1.0, "exact": {"count": 8}}, "512": {"accuracy": .2}}}]
+    rep = Report(identity={"model": "m", "sha256": None}, suite="induction-heads", scale="paper", settings={},
+                 runs=runs)
+    row = rep.rows()[0]
+    assert row["trained_at"] == 256 and [c["at"] for c in row["by_length"]] == [64, 512]
+    fig = rep.lengths_figure()
+    assert any(t.get_text() == "trained at 256" for t in fig.axes[0].texts)
