@@ -12,6 +12,7 @@ leading axis; the block form is :class:`Ragged`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
@@ -91,6 +92,7 @@ class KeySpec:
     ragged: bool = False
     doc: str = ""
     bounds: tuple | None = None  # (lo, hi): every value lies in lo..hi (class labels, token ids; longsynth.values)
+    ignore: int | None = None  # a value allowed beside the bounds (token targets: -100, not scored)
 
 
 @dataclass
@@ -134,6 +136,7 @@ class Task:
                 raise TypeError(f"task {self.name}: a token task needs vocab_size(cfg)")
             if self.show is None:
                 self.show = self._show_tokens
+            self.keys = functools.partial(_token_bounds, self.keys, self.vocab_size)
 
     def _show_tokens(self, samples, cfg, path):
         from longsynth.generators._tokens import preview
@@ -190,6 +193,20 @@ class Task:
             self.fill(cfg, seed, split, start, out, fixed)
             return out
         return self.block(cfg, seed, split, start, count, fixed)
+
+
+def _token_bounds(keys, vocab_size, cfg):
+    """A token task's key specs with their value range (longsynth.values): ids in [0, V), and
+    targets -100 where not scored (docs/adding-a-task.md "Token tasks")."""
+    V = int(vocab_size(cfg))
+    out = dict(keys(cfg))
+    for name, ignore in (("inputs", None), ("targets", IGNORE_INDEX)):
+        if name in out:
+            out[name] = dataclasses.replace(out[name], bounds=(0, V - 1), ignore=ignore)
+    return out
+
+
+IGNORE_INDEX = -100  # an unscored token target (torch.nn.CrossEntropyLoss's default ignore index)
 
 
 def unpack(block, i):

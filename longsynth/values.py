@@ -32,10 +32,14 @@ def problem(specs, block):
                 return f"{key} holds {int(bad.sum()):,} NaN or infinite value(s), which the task never draws"
         if spec.bounds is not None:
             lo, hi = spec.bounds
+            if spec.ignore is not None:
+                a = a[a != spec.ignore]  # token targets: -100 where not scored
+                if not a.size:
+                    continue
             amin, amax = a.min(), a.max()
             if amin < lo or amax > hi:
                 v = amin if amin < lo else amax
-                what = "token id" if "token" in spec.doc else "value"
+                what = "token id" if "token" in spec.doc or spec.ignore is not None else "value"
                 return f"{key} holds the {what} {v.item()}, outside {lo}..{hi} ({spec.doc})"
     return None
 

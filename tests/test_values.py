@@ -128,3 +128,30 @@ def test_ragged_and_fixed_blocks_are_checked_alike():
                                   "f": np.zeros((1, 4), np.float32)}) is None
     assert "t holds the value 10" in values.problem(specs, {"t": Ragged(np.array([10], np.int8), np.array([0, 1]))})
     assert "f holds 2 NaN" in values.problem(specs, {"f": np.array([[np.inf, 0, np.nan, 1]], np.float32)})
+
+
+def test_token_tasks_bound_inputs_to_the_vocabulary_and_targets_to_it_or_minus_100(monkeypatch, tmp_path):
+    from longsynth.torch import ShardDataset
+
+    specs = registry.get("parity").keys(registry.get("parity").make_config())
+    assert specs["inputs"].bounds == (0, 2) and specs["targets"].bounds == (0, 2) and specs["targets"].ignore == -100
+    from longsynth import values
+
+    ok = {"inputs": np.array([[0, 1, 2]]), "targets": np.array([[-100, 2, -100]])}
+    assert values.problem(specs, ok) is None
+    assert "token id 3" in values.problem(specs, {"targets": np.array([[-100, 3]])})
+    assert "-99" in values.problem(specs, {"targets": np.array([[-99, 1]])})  # only -100 is "not scored"
+
+    def bad(block):
+        if len(block["targets"]) > 2:
+            block["targets"][1, 4] = 7  # past parity's three tokens, on a position the loss would read
+
+    params = {"context_length": 32, "max_sequence_length": 8, "test_min_sequence_length": 8,
+              "test_max_sequence_length": 16}
+    root = forge(monkeypatch, tmp_path / "par", "parity", params, bad, num_samples=200)
+    ShardDataset(str(root), "train")[0]  # sample 0 is a real one
+    with pytest.raises(LongsynthError, match=r"train\[1\]: targets holds the token id 7, outside 0..2"):
+        ShardDataset(str(root), "train")[1]
+    out = tmp_path / "hf"
+    line = one_error_line(CliRunner().invoke(cli, ["export", str(root), "--format", "hf", "--out", str(out)]))
+    assert "token id 7" in line and not out.exists()
