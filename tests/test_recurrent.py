@@ -1,0 +1,183 @@
+"""The recurrent built-ins (docs/models.md "S6" and "GRU"): s6 (Mamba's selective SSM block),
+s6-signed (its transition in (-1, 1]) and gru. Each layer against a twin that runs its
+recurrence position by position with the module's own weights (outputs and gradients), the
+chunked scan against the plain loop, the official parameter counts and the signed transition's
+range."""
+import math
+
+import pytest
+import torch  # a test dependency: its absence must fail, not skip
+import torch.nn.functional as F
+
+from longsynth.models_ref.layers.gru import GRU
+from longsynth.models_ref.layers.s6 import S6, Scan, scan
+
+torch.set_num_threads(1)
+
+
+# ---------------------------------------------------------------- twins, position by position
+
+
+def s6_twin(m, u):
+    """Mamba's recurrent step (state-spaces/mamba mamba_simple.py ``Mamba.step``) at every position:
+    the last d_conv inputs of the convolution and the state h [b, EH, N] carried from t - 1."""
+    b, L, H = u.shape
+    W = m.conv1d.weight[:, 0]  # [EH, d_conv]
+    EH, K = W.shape
+    window = u.new_zeros(b, EH, K)  # [b, EH, d_conv]
+    h = u.new_zeros(b, EH, m.N)  # [b, EH, N]
+    A = -torch.exp(m.A_log)  # [EH, N]
+    out = []
+    for t in range(L):
+        x, z = (u[:, t] @ m.in_proj.weight.T).split(EH, dim=-1)  # [b, EH], [b, EH]
+        window = torch.cat((window[:, :, 1:], x[:, :, None]), -1)  # [b, EH, d_conv]
+        x = F.silu((window * W).sum(-1) + m.conv1d.bias)  # [b, EH]
+        dt, B, C = (x @ m.x_proj.weight.T).split([m.R, m.N, m.N], dim=-1)  # [b, R], [b, N], [b, N]
+        Delta = F.softplus(dt @ m.dt_proj.weight.T + m.dt_proj.bias)  # [b, EH]
+        Abar = torch.exp(Delta[:, :, None] * A)  # [b, EH, N]
+        if m.signed:
+            Abar = 2 * Abar - 1
+        h = Abar * h + (Delta * x)[:, :, None] * B[:, None, :]  # [b, EH, N]
+        y = (h * C[:, None, :]).sum(-1) + m.D * x  # [b, EH]
+        out.append((y * F.silu(z)) @ m.out_proj.weight.T)  # [b, H]
+    return torch.stack(out, 1)  # [b, L, H]
+
+
+def gru_twin(m, u):
+    """The GRU equations (torch.nn.GRU's documentation) at every position, with the module's weights."""
+    rnn = m.rnn
+    W_i, W_h = rnn.weight_ih_l0.chunk(3), rnn.weight_hh_l0.chunk(3)  # (W_ir, W_iz, W_in), (W_hr, W_hz, W_hn)
+    b_i, b_h = rnn.bias_ih_l0.chunk(3), rnn.bias_hh_l0.chunk(3)
+    h = u.new_zeros(u.shape[0], u.shape[2])  # [b, H]
+    out = []
+    for t in range(u.shape[1]):
+        x = u[:, t]  # [b, H]
+        r = torch.sigmoid(x @ W_i[0].T + b_i[0] + h @ W_h[0].T + b_h[0])
+        z = torch.sigmoid(x @ W_i[1].T + b_i[1] + h @ W_h[1].T + b_h[1])
+        n = torch.tanh(x @ W_i[2].T + b_i[2] + r * (h @ W_h[2].T + b_h[2]))
+        h = (1 - z) * n + z * h
+        out.append(h)
+    return torch.stack(out, 1)  # [b, L, H]
+
+
+def _grads(m, u, f):
+    """f(m, u) and the gradients of a fixed random projection of it w.r.t. u and every parameter."""
+    u = u.detach().requires_grad_()
+    y = f(m, u)
+    w = torch.randn(y.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64).to(y.dtype)
+    params = [u] + list(m.parameters())
+    return [y] + list(torch.autograd.grad((y * w).sum(), params))
+
+
+def _agree(got, want, tol):
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        assert (g - w).abs().max() <= tol * (1 + w.abs().max()), (g - w).abs().max()
+
+
+# (H, N, L, chunk, expand, d_conv): L below, at and above d_conv; chunks dividing L and not, 1, > L
+S6_SHAPES = [(8, 4, 1, None, 2, 4), (8, 4, 37, None, 2, 4), (16, 16, 64, 5, 2, 4), (4, 2, 33, 1, 1, 2),
+             (8, 3, 20, 64, 2, 3), (32, 8, 50, 7, 2, 4)]
+
+
+@pytest.mark.parametrize("signed", [False, True])
+@pytest.mark.parametrize("H,N,L,chunk,expand,d_conv", S6_SHAPES)
+def test_s6_is_the_selective_recurrence_step_by_step(H, N, L, chunk, expand, d_conv, signed):
+    """Outputs and gradients (input and every parameter) of the chunked layer against Mamba's
+    step run position by position, float64; Delta up to 3 so that signed transitions go negative."""
+    torch.manual_seed(H + N + L)
+    m = S6(H, N, expand=expand, d_conv=d_conv, dt_min=1e-2, dt_max=3.0, signed=signed, chunk=chunk).double()
+    u = torch.randn(2, L, H, dtype=torch.float64)
+    _agree(_grads(m, u, S6.__call__), _grads(m, u, s6_twin), 1e-10)
+
+
+def test_s6_float32_is_the_float64_twin():
+    torch.manual_seed(3)
+    m = S6(16, 16, signed=True, dt_min=1e-3, dt_max=1.0)
+    u = torch.randn(2, 300, 16)
+    got = _grads(m, u, S6.__call__)
+    want = _grads(m.double(), u.double(), s6_twin)
+    _agree(got, [w.float() for w in want], 1e-5)
+
+
+@pytest.mark.parametrize("L,chunk", [(1, None), (17, None), (64, 8), (50, 7), (5, 1), (9, 20)])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_is_the_plain_loop(L, chunk, reverse):
+    """Both directions, a in [-1, 1] (zeros and exact -1 included), against h_t = a_t h_{t-+1} + bx_t."""
+    torch.manual_seed(L)
+    a = torch.rand(3, L, 4, 5, dtype=torch.float64) * 2 - 1  # [b, L, EH, N]
+    a[0, :: 3] = -1.0
+    a[1, :: 4] = 0.0
+    bx = torch.randn(3, L, 4, 5, dtype=torch.float64)
+    h, want = torch.zeros_like(bx[:, 0]), torch.empty_like(bx)
+    for t in (range(L - 1, -1, -1) if reverse else range(L)):
+        h = a[:, t] * h + bx[:, t]
+        want[:, t] = h
+    assert (scan(a, bx, reverse=reverse, chunk=chunk) - want).abs().max() < 1e-12
+
+
+def test_scan_gradient_is_the_derivative():
+    torch.manual_seed(0)
+    a = (torch.rand(2, 13, 3, dtype=torch.float64) * 2 - 1).requires_grad_()
+    bx = torch.randn(2, 13, 3, dtype=torch.float64, requires_grad=True)
+    for chunk in (None, 1, 4, 13):
+        assert torch.autograd.gradcheck(lambda a, bx: Scan.apply(a, bx, chunk), (a, bx))
+
+
+@pytest.mark.parametrize("L", [1, 29])
+def test_gru_is_the_gru_equations_step_by_step(L):
+    torch.manual_seed(L)
+    m = GRU(12).double()
+    u = torch.randn(3, L, 12, dtype=torch.float64)
+    _agree(_grads(m, u, GRU.__call__), _grads(m, u, gru_twin), 1e-10)
+
+
+# ---------------------------------------------------------------- parameters and transitions
+
+
+def test_s6_parameters_are_the_official_count():
+    """Mamba's block (mamba_simple.py ``Mamba.__init__``): in_proj 2EH*H, conv EH*d_conv + EH,
+    x_proj EH*(R + 2N), dt_proj R*EH + EH, A_log EH*N, D EH, out_proj EH*H, no other biases."""
+    for H, N, expand, d_conv in ((64, 16, 2, 4), (768, 16, 2, 4), (40, 8, 3, 2)):
+        m = S6(H, N, expand=expand, d_conv=d_conv)
+        EH, R = expand * H, math.ceil(H / 16)
+        want = {"in_proj.weight": 2 * EH * H, "conv1d.weight": EH * d_conv, "conv1d.bias": EH,
+                "x_proj.weight": EH * (R + 2 * N), "dt_proj.weight": R * EH, "dt_proj.bias": EH,
+                "A_log": EH * N, "D": EH, "out_proj.weight": EH * H}
+        assert {n: p.numel() for n, p in m.named_parameters()} == want
+    assert sum(p.numel() for p in S6(768, 16).parameters()) == 3_770_880  # one block of the 24 of Mamba-130M
+    assert sum(p.numel() for p in S6(64, 16).parameters()) == 32_640
+
+
+def test_s6_init_is_the_official_one():
+    """Delta's bias is softplus^-1 of dt log-uniform in [dt_min, dt_max]; A_n = -n; D = 1; the SSM
+    tensors take no weight decay and ssm_lr; lr 0 freezes them."""
+    torch.manual_seed(0)
+    m = S6(64, 16, dt_min=1e-3, dt_max=1e-1, lr=1e-3)
+    dt = F.softplus(m.dt_proj.bias)  # [EH]
+    assert dt.min() >= 1e-3 * (1 - 1e-5) and dt.max() <= 1e-1 * (1 + 1e-5)
+    assert dt.log().std() > 0.5 * (math.log(100) / math.sqrt(12))  # spread over the log range, not constant
+    assert torch.allclose(-torch.exp(m.A_log), -torch.arange(1, 17.0).expand(128, 16))
+    assert torch.equal(m.D, torch.ones(128))
+    assert m.A_log._optim == {"weight_decay": 0.0, "lr": 1e-3} and m.D._optim == m.A_log._optim
+    frozen = S6(8, 4, lr=0.0)
+    assert {n for n, _ in frozen.named_buffers()} == {"A_log", "D"}
+
+
+def test_gru_parameters_are_six_h_squared_plus_six_h():
+    for H in (16, 64):
+        assert sum(p.numel() for p in GRU(H).parameters()) == 6 * H * H + 6 * H
+
+
+def test_signed_transitions_reach_below_zero_and_unsigned_do_not():
+    """Over the same Delta (0 to 50, underflow included): s6's Abar = exp(Delta A) stays in
+    [0, 1]; s6-signed's 2 exp(Delta A) - 1 covers [-1, 1], -1 exactly where exp underflows."""
+    torch.manual_seed(0)
+    Delta = torch.linspace(0, 50, 2001)[None, :, None].expand(1, -1, 16)  # [b, L, EH]
+    for signed in (False, True):
+        Abar = S6(8, 16, signed=signed).transition(Delta)  # [1, 2001, EH, N]
+        assert Abar.max() <= 1.0
+        if signed:
+            assert Abar.min() == -1.0 and (Abar < -0.5).float().mean() > 0.5
+        else:
+            assert Abar.min() >= 0.0
