@@ -4,9 +4,10 @@ A factory is ``factory(spec: longsynth.ModelSpec) -> torch.nn.Module`` (docs/eva
 ``load(text)`` resolves what the command line names:
 
 - a built-in name (``dlr``, ``dss``, ``s4``, ``s4d``, ``essm`` and the DLR paper's baselines
-  ``attention``, ``attention-ff``, ``local-attention``, ``dlr-prod``, ``dlr-real``, ``dlr-6``):
-  the reference model stack with the preset of ``presets.architecture`` for the spec's
-  protocol and scale;
+  ``attention``, ``attention-ff``, ``local-attention``, ``dlr-prod``, ``dlr-real``, ``dlr-6``, and
+  the recurrent ``s6`` (Mamba), ``s6-signed``, ``gru``): the reference model stack with the preset of
+  ``presets.architecture`` for the spec's protocol and scale (the recurrent ones run causal on every
+  protocol: they have no bidirectional form);
 - ``path/to/file.py:function``: a function in a Python file (the user's code, run as the
   user asked);
 - ``package.module:function``: a function of an importable module.
@@ -64,7 +65,8 @@ class Reference:
 
 
 BUILTIN = {name: Reference(name) for name in ("dlr", "dss", "s4", "s4d", "essm", "dlr-prod", "dlr-real", "dlr-6",
-                                               "dlr-d1", "attention", "attention-ff", "local-attention")}
+                                               "dlr-d1", "attention", "attention-ff", "local-attention", "s6",
+                                               "s6-signed", "gru")}
 
 
 def _sha256(path):

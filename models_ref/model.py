@@ -28,11 +28,14 @@ from longsynth.models_ref.layers.dlr import DLR, DLRReal
 from longsynth.models_ref.layers.dss import INITS as DSS_INITS
 from longsynth.models_ref.layers.dss import DSSExp
 from longsynth.models_ref.layers.essm import ESSM
+from longsynth.models_ref.layers.gru import GRU
 from longsynth.models_ref.layers.s4 import S4
 from longsynth.models_ref.layers.kernel import SKIPS
 from longsynth.models_ref.layers.s4d import INITS, S4D
+from longsynth.models_ref.layers.s6 import S6
 
-LAYERS = ("dlr", "dss", "s4", "s4d", "essm", "dlr-real", "attention", "local-attention")
+LAYERS = ("dlr", "dss", "s4", "s4d", "essm", "dlr-real", "attention", "local-attention", "s6", "gru")
+RECURRENT = ("s6", "gru")  # run left to right only, with their own output gate: no bidirectional, glu or skip
 KERNELS = ("real", "prod")
 NORMS = ("layer", "batch")
 
@@ -42,11 +45,12 @@ class ModelConfig:
     d_input: int  # input channels (ignored for token inputs, see vocab_size)
     d_output: int  # output channels per position (classes for classification)
     H: int = 128
-    N: int = 1024
+    N: int = 1024  # state size (s6: d_state, Mamba's 16; gru: unused)
     n_layers: int = 1
     layer: str = "dlr"  # "dlr" | "dss" | "s4" | "s4d" | "essm" | "dlr-real" | "attention" | "local-attention"
+    #                     | "s6" (Mamba; N its d_state, chunk its scan chunk) | "gru"
     kernel: str = "real"  # DLR kernel cast: "real" (Re K) | "prod" (Re K * Im K)
-    bidirectional: bool = False  # all layers but dss; attention: not causal
+    bidirectional: bool = False  # all layers but dss, s6 and gru; attention: not causal
     max_kernel_length: int | None = None
     dt_min: float = 5e-4
     dt_max: float = 5e-1
@@ -64,6 +68,10 @@ class ModelConfig:
     attention_chunk: int = 1024  # local-attention: chunk length (the paper's LOCALATTENTION: 1024)
     ff_layers: int = 0  # attention only: feed-forward sublayers inside each block (Table 4's ATTENTION + 2xFF: 2)
     ff_width: int = 2048  # their hidden width
+    expand: int = 2  # s6 only: E, the inner width E H (Mamba's expand)
+    d_conv: int = 4  # s6 only: taps of the causal depthwise convolution
+    dt_rank: int | None = None  # s6 only: rank R of Delta's projection (None: ceil(H / 16), Mamba's "auto")
+    signed: bool = False  # s6 only: Abar = 2 exp(Delta A) - 1 in (-1, 1] (Grazzi et al. 2025; built-in s6-signed)
 
     def __post_init__(self):
         if self.layer not in LAYERS:
@@ -89,9 +97,20 @@ class ModelConfig:
                                  f"got {self.N}")
         if self.ff_layers and self.layer not in ("attention", "local-attention"):
             raise LongsynthError(f"ff_layers: the feed-forward sublayers are attention's (Table 4), not {self.layer}'s")
+        if self.layer in RECURRENT:
+            why = {"bidirectional": "is causal only: its recurrence runs left to right",
+                   "glu": "has no output Linear to gate" if self.layer == "gru" else "gates its output by SiLU(z)",
+                   "skip": "has no D u skip" if self.layer == "gru" else "learns D from 1 (Mamba's)"}
+            for name, off in (("bidirectional", False), ("glu", False), ("skip", "learned")):
+                if getattr(self, name) != off:
+                    raise LongsynthError(f"{name}: {self.layer} {why[name]} (docs/models.md); use {name}={off!r}")
+        if self.dt_rank is not None and self.dt_rank < 1:
+            raise LongsynthError(f"dt_rank: must be >= 1 or None (ceil(H / 16)), got {self.dt_rank}")
+        if self.signed and self.layer != "s6":
+            raise LongsynthError(f"signed: the signed transition is s6's, not {self.layer}'s")
         if self.heads < 1 or self.H % self.heads:
             raise LongsynthError(f"heads: must be >= 1 and divide H = {self.H}, got {self.heads}")
-        for name in ("d_input", "d_output", "H", "N", "n_layers"):
+        for name in ("d_input", "d_output", "H", "N", "n_layers", "expand", "d_conv"):
             if getattr(self, name) < 1:
                 raise LongsynthError(f"{name}: must be >= 1, got {getattr(self, name)}")
 
@@ -165,6 +184,11 @@ def make_layer(cfg: ModelConfig):
         for name in ("chunk", "skip", "glu"):  # eSSM: D starts at 1 (its D_init: one), its own activation
             ssm.pop(name)
         return ESSM(cfg.H, cfg.N, heads=cfg.heads, bidirectional=cfg.bidirectional, **ssm)
+    if cfg.layer == "s6":  # Mamba (docs/models.md "S6"): N is d_state, chunk the scan's chunk length
+        return S6(cfg.H, cfg.N, expand=cfg.expand, d_conv=cfg.d_conv, dt_rank=cfg.dt_rank, dt_min=cfg.dt_min,
+                  dt_max=cfg.dt_max, signed=cfg.signed, lr=cfg.ssm_lr, chunk=cfg.chunk)
+    if cfg.layer == "gru":
+        return GRU(cfg.H)
     chunk = cfg.attention_chunk if cfg.layer == "local-attention" else None
     return Attention(cfg.H, cfg.attention_heads, causal=not cfg.bidirectional, chunk=chunk, glu=cfg.glu,
                      ff_layers=cfg.ff_layers, ff_width=cfg.ff_width)

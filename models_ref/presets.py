@@ -196,6 +196,8 @@ VARIANTS = {
     "dlr-6": ("dlr", {"n_layers": 6}, "DLR paper Table 1 (six DLR layers)"),
     "dlr-d1": ("dlr", {"skip": "one"}, "DLR paper section 2's prose: D = 1 (the official code learns D)"),
     "attention-ff": ("attention", {"ff_layers": 2, "ff_width": 2048}, "DLR paper Table 4 (ATTENTION + 2 x FF)"),
+    "s6-signed": ("s6", {"signed": True}, "Grazzi et al. 2025 (Mamba with Abar = 2 exp(Delta A) - 1, eigenvalues in "
+                                          "(-1, 1]; automl/unlocking_state_tracking mamba_mod.py)"),
 }
 
 

@@ -75,6 +75,19 @@ def fft_conv(u, K, bidirectional=False):
     return torch.fft.irfft(u_f * K_f, n=2 * L)[..., :L]  # [B, H, L]
 
 
+def register(module, name, tensor, lr=None):
+    """An SSM tensor of ``module``: trainable with weight decay 0 and learning rate lr (None: the
+    model's); lr == 0: frozen, a buffer. Shared by every SSM layer (s6.py too)."""
+    if lr == 0.0:
+        module.register_buffer(name, tensor)
+        return
+    module.register_parameter(name, nn.Parameter(tensor))
+    optim = {"weight_decay": 0.0}
+    if lr is not None:
+        optim["lr"] = lr
+    getattr(module, name)._optim = optim
+
+
 class SSMLayer(nn.Module):
     """Base of one convolutional SSM layer on u [B, L, H] -> [B, L, H]."""
 
@@ -93,16 +106,7 @@ class SSMLayer(nn.Module):
         self.out = OutputLinear(H, glu)
 
     def register(self, name, tensor, lr=None):
-        """An SSM tensor: trainable with weight decay 0 and learning rate lr (None: the model's);
-        lr == 0: frozen, a buffer."""
-        if lr == 0.0:
-            self.register_buffer(name, tensor)
-            return
-        self.register_parameter(name, nn.Parameter(tensor))
-        optim = {"weight_decay": 0.0}
-        if lr is not None:
-            optim["lr"] = lr
-        getattr(self, name)._optim = optim
+        register(self, name, tensor, lr)
 
     def kernel_length(self, L):
         return L if self.max_kernel_length is None else min(L, self.max_kernel_length)
