@@ -257,7 +257,9 @@ def _paper_arch(name, model):
 for (_name, _scale), _row in list(PROTOCOLS.items()):
     for _model, _arch in _BLOCKS.items():
         _H, _change = _paper_arch(_name, _model)
-        _H = _H if _scale == "paper" else min(_H, 64)
+        if _scale == "tiny":  # width 64 at most; MAD's attention with its heads and MLP scaled to it
+            _H = min(_H, 64)
+            _change = {**_change, **({"attention_heads": 4, "ff_width": 4 * _H} if _name in GROUPS and _change else {})}
         _lr = 1e-3 if (_name, _scale, _model) == ("induction-heads", "paper", "s6") else _row["lr"]
         ARCHITECTURES[(_name, _scale, _model)] = dict(
             arch=dict(H=_H, n_layers=2, prenorm=True, **{**_arch, **_change}), lr=_lr,
