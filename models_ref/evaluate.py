@@ -287,6 +287,27 @@ def _sendable(factory):
     return factory
 
 
+HEARTBEAT_S = 60.0  # how often a Dask sweep says where it stands while no run finishes
+
+
+def _as_finished(futures, say, every=HEARTBEAT_S):
+    """Dask futures as they finish; while none does for ``every`` seconds, a line saying how many
+    runs finished, run and wait (the workers' own progress stays in their logs)."""
+    import time
+
+    import distributed
+
+    pending, total, start = set(futures), len(futures), time.monotonic()
+    while pending:
+        try:
+            done, pending = distributed.wait(pending, timeout=every, return_when="FIRST_COMPLETED")
+        except distributed.TimeoutError:
+            say(f"dask: {total - len(pending)} of {total} runs finished, {len(pending)} queued or running "
+                f"({(time.monotonic() - start) / 60:.0f} min)")
+            continue
+        yield from done
+
+
 def _run_all(todo, factory, settings, progress):
     """Run (job, run_dir) pairs; yields certificates as they finish. ``factory``: None when
     the model is named (each process loads it by name), else the user's object."""
@@ -298,8 +319,8 @@ def _run_all(todo, factory, settings, progress):
         client = connect(settings.dask)
         try:
             futures = [client.submit(execute, job, d, factory, settings.threads, pure=False) for job, d in todo]
-            with client.as_current():  # as_completed asks for the current client; ours is no default
-                for fut in distributed.as_completed(futures):
+            with client.as_current():  # wait and as_completed ask for the current client; ours is no default
+                for fut in _as_finished(futures, _say):
                     try:
                         yield fut.result()
                     except distributed.KilledWorker as e:

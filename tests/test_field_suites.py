@@ -257,3 +257,19 @@ def test_the_lengths_figure_marks_the_training_length_of_the_test_sets():
     assert row["trained_at"] == 256 and [c["at"] for c in row["by_length"]] == [64, 512]
     fig = rep.lengths_figure()
     assert any(t.get_text() == "trained at 256" for t in fig.axes[0].texts)
+
+
+def test_a_dask_sweep_says_where_it_stands_while_no_run_finishes():
+    distributed = pytest.importorskip("distributed")
+    import time
+
+    from longsynth.models_ref.evaluate import _as_finished
+
+    lines = []
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as c, \
+            distributed.Client(c) as client, client.as_current():
+        futures = [client.submit(time.sleep, s, pure=False) for s in (0.0, 0.6)]
+        finished = list(_as_finished(futures, lines.append, every=0.15))
+    assert sorted(f.key for f in finished) == sorted(f.key for f in futures)
+    assert lines and all(line.startswith("dask: ") and " of 2 runs finished" in line for line in lines)
+    assert "1 of 2 runs finished, 1 queued or running" in lines[-1]
