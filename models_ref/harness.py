@@ -309,6 +309,7 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         paper = {**paper, "source": PAPER_SOURCE[own]}
     out = {
         "task": proto.task, "family": registry.get(proto.task).family, "protocol": proto.name,
+        "protocol_source": proto.source,
         "target": job.data or proto.task, "model": job.model, "model_identity": identity, "scale": job.scale,
         "lr": lr, "weight_decay": job.weight_decay, "width": job.width, "seed": job.seed, "spec": spec.to_dict(),
         "model_config": model_config, "train_config": dataclasses.asdict(tcfg),

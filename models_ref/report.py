@@ -188,16 +188,21 @@ class Report:
 
     def to_markdown(self):
         s = self.settings
+        rows = self.rows()
+        on_val = any(paper_split(r["protocol"]) == "val" for r in rows)
         out = [f"# `{self.model}` on `{self.suite}` ({self.scale} scale)", "",
                f"Test metric at the best learning rate by validation (tried: "
                f"{', '.join(f'{lr:g}' for lr in sorted({r['lr'] for r in self.runs}))}), mean ± standard "
-               f"deviation over {s.get('seeds', 1)} seed(s); the papers' figures beside it (the DLR paper's "
-               f"Tables 1 and 2 are validation averages: their verdicts read our validation metric).", ""]
+               f"deviation over {s.get('seeds', 1)} seed(s); the papers' figures beside it"
+               + (" (the DLR paper's Tables 1 and 2 are validation averages: their verdicts read our validation "
+                  "metric)." if on_val else "."), ""]
         if self.scale == "tiny":
-            here = "; ".join(f"{r['task']} at L = {r['length']:,}, {r['steps']:,} steps" for r in self.rows()
+            here = "; ".join(f"{r['task']} at L = {r['length']:,}, {r['steps']:,} steps" for r in rows
                              if r.get("length"))
+            recipes = sorted({run["protocol_source"] for run in self.runs if run.get("protocol_source")})
             out += [f"The tiny scale shrinks the papers' recipes (here: {here}; docs/evaluate.md), so the papers' "
-                    "figures are a reference, not a target.", ""]
+                    "figures are a reference, not a target." + (f" Recipes: {'; '.join(recipes)}." if recipes
+                                                                 else ""), ""]
         out += [f"| task | metric | {self.model} | best lr | " + " | ".join(f"paper {c}" for c in self.columns)
                 + " | verdict |", "|---" * (5 + len(self.columns)) + "|"]
         for r in self.rows():
