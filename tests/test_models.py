@@ -770,14 +770,11 @@ def test_exact_metrics_beside_the_papers_per_batch_average():
 
 def test_checkpoint_activations_and_bf16_autocast():
     """Checkpointed blocks give the same loss curve; bf16 autocast (CPU) trains close to float32."""
+    from trainruns import check_checkpoints_and_bf16
+
     cfg = ModelConfig(d_input=3, d_output=8, H=16, N=16, n_layers=3, glu=True)
     data = lambda s: _shift_batch(s, B=4, L=32)  # noqa: E731
-    runs = {}
-    for name, kw in {"plain": {}, "ckpt": {"checkpoint_activations": True}, "bf16": {"amp": True}}.items():
-        hist = train(cfg, TrainConfig(steps=5, lr=5e-3, seed=1, **kw), data)["history"]
-        runs[name] = [r["loss"] for r in hist["train"]]
-    assert runs["ckpt"] == pytest.approx(runs["plain"], rel=1e-5)
-    assert runs["bf16"] == pytest.approx(runs["plain"], rel=0.05) and runs["bf16"] != runs["plain"]
+    check_checkpoints_and_bf16(cfg, data)
     m = Model(cfg)
     m.checkpoint_activations = True
     x = data(0)[0]

@@ -162,19 +162,14 @@ def test_recurrent_models_are_causal(layer, extra):
 def test_recurrent_layers_train_with_checkpoints_and_bf16_autocast(layer):
     """Through the trainer: checkpointed blocks give the same loss curve; bf16 autocast (CPU) trains
     close to float32 (s6 scans in float32 inside it)."""
-    from longsynth.models_ref.trainer import TrainConfig, train
+    from trainruns import check_checkpoints_and_bf16
 
     def data(step):  # a cumulative sum of noise: y_t = sum_{s <= t} x_s / 8
         x = torch.randn(4, 32, 3, generator=torch.Generator().manual_seed(step))
         return x, x.cumsum(1) / 8
 
     cfg = ModelConfig(d_input=3, d_output=3, H=16, N=8, n_layers=2, layer=layer, dt_min=1e-3, dt_max=1e-1)
-    runs = {}
-    for name, kw in {"plain": {}, "ckpt": {"checkpoint_activations": True}, "bf16": {"amp": True}}.items():
-        hist = train(cfg, TrainConfig(steps=5, lr=5e-3, seed=1, **kw), data)["history"]
-        runs[name] = [r["loss"] for r in hist["train"]]
-    assert runs["ckpt"] == pytest.approx(runs["plain"], rel=1e-5)
-    assert runs["bf16"] == pytest.approx(runs["plain"], rel=0.05) and runs["bf16"] != runs["plain"]
+    check_checkpoints_and_bf16(cfg, data)
 
 
 def test_s6_parameters_are_the_official_count():
