@@ -379,6 +379,9 @@ def summary(cert):
     v = cert.get("verdict")
     if test is None:
         lines.append(f"test {name}: not reached (the run stopped before its last step)")
+    elif v is None and (cert.get("certificate") or {}).get("threshold") is not None:
+        lines.append(f"test {name} {test:.3f} against the {cert['certificate']['threshold']:.2f} its positive "
+                     f"control must reach (docs/evaluate.md, the field's suites)")
     elif v is None:
         lines.append(f"test {name} {test:.3f}; the papers give no figure for this model here")
     else:
