@@ -80,6 +80,7 @@ class Certificate(BaseModel):
     paper_columns: Optional[dict[Name, dict[Name, Finite]]] = None
     weight_decay: Optional[NonNegative] = None
     width: Optional[Annotated[int, Strict(), Field(ge=1)]] = None
+    depth: Optional[Annotated[int, Strict(), Field(ge=1)]] = None
     test_sets: Optional[dict[Group, Evaluation]] = None  # keyed by test length
 
     @field_validator("task")

@@ -32,6 +32,7 @@ class ModelSpec:
     d_input: int | None = None  # float input channels, the two positional channels included
     vocab_size: int | None = None  # token inputs: ids in [0, vocab_size) (padding included)
     d_model: int | None = None  # the width a protocol's grid asks for (zoology's d_model); None: the model's own
+    n_layers: int | None = None  # the depth a protocol's grid asks for (word problems' layers); None: the model's own
 
     def to_dict(self):
         return dataclasses.asdict(self)

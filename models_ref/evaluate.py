@@ -168,12 +168,12 @@ def plan(model, suite, settings, out, notify, progress=False):
         every = min(protocol.eval_every, settings.steps or protocol.steps)
         lrs = settings.lrs or protocol.lrs or (_default_lr(factory, proto_name, settings.scale, task),)
         grid = itertools.product(lrs, protocol.weight_decays or (None,), protocol.widths or (None,),
-                                 range(settings.seeds))
-        for lr, wd, width, seed in grid:
+                                 protocol.depths or (None,), range(settings.seeds))
+        for lr, wd, width, depth, seed in grid:
             job = dataclasses.replace(probe, lr=float(lr), seed=seed, steps=settings.steps, checkpoint_every=every,
-                                      weight_decay=wd, width=width)
+                                      weight_decay=wd, width=width, depth=depth)
             prefix = (f"lr{lr:g}-" + ("" if wd is None else f"wd{wd:g}-") + ("" if width is None else f"d{width}-")
-                      + f"seed{seed}-")
+                      + ("" if depth is None else f"n{depth}-") + f"seed{seed}-")
             parent = Folder.of(out).sub("runs", member_name(proto_name, task))
             run_dir = parent.sub(prefix + _config_hash(job, identity, protocol))
             if not run_dir.exists():  # a link on the way is refused, never entered
@@ -197,9 +197,9 @@ def member_name(protocol, task):
 
 
 def run_key(d):
-    """What tells the runs of a sweep apart: (protocol, task, lr, weight decay, width, seed) of a
-    Job's dict or a certificate."""
-    return tuple(d.get(k) for k in ("protocol", "task", "lr", "weight_decay", "width", "seed"))
+    """What tells the runs of a sweep apart: (protocol, task, lr, weight decay, width, depth, seed)
+    of a Job's dict or a certificate."""
+    return tuple(d.get(k) for k in ("protocol", "task", "lr", "weight_decay", "width", "depth", "seed"))
 
 
 def _finished(job, run_dir, notify):
@@ -219,7 +219,7 @@ def _finished(job, run_dir, notify):
         notify(f"{e}; the run is redone")
         return None
     mine = {"task": job.task, "protocol": job.protocol, "scale": job.scale, "lr": job.lr, "seed": job.seed,
-            "weight_decay": job.weight_decay, "width": job.width}
+            "weight_decay": job.weight_decay, "width": job.width, "depth": job.depth}
     other = [k for k, v in mine.items() if cert.get(k) != v]
     if other:
         notify(f"{path}: {other[0]}: {cert[other[0]]!r}, but this run's is {mine[other[0]]!r}; the run is redone")
@@ -382,7 +382,8 @@ def _evaluate(model, suite, out, settings, progress, notify):
         results.append(cert)
         metric = cert["primary_metric"]
         value = (cert["test"] or {}).get(metric)
-        sweep = "".join(f" {name} {cert[key]:g}" for key, name in (("weight_decay", "wd"), ("width", "d"))
+        sweep = "".join(f" {name} {cert[key]:g}" for key, name in (("weight_decay", "wd"), ("width", "d"),
+                                                                  ("depth", "layers"))
                         if cert.get(key) is not None)
         notify(f"[{i}/{len(todo)}] {member_name(cert['protocol'], cert['task'])} lr {cert['lr']:g}{sweep} seed "
                f"{cert['seed']}: test {metric} "

@@ -47,13 +47,16 @@ class Reference:
 
     def config(self, spec):
         """The ModelConfig for a spec: the preset's architecture, the data's channels, the
-        width the protocol's grid asks for (``spec.d_model``), and the protocol's direction:
+        width and depth the protocol's grids ask for (``spec.d_model``, ``spec.n_layers``), and the
+        protocol's direction:
         the layers of ``BIDIRECTIONAL`` run both ways where the protocol is not causal
         (DSS_exp is causal only, which a bidirectional protocol allows)."""
         io = dict(d_input=spec.d_input or 1, d_output=spec.d_output, vocab_size=spec.vocab_size)
         arch = {"layer": self.layer, **self.preset(spec)["arch"]}
         if spec.d_model is not None:  # a point of the protocol's width grid (zoology's d_model)
             arch["H"] = spec.d_model
+        if spec.n_layers is not None:  # a point of its depth grid (word problems)
+            arch["n_layers"] = spec.n_layers
         bidirectional = not spec.causal and arch["layer"] in BIDIRECTIONAL
         return ModelConfig(bidirectional=bidirectional, **io, **arch)
 

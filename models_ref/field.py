@@ -151,17 +151,19 @@ SUITES["state-tracking"] = [("parity", "parity"), ("modular-arithmetic", "modula
 # Merrill et al. (jopetty/word-problem src/main.py and its launch scripts): every prefix product of k
 # group elements, every position scored; transformer runs at k 20 with 1M sequences (80% train),
 # batch 512, lr 5e-5, weight decay 0.01, a constant rate, stopped at 0.99 validation sequence
-# accuracy. The paper's figure gives the depth each model needs at each k, not one accuracy.
+# accuracy, at depths 1-3 (the depth grid: a row per depth). The paper's figure gives the depth each
+# model needs at each k (an RNN: one layer; transformers, S4 and Mamba: more as k grows), not one accuracy.
 _MERRILL = "Merrill et al. 2024 (jopetty/word-problem src/main.py, launch scripts)"
 for _group in ("A5", "Z60"):
     _name = f"word-problem-{_group.lower()}"
     PROTOCOLS[(_name, "paper")] = dict(
         _TOKENS, task="word-problem", data={"group": _group, "k": 20}, batch_size=512, steps=50_000, lr=5e-5,
         weight_decay=0.01, schedule="constant", eval_every=2000, eval_batches=8, train_samples=800_000,
-        breakdown="position", source=f"{_MERRILL}; 50K steps in place of their stop at 0.99")
+        breakdown="position", depths=(1, 2, 3), source=f"{_MERRILL}; 50K steps in place of their stop at 0.99")
     PROTOCOLS[(_name, "tiny")] = dict(
         _TOKENS, task="word-problem", data={"group": _group, "k": 8}, batch_size=64, steps=1500, lr=3e-3,
-        eval_every=250, eval_batches=8, breakdown="position", source=f"{_MERRILL} shrunk to k = 8, 1,500 steps")
+        eval_every=250, eval_batches=8, breakdown="position", depths=(1, 2),
+        source=f"{_MERRILL} shrunk to k = 8, 1,500 steps, depths 1 and 2")
 SUITES["word-problem"] = [("word-problem-a5", "word-problem"), ("word-problem-z60", "word-problem")]
 
 # ----------------------------------------------------------------- MAD (Poli et al. 2024)

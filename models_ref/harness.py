@@ -53,6 +53,7 @@ class Job:
     permute_targets: bool = False  # a negative control: targets shuffled across the samples of each batch
     weight_decay: float | None = None  # None: the protocol's
     width: int | None = None  # a point of the protocol's width grid (spec.d_model); None: the model's own
+    depth: int | None = None  # a point of its depth grid (spec.n_layers); None: the model's own
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -71,7 +72,7 @@ class Prepared:
     side: int | None  # Pathfinder image side
 
 
-def _spec(protocol, x, y, vocab_size=None, width=None):
+def _spec(protocol, x, y, vocab_size=None, width=None, depth=None):
     """The ModelSpec of a protocol from its first batch (token tasks: one output per token id)."""
     T = int(x.shape[1])
     classes = vocab_size if registry.get(protocol.task).family == "tokens" else \
@@ -82,7 +83,7 @@ def _spec(protocol, x, y, vocab_size=None, width=None):
     return ModelSpec(task=protocol.task, protocol=protocol.name, scale=protocol.scale, objective=protocol.objective,
                      readout=protocol.readout, d_output=d_output, seq_len=T, target_len=target_len,
                      causal=protocol.causal, d_input=None if tokens else int(x.shape[-1]), vocab_size=vocab_size,
-                     d_model=width)
+                     d_model=width, n_layers=depth)
 
 
 def _check_counts(root, counts, B, world, scale):
@@ -142,7 +143,8 @@ def prepare(job, rank=0, world=1):
         sources = permuted(sources)
         data_info["permuted_targets"] = True
     x0, y0 = sources[0](0)[:2]
-    return Prepared(proto, B, tuple(sources), _spec(proto, x0, y0, vocab_size, job.width), data_info, digest, side)
+    spec = _spec(proto, x0, y0, vocab_size, job.width, job.depth)
+    return Prepared(proto, B, tuple(sources), spec, data_info, digest, side)
 
 
 def _permute(batch, seed):
@@ -311,7 +313,8 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         "task": proto.task, "family": registry.get(proto.task).family, "protocol": proto.name,
         "protocol_source": proto.source,
         "target": job.data or proto.task, "model": job.model, "model_identity": identity, "scale": job.scale,
-        "lr": lr, "weight_decay": job.weight_decay, "width": job.width, "seed": job.seed, "spec": spec.to_dict(),
+        "lr": lr, "weight_decay": job.weight_decay, "width": job.width, "depth": job.depth,
+        "seed": job.seed, "spec": spec.to_dict(),
         "model_config": model_config, "train_config": dataclasses.asdict(tcfg),
         "schedule": {"steps": tcfg.steps, "warmup_steps": tcfg.warmup_steps, "eval_every": tcfg.eval_every,
                      "schedule": tcfg.schedule, "protocol": {"steps": proto.steps, "warmup_steps": proto.warmup_steps,

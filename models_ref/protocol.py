@@ -53,6 +53,7 @@ class Protocol:
     lrs: tuple | None = None  # the protocol's own learning-rate sweep (zoology, MAD), tried whatever the model
     weight_decays: tuple | None = None  # its weight-decay sweep (MAD)
     widths: tuple | None = None  # its model-width grid (zoology's d_model), told to the model as spec.d_model
+    depths: tuple | None = None  # its depth grid (Merrill et al.'s layers), told to the model as spec.n_layers
     min_lr: float | None = None  # where the schedule ends (MAD, Grazzi et al.: 1e-6); None: 0
 
     @property

@@ -22,9 +22,10 @@ METRIC_NAMES = {"r2": "R^2", "accuracy": "accuracy", "macro_f1": "macro F1"}
 
 def member(run):
     """A run's row: its task; for a token suite's protocol (they share tasks: mqar-64 .. mqar-512)
-    the protocol, with the width when the protocol has a width grid."""
+    the protocol, with the width and depth where the protocol has those grids."""
     name = run["protocol"] if run.get("family") == "tokens" else run["task"]
-    return name if run.get("width") is None else f"{name} d{run['width']}"
+    name = name if run.get("width") is None else f"{name} d{run['width']}"
+    return name if run.get("depth") is None else f"{name}, {run['depth']} layer{'s' if run['depth'] > 1 else ''}"
 
 
 def by_length(runs):

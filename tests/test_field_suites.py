@@ -273,3 +273,19 @@ def test_a_dask_sweep_says_where_it_stands_while_no_run_finishes():
     assert sorted(f.key for f in finished) == sorted(f.key for f in futures)
     assert lines and all(line.startswith("dask: ") and " of 2 runs finished" in line for line in lines)
     assert "1 of 2 runs finished, 1 queued or running" in lines[-1]
+
+
+def test_the_word_problem_depth_grid_runs_each_depth_as_its_own_row(tmp_path):
+    out = tmp_path / "wp"
+    planned, _, _ = plan("gru", "word-problem-a5", Settings(scale="tiny"), str(out), lambda line: None)
+    assert [j.depth for j, _ in planned] == [1, 2]
+    assert all(os.path.basename(d.path).startswith(f"lr0.003-n{j.depth}-seed0-") for j, d in planned)
+    from longsynth.models_ref.factories import BUILTIN
+    from longsynth.models_ref.harness import prepare
+
+    spec = prepare(planned[1][0]).spec
+    assert spec.n_layers == 2 and BUILTIN["gru"].config(spec).n_layers == 2
+    runs = [{**_cert("word-problem-a5", .9), "depth": 1}, {**_cert("word-problem-a5", .4), "depth": 2}]
+    rep = Report(identity={"model": "gru", "sha256": None}, suite="word-problem", scale="paper", settings={},
+                 runs=runs)
+    assert [r["task"] for r in rep.rows()] == ["word-problem-a5, 1 layer", "word-problem-a5, 2 layers"]
