@@ -93,9 +93,9 @@ PROTOCOLS[("selective-copying", "paper")] = dict(
     _TOKENS, task="selective-copying", data={}, batch_size=64, steps=400_000, lr=1e-4, schedule="constant",
     eval_every=10_000, eval_batches=16, source=f"{_MAMBA} (selective copying)")
 PROTOCOLS[("selective-copying", "tiny")] = dict(
-    _TOKENS, task="selective-copying", data={"L": 48, "M": 8, "A": 16}, batch_size=32, steps=1000, lr=3e-3,
+    _TOKENS, task="selective-copying", data={"L": 48, "M": 8, "A": 16}, batch_size=32, steps=2000, lr=3e-3,
     eval_every=250, eval_batches=8, source=f"{_MAMBA}, shrunk to length 64 (48 noise + 2 x 8 tokens to copy), "
-                                          "1,000 steps at lr 3e-3 with a cosine schedule")
+                                          "2,000 steps at lr 3e-3 with a cosine schedule")
 PAPER["selective-copying"] = {c: {"accuracy": v} for c, v in (
     ("s4 no gate", .183), ("s6 no gate", .970), ("h3 s4", .570), ("hyena", .284), ("mamba s4", .564),
     ("s6", .998))}
