@@ -57,9 +57,11 @@ def reference(tmp_path_factory):
     return base
 
 
-def _dask_exe():
-    exe = os.path.join(os.path.dirname(sys.executable), "dask")
-    return exe if os.path.exists(exe) else "dask"
+def _dask_cli():
+    """The `dask` command of this interpreter (the console script's own entry point,
+    dask.__main__): a `dask` found elsewhere on PATH may belong to another Python, whose
+    workers cannot unpickle longsynth's tasks."""
+    return [sys.executable, "-m", "dask"]
 
 
 # ---------------------------------------------------------------- LocalCluster, process workers
@@ -135,7 +137,7 @@ def scheduler_file(tmp_path_factory):
     base = tmp_path_factory.mktemp("dask")
     sfile = str(base / "scheduler.json")
     env = dict(os.environ)
-    procs = [subprocess.Popen([_dask_exe(), "scheduler", "--scheduler-file", sfile, "--host", "127.0.0.1",
+    procs = [subprocess.Popen([*_dask_cli(), "scheduler", "--scheduler-file", sfile, "--host", "127.0.0.1",
                                "--port", "0", "--dashboard-address", "127.0.0.1:0"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env=env, start_new_session=True)]
     try:
@@ -143,7 +145,7 @@ def scheduler_file(tmp_path_factory):
         while not os.path.exists(sfile) and time.time() < deadline:
             time.sleep(0.05)
         assert os.path.exists(sfile), "dask scheduler did not start"
-        procs.append(subprocess.Popen([_dask_exe(), "worker", "--scheduler-file", sfile, "--host", "127.0.0.1",
+        procs.append(subprocess.Popen([*_dask_cli(), "worker", "--scheduler-file", sfile, "--host", "127.0.0.1",
                                        "--nworkers", "2", "--nthreads", "1", "--dashboard-address", "127.0.0.1:0",
                                        "--death-timeout", "30"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,

@@ -227,7 +227,7 @@ def test_a_killed_evaluate_resumes_and_a_changed_config_starts_fresh(tmp_path):
     import time
 
     path = _user_model(tmp_path)
-    args = [f"{path}:build", "--suite", "cumsum", "--steps", "200"]
+    args = [f"{path}:build", "--suite", "cumsum", "--steps", "60"]
     whole = tmp_path / "whole"
     assert _evaluate([*args, "--out", str(whole)]).exit_code == 0
     out = tmp_path / "killed"
@@ -245,13 +245,14 @@ def test_a_killed_evaluate_resumes_and_a_changed_config_starts_fresh(tmp_path):
     p.send_signal(signal.SIGKILL)
     p.wait()
     assert ck is not None, "no checkpoint appeared"
-    # last.pt is written at every evaluation: 200 steps evaluate every 33 (the protocol's 100 of 600, scaled)
-    assert torch.load(ck, weights_only=True)["step"] == 33 and not list(out.glob("runs/cumsum/*/metrics.json"))
+    # last.pt is written at every evaluation: 60 steps evaluate every 10 (the protocol's 100 of 600, scaled),
+    # so the kill lands at step 10 with 50 steps and five evaluations left for the resumed run
+    assert torch.load(ck, weights_only=True)["step"] == 10 and not list(out.glob("runs/cumsum/*/metrics.json"))
     r = _evaluate([*args, "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert _metrics(out) == _metrics(whole)
     hist = json.loads(next(out.glob("runs/cumsum/*/history.json")).read_text())
-    assert len(hist["train"]) == 200  # the first 100 steps come from the checkpoint
+    assert len(hist["train"]) == 60  # the first 10 steps come from the checkpoint
     r = _evaluate([*args, "--out", str(out)])
     assert "1 of 1 runs already finished" in r.output
     r = _evaluate([f"{path}:build", "--suite", "cumsum", "--steps", "20", "--out", str(out)])

@@ -222,22 +222,23 @@ def test_files_and_row_groups_and_reexport(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", ["cumsum", "listops-subtrees", "pathfinder-seg"])
 def test_workers_change_no_byte(tmp_path, monkeypatch, name):
-    """--workers 1 (threads of one process), 2 and 3 (spawned processes, each writing whole
+    """--workers 1 (threads of one process) and 3 (spawned processes, each writing whole
     files) write the same bytes, with files and row groups split small so that every worker
-    has several; progress counts every row whatever writes it."""
+    has several; progress counts every row whatever writes it. 3, not 2 as well: any count
+    above 1 runs the same pool, and 3 shares the 4 or more files out unevenly."""
     root = gen(tmp_path / "d", name)
     monkeypatch.setattr(hf, "ROW_GROUP_ROWS", 2)
     monkeypatch.setattr(hf, "MIN_FILE_BYTES", 1)
     monkeypatch.setattr(hf, "MIN_FILES", 4)
     trees = []
-    for workers in (1, 2, 3):
+    for workers in (1, 3):
         seen = []
         exports.export(str(root), "hf", str(tmp_path / f"hf{workers}"), lambda n, total=None: seen.append(n),
                        workers=workers)
         assert sum(n for n in seen[1:]) == sum(CASES[name][2].values())
         trees.append(tree(tmp_path / f"hf{workers}"))
     assert len([f for f in trees[0] if f.startswith("data/train-")]) >= 3
-    assert trees[0] == trees[1] == trees[2]
+    assert trees[0] == trees[1]
 
 
 def test_workers_are_checked(tmp_path):
