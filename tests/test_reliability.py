@@ -485,6 +485,12 @@ def test_a_disk_that_fills_mid_shard_is_one_line_and_resume_loses_nothing(tmp_pa
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 0 and "resuming: 120 of 300 samples already written" in r.output, r.output
     for name in os.listdir(whole):
-        if name.endswith(".h5"):
+        if name.endswith(".h5") and compression != "lzf":
             assert (out / name).read_bytes() == (whole / name).read_bytes(), name
+    for split in ("train", "val", "test"):  # lzf's bytes may differ (docs/format.md, "Crash safety"); samples may not
+        a, b = store.open(str(out))[split], store.open(str(whole))[split]
+        assert len(a) == len(b) > 0
+        for i in range(len(b)):
+            got, want = a.read(i), b.read(i)
+            assert all(np.array_equal(got[k], want[k]) for k in want), (split, i)
     assert store.verify(str(out)) == []  # no problem found
