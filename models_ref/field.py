@@ -240,7 +240,7 @@ _BLOCKS = {
     "attention": dict(attention_heads=4),
     "dlr": dict(N=64, glu=True),
     "s4d": dict(N=64, glu=True, dt_min=1e-3, dt_max=1e-1),
-    "s6": dict(N=16),
+    "s6": dict(N=16, dt_min=1e-3, dt_max=1e-1),  # mamba_simple.py: d_state 16, dt in [1e-3, 1e-1]
     "gru": dict(),
 }
 
@@ -286,14 +286,3 @@ NO_CONTROL = {  # tasks where no model of the papers reaches a threshold that co
     "mad-fuzzy-recall": "the best published MAD score is the Transformer's 29.8%",
     "mad-compression": "the best published MAD score is Mamba's 52.7%",
 }
-
-
-def control_threshold(protocol, scale, model):
-    """The test accuracy the positive control ``model`` must reach on ``protocol``: 0.9 at tiny
-    scale, its paper figure less the tolerance at paper scale (None without a figure)."""
-    from longsynth.models_ref.presets import TOLERANCE
-
-    if scale == "tiny":
-        return CONTROL_TINY
-    figure = PAPER.get(protocol, {}).get(model, {}).get("accuracy")
-    return None if figure is None else figure - TOLERANCE

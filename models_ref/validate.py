@@ -234,11 +234,21 @@ def certificate(out, control):
 def token_certificate(out):
     """A token task's verdict (models_ref/field.py): the positive control's test accuracy reaches
     its threshold (0.9 at tiny scale; its paper figure less the tolerance at paper scale)."""
-    from longsynth.models_ref.field import control_threshold
-
     need = control_threshold(out["protocol"], out["scale"], out["model"])
     test = (out.get("test") or {}).get("accuracy")
     if need is None or test is None:
         return {"passed": None, "reasons": [], "can_fail": False, "threshold": need}
     reasons = [] if test >= need else [f"{out['model']} test accuracy {test:.3f} is below {need:.2f}"]
     return {"passed": not reasons, "reasons": reasons, "can_fail": True, "threshold": need}
+
+
+def control_threshold(protocol, scale, model):
+    """The test accuracy the positive control ``model`` must reach on a token ``protocol``: 0.9
+    at tiny scale (field.CONTROL_TINY), its paper figure less the tolerance at paper scale
+    (None without a figure)."""
+    from longsynth.models_ref.field import CONTROL_TINY, PAPER
+
+    if scale == "tiny":
+        return CONTROL_TINY
+    figure = PAPER.get(protocol, {}).get(model, {}).get("accuracy")
+    return None if figure is None else figure - TOLERANCE

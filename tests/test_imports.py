@@ -111,17 +111,80 @@ def test_no_import_cycle():
     assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
 
 
-@pytest.mark.parametrize("name", sorted(m for m in modules() if not m.endswith(".__main__")))
-def test_each_module_imports_alone(name):
-    """In a fresh interpreter, with nothing imported before it (an optional library that
-    is not installed is skipped; ``longsynth.__main__`` runs the command line, not tried)."""
-    r = subprocess.run([sys.executable, "-c", f"import importlib; importlib.import_module({name!r})"],
-                       capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"})
-    missing = "ModuleNotFoundError: No module named"
-    if r.returncode and missing in r.stderr and "'longsynth" not in r.stderr.rsplit(missing, 1)[1]:
-        pytest.skip(r.stderr.strip().splitlines()[-1])
+# Each module is imported in a process of its own, forked from one that has imported only
+# third-party libraries (none of ours): a fresh interpreter per module cost 1-2 s each, most of
+# it importing torch again. A name a module uses without importing it still fails there: a
+# library in sys.modules binds no name in the module that forgot it.
+_ALONE = r"""
+import importlib, json, os, sys, traceback
+for lib in ("numpy", "numba", "scipy", "h5py", "click", "PIL", "torch", "matplotlib", "pydantic"):
+    try:
+        importlib.import_module(lib)
+    except ImportError:
+        pass
+assert not [m for m in sys.modules if m == "longsynth" or m.startswith("longsynth.")]
+results = {}
+for name in json.loads(sys.argv[1]):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            importlib.import_module(name)
+            code, text = 0, ""
+        except BaseException:
+            code, text = 1, traceback.format_exc()
+        os.write(w, text.encode()[-4000:])
+        os._exit(code)
+    os.close(w)
+    chunks = []
+    while True:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    results[name] = [os.waitstatus_to_exitcode(status), b"".join(chunks).decode(errors="replace")]
+print(json.dumps(results))
+"""
+ALONE = sorted(m for m in modules() if not m.endswith(".__main__"))
+
+
+@pytest.fixture(scope="module")
+def imported_alone():
+    """{module: [exit code, traceback]}: each module imported in a fork of its own."""
+    import json
+
+    r = subprocess.run([sys.executable, "-c", _ALONE, json.dumps(ALONE)], capture_output=True, text=True,
+                       timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"})
     assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", ALONE)
+def test_each_module_imports_alone(name, imported_alone):
+    """With none of our modules imported before it (an optional library that is not installed
+    is skipped; ``longsynth.__main__`` runs the command line, not tried)."""
+    code, err = imported_alone[name]
+    missing = "ModuleNotFoundError: No module named"
+    if code and missing in err and "'longsynth" not in err.rsplit(missing, 1)[1]:
+        pytest.skip(err.strip().splitlines()[-1])
+    assert code == 0, err[-2000:]
+
+
+def test_a_module_that_fails_alone_is_caught(tmp_path):
+    """The forked import reports a module whose import raises, and one that uses a library it
+    never imported even though the parent imported that library."""
+    import json
+
+    (tmp_path / "bad_alone.py").write_text("x = torch.zeros(1)\n")  # torch is in sys.modules, not bound here
+    (tmp_path / "good_alone.py").write_text("import torch\nx = torch.zeros(1)\n")
+    r = subprocess.run([sys.executable, "-c", _ALONE, json.dumps(["bad_alone", "good_alone"])], capture_output=True,
+                       text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["good_alone"][0] == 0
+    assert res["bad_alone"][0] == 1 and "NameError: name 'torch' is not defined" in res["bad_alone"][1]
 
 
 def test_layers_stand_apart_from_the_harness():
