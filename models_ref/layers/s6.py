@@ -119,7 +119,7 @@ class S6(nn.Module):
             Delta = F.softplus(F.linear(dt.to(x.dtype), self.dt_proj.weight.to(x.dtype),
                                         self.dt_proj.bias.to(x.dtype)))  # [b, L, EH]
             Abar = self.transition(Delta)  # [b, L, EH, N]
-            Bx = (Delta * x)[..., None] * B[:, :, None, :]  # [b, L, EH, N]  Bbar x = Delta B x
+            Bx = torch.matmul((Delta * x)[..., None], B[:, :, None, :])  # [b, L, EH, N]  Bbar x = Delta B x (outer)
             h = Scan.apply(Abar, Bx, self.chunk)  # [b, L, EH, N]
             y = torch.matmul(h, C[..., None])[..., 0] + self.D * x  # [b, L, EH]  C h + D x
         y = y.to(z.dtype) * F.silu(z)  # [b, L, EH]
