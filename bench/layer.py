@@ -5,6 +5,7 @@ and against the authors' own layer; and the S4 family against DLR.
     python bench/layer.py --authors-src /tmp/dlr-src [--json bench/results/layer_authors.json]
     python bench/layer.py --family [--json bench/results/layer_family.json]
     python bench/layer.py --baselines [--json bench/results/layer_baselines.json]
+    python bench/layer.py --recurrent [--json bench/results/layer_recurrent.json]
 
 ``--family``: S4, S4D and eSSM (docs/models.md) against DLR at L = 1024, 4096, 16K (Path-X) and 64K,
 H = 128, batch 1, each at its paper's state size (DLR N 1024, DLR paper Table 6; S4 and S4D
@@ -12,6 +13,8 @@ N 64, S4 paper Table 11; eSSM N 256 over 8 heads, eSSM paper Table 10), unidirec
 forward alone (no autograd) is timed beside forward+backward. ``--baselines``: the DLR paper's
 ATTENTION (4 heads, rotary) and LOCALATTENTION (chunks of 1024) layers against a DLR layer of
 N 4096 at H 128 and L = 512, 4096, 16K (its Table 1 times attention at 6.3x DLR at L = 4096).
+``--recurrent``: s6 (Mamba, N 16, its chunked scan), s6-signed and gru against DLR (N 1024) at
+H 64 and L = 1024, 4096, batch 1.
 
 ``--authors-src PATH``: a checkout of github.com/ag1988/dlr (for example
 ``git --git-dir=... archive HEAD src | tar -x -C PATH``). Their DLR layer (``DSS`` with
@@ -51,10 +54,15 @@ CONFIGS = {
 }
 FAMILY = {"dlr": dict(N=1024), "s4": dict(N=64), "s4d": dict(N=64), "essm": dict(N=256, heads=8),
           # --baselines: the DLR paper's Table 1 layers at H 128 (DLR N 4096; attention 4 heads; local chunk 1024)
-          "dlr-4096": dict(layer="dlr", N=4096), "attention": dict(), "local-attention": dict(attention_chunk=1024)}
+          "dlr-4096": dict(layer="dlr", N=4096), "attention": dict(), "local-attention": dict(attention_chunk=1024),
+          # --recurrent: Mamba's block at its d_state 16 (its default), the signed variant, torch's GRU
+          "s6": dict(N=16), "s6-signed": dict(layer="s6", N=16, signed=True), "gru": dict()}
 for _L, _tag in ((512, "512"), (1024, "1k"), (4096, "4k"), (16384, "16k"), (65536, "64k")):
     CONFIGS[f"family-{_tag}"] = dict(H=128, N=None, L=_L, klen=None, B=1)
 FAMILY_PLAN = [(impl, f"family-{tag}") for tag in ("1k", "4k", "16k", "64k") for impl in ("dlr", "s4", "s4d", "essm")]
+for _L, _tag in ((1024, "1k"), (4096, "4k")):
+    CONFIGS[f"h64-{_tag}"] = dict(H=64, N=None, L=_L, klen=None, B=1)
+RECURRENT_PLAN = [(impl, f"h64-{tag}") for tag in ("1k", "4k") for impl in ("dlr", "s6", "s6-signed", "gru")]
 BASELINES_PLAN = [(impl, f"family-{tag}") for tag in ("512", "4k", "16k")
                   for impl in ("dlr-4096", "attention", "local-attention")]
 PLAN = [("chunked", "pf128"), ("naive", "pf128"), ("chunked", "pf512"), ("naive", "pf512"),
@@ -204,6 +212,8 @@ def main():
     ap.add_argument("--family", action="store_true", help="S4, S4D and eSSM against DLR at L = 1K, 16K, 64K")
     ap.add_argument("--baselines", action="store_true",
                     help="attention and local attention against DLR (N 4096) at L = 512, 4K, 16K (Table 1's sizes)")
+    ap.add_argument("--recurrent", action="store_true",
+                    help="s6, s6-signed and gru against DLR (N 1024) at H 64, L = 1K, 4K")
     ap.add_argument("--configs", nargs="+", default=None, help=f"subset of {list(CONFIGS)}")
     ap.add_argument("--mem-cap-gib", type=float, default=16.0, help="address-space cap per run (CPU)")
     ap.add_argument("--one", nargs=2, metavar=("IMPL", "CONFIG"), help=argparse.SUPPRESS)
@@ -227,6 +237,8 @@ def main():
         plan = FAMILY_PLAN
     if args.baselines:
         plan = BASELINES_PLAN
+    if args.recurrent:
+        plan = RECURRENT_PLAN
     if args.configs:
         plan = [(i, n) for i, n in plan if n in args.configs]
     results = []

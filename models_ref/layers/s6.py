@@ -35,20 +35,20 @@ def scan(a, bx, reverse=False, chunk=None):
     Q = min(chunk or math.ceil(math.sqrt(L)), L)
     n = L // Q
     body = slice(L - n * Q, L) if reverse else slice(0, n * Q)  # the chunks; the rest (< Q) after them
-    A, X = a[:, body].unflatten(1, (n, Q)), bx[:, body].unflatten(1, (n, Q))  # [b, n, Q, ...] views
+    ac, xc = a[:, body].unflatten(1, (n, Q)), bx[:, body].unflatten(1, (n, Q))  # [b, n, Q, ...] views
     h = torch.empty_like(bx)  # [b, L, ...]
-    H = h[:, body].unflatten(1, (n, Q))  # [b, n, Q, ...] view of h
+    hc = h[:, body].unflatten(1, (n, Q))  # [b, n, Q, ...] view of h
     steps = range(Q - 1, -1, -1) if reverse else range(Q)
-    e, p = X[:, :, steps[0]].clone(), A[:, :, steps[0]].clone()  # [b, n, ...], [b, n, ...]
+    e, p = xc[:, :, steps[0]].clone(), ac[:, :, steps[0]].clone()  # [b, n, ...], [b, n, ...]
     for j in steps[1:]:
-        torch.addcmul(X[:, :, j], A[:, :, j], e, out=e)  # [b, n, ...]  local state from 0
-        p.mul_(A[:, :, j])  # [b, n, ...]  prod of the chunk's a
+        torch.addcmul(xc[:, :, j], ac[:, :, j], e, out=e)  # [b, n, ...]  local state from 0
+        p.mul_(ac[:, :, j])  # [b, n, ...]  prod of the chunk's a
     s, state = torch.empty_like(e), torch.zeros_like(e[:, 0])  # [b, n, ...], [b, ...]
     for c in (range(n - 1, -1, -1) if reverse else range(n)):
         s[:, c] = state  # [b, ...]  the state entering chunk c
         state = torch.addcmul(e[:, c], p[:, c], state)  # [b, ...]
     for j in steps:
-        s = torch.addcmul(X[:, :, j], A[:, :, j], s, out=H[:, :, j])  # [b, n, ...]
+        s = torch.addcmul(xc[:, :, j], ac[:, :, j], s, out=hc[:, :, j])  # [b, n, ...]
     for t in (range(L - n * Q - 1, -1, -1) if reverse else range(n * Q, L)):
         state = torch.addcmul(bx[:, t], a[:, t], state, out=h[:, t])  # [b, ...]
     return h  # [b, L, ...]
@@ -119,7 +119,7 @@ class S6(nn.Module):
             Delta = F.softplus(F.linear(dt.to(x.dtype), self.dt_proj.weight.to(x.dtype),
                                         self.dt_proj.bias.to(x.dtype)))  # [b, L, EH]
             Abar = self.transition(Delta)  # [b, L, EH, N]
-            Bx = (Delta * x)[..., None] * B[:, :, None, :]  # [b, L, EH, N]  Bbar x = Delta B x
+            Bx = torch.matmul((Delta * x)[..., None], B[:, :, None, :])  # [b, L, EH, N]  Bbar x = Delta B x (outer)
             h = Scan.apply(Abar, Bx, self.chunk)  # [b, L, EH, N]
             y = torch.matmul(h, C[..., None])[..., 0] + self.D * x  # [b, L, EH]  C h + D x
         y = y.to(z.dtype) * F.silu(z)  # [b, L, EH]
