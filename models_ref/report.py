@@ -165,6 +165,8 @@ class Report:
                 where = f", from the paper's {paper['protocol']} table, not a column here"
             return f"{said}{'consistent with' if ok else 'differs from'} the paper's {self.model} ({own:.2f}{where})"
         known = {c: v for c, v in row["paper"].items() if v is not None}
+        if not known and GROUPS.get(row["protocol"]) is not None:
+            return "the paper scores tasks, not settings: see Task scores"
         if not known:
             return "no paper figure"
         col = max(known, key=known.get)
@@ -185,7 +187,14 @@ class Report:
                           *("-" if r["paper"][c] is None else f"{r['paper'][c]:.2f}" for c in self.columns),
                           r["verdict"]])
         widths = [max(len(str(row[i])) for row in lines) for i in range(len(head))]
-        return "\n".join("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in lines)
+        text = "\n".join("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in lines)
+        for r in self.summary():  # MAD: the task scores beside the paper's (report.md's "Task scores")
+            best = max(r["paper"], key=r["paper"].get) if r["paper"] else None
+            beside = f" (the paper's best: {best} {r['paper'][best]:.3f})" if best else ""
+            what = (f"task score {r['group']}: mean over {r['settings']} setting(s)" if r["group"] != "mean"
+                    else f"MAD score: mean over the {r['tasks']} task(s) here")
+            text += f"\n{what} {r['score']:.3f}{beside}"
+        return text
 
     def to_markdown(self):
         s = self.settings
@@ -204,13 +213,14 @@ class Report:
             out += [f"The tiny scale shrinks the papers' recipes (here: {here}; docs/evaluate.md), so the papers' "
                     "figures are a reference, not a target." + (f" Recipes: {'; '.join(recipes)}." if recipes
                                                                  else ""), ""]
-        out += [f"| task | metric | {self.model} | best lr | " + " | ".join(f"paper {c}" for c in self.columns)
-                + " | verdict |", "|---" * (5 + len(self.columns)) + "|"]
+        head = ["task", "metric", self.model, "best lr", *(f"paper {c}" for c in self.columns), "verdict"]
+        out += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
         for r in self.rows():
             mine = "-" if r["test_mean"] is None else f"{r['test_mean']:.3f} ± {r['test_std']:.3f}"
-            paper = " | ".join("-" if r["paper"][c] is None else f"{r['paper'][c]:.2f}" for c in self.columns)
-            out.append(f"| {r['task']} | {METRIC_NAMES.get(r['metric'], r['metric'])} | {mine} | {r['best_lr']:g} | "
-                       f"{paper} | {r['verdict']} |")
+            paper = ["-" if r["paper"][c] is None else f"{r['paper'][c]:.2f}" for c in self.columns]
+            cells = [r["task"], METRIC_NAMES.get(r["metric"], r["metric"]), mine, f"{r['best_lr']:g}", *paper,
+                     r["verdict"]]
+            out.append("| " + " | ".join(cells) + " |")
         out += self._summary_markdown() + self._lengths_markdown()
         sources = sorted({r["paper_source"] for r in self.rows() if r["paper_source"]})
         out += ["", "Sources: " + "; ".join(sources) + "." if sources else "",
