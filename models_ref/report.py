@@ -300,7 +300,10 @@ class Report:
                 ax.annotate(f"trained at {T:,}", (T, 0.02), xytext=(3, 0), textcoords="offset points", fontsize=8,
                             color="grey")
         ax.set_ylim(-0.03, 1.03)
-        ax.set_xlabel("test length (tokens)")
+        kinds = {c["kind"] for r in rows for c in r["by_length"]}
+        ax.set_xlabel({"position": "position of the scored token: the prefix length",
+                       "length": "sequence length n of the test sample (tokens)"}.get(
+                           next(iter(kinds)) if len(kinds) == 1 else None, "test length (tokens)"))
         ax.set_ylabel("test accuracy")
         ax.set_title(f"{os.path.basename(self.model)} on {self.suite}, {self.scale} scale: accuracy by test length",
                      fontsize=10)
