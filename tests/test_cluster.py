@@ -25,6 +25,9 @@ from longsynth.store import cluster
 
 P = {"L": 32}
 PF = {"size": 128}  # pathfinder-seg: ~2 ms a sample, 35 kB on disk: shards slow enough to kill mid-way
+# shards of 600 (over a second each, warm): with 150 a warm worker could finish every shard between two
+# looks of the killer, which then killed nothing (seen on an idle 2-core machine)
+PF_SPLITS = dict(seed=5, splits={"train": 2400}, shard_size=600)
 
 
 def tree_bytes(root):
@@ -53,7 +56,7 @@ def reference(tmp_path_factory):
     for workers in (1, 2):
         store.generate(str(base / f"cumsum-{workers}"), "cumsum", P, seed=11, num_samples=300, shard_size=40,
                        workers=workers)
-    store.generate(str(base / "pf"), "pathfinder-seg", PF, seed=5, splits={"train": 1200}, shard_size=150, workers=1)
+    store.generate(str(base / "pf"), "pathfinder-seg", PF, **PF_SPLITS, workers=1)
     return base
 
 
@@ -190,8 +193,7 @@ class TestDaskCommandLine:
 
             def run():
                 try:
-                    store.generate(str(d), "pathfinder-seg", PF, seed=5, splits={"train": 1200}, shard_size=150,
-                                   client=client)
+                    store.generate(str(d), "pathfinder-seg", PF, **PF_SPLITS, client=client)
                 except BaseException as e:
                     failure.append(e)
 
