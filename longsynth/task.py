@@ -198,15 +198,14 @@ class Task:
 def _token_bounds(keys, vocab_size, cfg):
     """A token task's key specs with their value range (longsynth.values): ids in [0, V), and
     targets -100 where not scored (docs/adding-a-task.md "Token tasks")."""
+    from longsynth.generators._tokens import IGNORE
+
     V = int(vocab_size(cfg))
     out = dict(keys(cfg))
-    for name, ignore in (("inputs", None), ("targets", IGNORE_INDEX)):
+    for name, ignore in (("inputs", None), ("targets", IGNORE)):
         if name in out:
             out[name] = dataclasses.replace(out[name], bounds=(0, V - 1), ignore=ignore)
     return out
-
-
-IGNORE_INDEX = -100  # an unscored token target (torch.nn.CrossEntropyLoss's default ignore index)
 
 
 def unpack(block, i):

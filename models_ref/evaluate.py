@@ -27,15 +27,15 @@ import sys
 import matplotlib  # noqa: F401 - report.png needs it: missing, evaluate stops before training
 import torch
 
-from longsynth import certificate, safe
+from longsynth import certificate, registry, safe
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
 from longsynth.models_ref import factories
 from longsynth.models_ref.harness import Job, build, check_model, prepare, run
 from longsynth.models_ref.presets import (ATOMIC_TASKS, PROTOCOLS, SUITES, architecture, preset_lr, protocol_of,
-                                         suite_members)
+                                         suite_members, task_of)
 from longsynth.models_ref.protocol import SCALES, resolve
-from longsynth.models_ref.report import Report
+from longsynth.models_ref.report import Report, member_name
 
 CACHE_ENV = "LONGSYNTH_CACHE"
 
@@ -55,8 +55,8 @@ def suite_tasks(suite, scale=None):
             members += [(p, t) for p, t in SUITES[name] if scale is None or (protocol_of(p), scale) in PROTOCOLS]
         elif name in ATOMIC_TASKS:
             members.append(("atomic", name))
-        elif any(name == p for p, _ in PROTOCOLS):
-            members.append((name, next(row["task"] for (p, _), row in PROTOCOLS.items() if p == name)))
+        elif task_of(name) is not None:
+            members.append((name, task_of(name)))
         else:
             import difflib
 
@@ -174,7 +174,7 @@ def plan(model, suite, settings, out, notify, progress=False):
                                       weight_decay=wd, width=width, depth=depth)
             prefix = (f"lr{lr:g}-" + ("" if wd is None else f"wd{wd:g}-") + ("" if width is None else f"d{width}-")
                       + ("" if depth is None else f"n{depth}-") + f"seed{seed}-")
-            parent = Folder.of(out).sub("runs", member_name(proto_name, task))
+            parent = Folder.of(out).sub("runs", member_name(proto_name, task, registry.get(task).family))
             run_dir = parent.sub(prefix + _config_hash(job, identity, protocol))
             if not run_dir.exists():  # a link on the way is refused, never entered
                 changed += any(d.startswith(prefix) for d in parent.listdir())
@@ -186,14 +186,6 @@ def plan(model, suite, settings, out, notify, progress=False):
         notify(f"{changed} run(s) changed config since the last evaluate in {out}: they start fresh "
                "(the earlier runs stay in runs/)")
     return planned, factory, identity
-
-
-def member_name(protocol, task):
-    """The name of a suite member in runs/ and the report: the task, or for the field's token
-    suites, whose protocols share a task (mqar-64 .. mqar-512), the protocol."""
-    from longsynth import registry
-
-    return protocol if registry.get(task).family == "tokens" else task
 
 
 def run_key(d):
@@ -385,8 +377,8 @@ def _evaluate(model, suite, out, settings, progress, notify):
         sweep = "".join(f" {name} {cert[key]:g}" for key, name in (("weight_decay", "wd"), ("width", "d"),
                                                                   ("depth", "layers"))
                         if cert.get(key) is not None)
-        notify(f"[{i}/{len(todo)}] {member_name(cert['protocol'], cert['task'])} lr {cert['lr']:g}{sweep} seed "
-               f"{cert['seed']}: test {metric} "
+        name = member_name(cert["protocol"], cert["task"], cert["family"])
+        notify(f"[{i}/{len(todo)}] {name} lr {cert['lr']:g}{sweep} seed {cert['seed']}: test {metric} "
                f"{value:.4f} ({cert['wall_time_s']:.0f} s){left.after(cert)}")
     order = {run_key(job.to_dict()): i for i, (job, _) in enumerate(planned)}
     results.sort(key=lambda cert: order.get(run_key(cert), len(order)))

@@ -357,6 +357,12 @@ PAPER_SOURCE.update(_field.PAPER_SOURCE)
 SUITES.update(_field.SUITES)
 
 
+def task_of(protocol):
+    """The task a named protocol trains on (mqar-128 -> mqar), None for no such protocol or one of
+    several tasks (atomic)."""
+    return next((row["task"] for (p, _), row in PROTOCOLS.items() if p == protocol), None)
+
+
 def protocol_of(task_or_protocol):
     """The protocol a suite member runs under: an atomic task name -> "atomic"."""
     return "atomic" if task_or_protocol in ATOMIC_TASKS else task_or_protocol

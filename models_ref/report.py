@@ -20,10 +20,15 @@ from longsynth.outdir import Folder
 METRIC_NAMES = {"r2": "R^2", "accuracy": "accuracy", "macro_f1": "macro F1"}
 
 
+def member_name(protocol, task, family):
+    """A suite member's name in runs/ and the report: the task, or for the field's token suites,
+    whose protocols share a task (mqar-64 .. mqar-512), the protocol."""
+    return protocol if family == "tokens" else task
+
+
 def member(run):
-    """A run's row: its task; for a token suite's protocol (they share tasks: mqar-64 .. mqar-512)
-    the protocol, with the width and depth where the protocol has those grids."""
-    name = run["protocol"] if run.get("family") == "tokens" else run["task"]
+    """A run's row: its member name, with the width and depth where the protocol has those grids."""
+    name = member_name(run["protocol"], run["task"], run.get("family"))
     name = name if run.get("width") is None else f"{name} d{run['width']}"
     return name if run.get("depth") is None else f"{name}, {run['depth']} layer{'s' if run['depth'] > 1 else ''}"
 

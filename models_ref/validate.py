@@ -29,7 +29,7 @@ from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
 from longsynth.models_ref.factories import BUILTIN
 from longsynth.models_ref.harness import Job, run
-from longsynth.models_ref.presets import LENGTH_OF, OUT_OF_TINY_BUDGET, TOLERANCE, positive_control
+from longsynth.models_ref.presets import LENGTH_OF, OUT_OF_TINY_BUDGET, TOLERANCE, positive_control, task_of
 from longsynth.models_ref.protocol import SCALES
 
 MODELS = tuple(BUILTIN)
@@ -86,9 +86,8 @@ def _job(target, model, scale, **train):
                    **train)
     from longsynth.models_ref import field
 
-    protocol = next(((p, row["task"]) for (p, _), row in field.PROTOCOLS.items() if p == target), None)
-    task = protocol[1] if protocol else target
-    if protocol is not None and task in field.VALIDATE:  # a token suite's protocol: mqar-128, mad-recall-v32, ...
+    task = task_of(target) or target
+    if task != target and task in field.VALIDATE:  # a token suite's protocol: mqar-128, mad-recall-v32, ...
         return Job(model=model, protocol=target, task=task, scale=scale, **train)
     t = registry.get(task)
     if t.family == "tokens":
@@ -107,8 +106,7 @@ def default_model(target):
     ``VALIDATE``), else DLR."""
     from longsynth.models_ref import field
 
-    task = next((row["task"] for (p, _), row in field.PROTOCOLS.items() if p == target), target)
-    return field.VALIDATE.get(task, (None, "dlr"))[1]
+    return field.VALIDATE.get(task_of(target) or target, (None, "dlr"))[1]
 
 
 def validate(target, model=None, scale="tiny", steps=None, device="cpu", report_dir=None, progress=True,
