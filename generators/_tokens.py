@@ -9,10 +9,17 @@ import dataclasses
 import numpy as np
 
 IGNORE = -100  # targets the loss skips (torch.nn.CrossEntropyLoss's default ignore_index)
+# The token tasks' revision (longsynth.task.Task.revision): 2 stores a vocabulary of at most
+# 127 ids as int8 (1 stored them as int16); the ids drawn are the same.
+REVISION = 2
 
 
 def token_dtype(vocab_size):
-    """The narrowest signed dtype that holds ids [0, vocab_size) and -100: int16 up to 32,767 tokens."""
+    """The narrowest signed dtype that holds ids [0, vocab_size) and -100: int8 up to 127
+    tokens, int16 up to 32,767. The bytes written bound the long token tasks' generation
+    (docs/benchmarks.md), so a small vocabulary is stored in one byte a token."""
+    if vocab_size <= np.iinfo(np.int8).max:
+        return "int8"
     if vocab_size <= np.iinfo(np.int16).max:
         return "int16"
     if vocab_size <= np.iinfo(np.int32).max:

@@ -1,7 +1,7 @@
 """MAD's six token tasks (Poli et al. 2024, athms/mad-lab @ 0f49a452, mad/data/instances.py).
 
 Definitions, worked examples and quirks: docs/tasks/mad.md. Every task stores ``inputs`` and
-``targets``, integer token ids [T] (int16 while the vocabulary fits, else int32), -100 in
+``targets``, integer token ids [T] (int8 up to 127 tokens, int16 up to 32,767, else int32), -100 in
 ``targets`` at every unscored position. Parameters carry MAD's names and its configs'
 defaults (configs/tasks/*.yml; where a function default differs, the config wins).
 "Scored as at test time" means split val or test; the train split scores as MAD's
@@ -62,7 +62,7 @@ from numba import njit, prange
 
 from longsynth.errors import LongsynthError
 from longsynth.generators import mad_authors
-from longsynth.generators._tokens import IGNORE, token_dtype
+from longsynth.generators._tokens import IGNORE, REVISION, token_dtype
 from longsynth.rng import FIXED, SPLITS, below, next_u64, randint, stream, uniform
 from longsynth.task import KeySpec, Task, param
 
@@ -642,7 +642,8 @@ def _vocab_size(cfg):
 
 def _task(name, *, config, summary, length, fill, check, card, **extra):
     return Task(name=name, config=config, summary=summary, keys=_token_keys(length), fill=fill, check=check,
-                family="tokens", card=card, vocab_size=_vocab_size, authors=mad_authors.stream_of(name),
+                family="tokens", revision=REVISION, card=card, vocab_size=_vocab_size,
+                authors=mad_authors.stream_of(name),
                 citation=CITATION, default_num_samples=mad_authors.MAD_TRAIN_EXAMPLES[name] + MAD_TEST, **extra)
 
 

@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.errors import LongsynthError
-from longsynth.generators._tokens import IGNORE, token_dtype
+from longsynth.generators._tokens import IGNORE, REVISION, token_dtype
 from longsynth.rng import randint, stream, uniform
 from longsynth.task import KeySpec, Task, param
 
@@ -328,6 +328,7 @@ TASK = Task(
     fill=_fill,
     check=_check,
     family="tokens",
+    revision=REVISION,
     vocab_size=lambda cfg: cfg.vocab_size,
     authors=authors_rows,
     citation=CITATION,

@@ -48,7 +48,7 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.errors import LongsynthError
-from longsynth.generators._tokens import IGNORE, token_dtype
+from longsynth.generators._tokens import IGNORE, REVISION, token_dtype
 from longsynth.rng import below, stream, uniform
 from longsynth.task import KeySpec, Task, param
 
@@ -339,6 +339,7 @@ TASKS = [
         check=_check_recall,
         resolve=_resolve(RECALL_PRESETS),
         family="tokens",
+        revision=REVISION,
         vocab_size=lambda cfg: cfg.vocab_size,
         vocab=lambda cfg: vocabulary(cfg.vocab_size),
         authors=authors_recall,
@@ -357,6 +358,7 @@ TASKS = [
         check=_check_induction,
         resolve=_resolve(INDUCTION_PRESETS),
         family="tokens",
+        revision=REVISION,
         vocab_size=lambda cfg: cfg.vocab_size,
         vocab=lambda cfg: vocabulary(cfg.vocab_size),
         authors=authors_induction,

@@ -12,7 +12,7 @@ s_t = x_1 x_2 ... x_t (s_0 the identity, s_t = s_{t-1} x_t).
 Tokens: element ids 0..|G|-1, then the authors' special tokens |G| + (0 [PAD], 1 [BOS],
 2 [UNK], 3 [EOS], 4 [SEP], 5 [CLS], 6 [MASK]). Keys: ``inputs`` [k + 1] = BOS, x_1..x_k;
 ``targets`` [k + 1] = BOS, s_1..s_k (the authors' labels: BOS at position 0, scored as
-theirs). int16 (|G| <= 5040).
+theirs). int8 while |G| + 7 <= 127, else int16 (|G| <= 5040).
 
 Draw order: stream(seed, split, index): x_1..x_k, each randint(|G|), in order.
 
@@ -37,7 +37,7 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.errors import LongsynthError
-from longsynth.generators._tokens import token_dtype
+from longsynth.generators._tokens import REVISION, token_dtype
 from longsynth.rng import randint, split_name, stream
 from longsynth.task import KeySpec, Task, param
 
@@ -248,6 +248,7 @@ TASK = Task(
     check=_check,
     vocab=_vocab,
     family="tokens",
+    revision=REVISION,
     vocab_size=vocab_size,
     authors=authors,
     citation=CITATION,

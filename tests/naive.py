@@ -799,7 +799,7 @@ def mqar(seed, split, index, vocab_size, input_seq_len, num_kv_pairs, power_a=0.
         for t in range(L):
             if x[t] == 0:
                 x[t] = st.randint(V)
-    dtype = np.int16 if V <= 32767 else np.int32
+    dtype = _token_dtype(V)
     return {"inputs": x.astype(dtype), "targets": y.astype(dtype)}
 
 
@@ -815,8 +815,13 @@ def _mad_out(tokens, scored, split, dtype):
     return {"inputs": t[:-1].astype(dtype), "targets": y.astype(dtype)}
 
 
-def _mad_dtype(vocab_size):
-    return np.int16 if vocab_size <= 32767 else np.int32
+def _token_dtype(vocab_size):
+    """docs/adding-a-task.md, "Token tasks": int8 up to 127 tokens, int16 up to 32,767, else int32."""
+    for t in (np.int8, np.int16, np.int32):
+        if vocab_size <= np.iinfo(t).max:
+            return t
+    return np.int64
+
 
 
 def mad_recall(seed, split, index, vocab_size, seq_len, multi_query, noise_vocab_size, frac_noise):
@@ -848,7 +853,7 @@ def mad_recall(seed, split, index, vocab_size, seq_len, multi_query, noise_vocab
         scored.append(MAD_IGNORE)
     tokens += [probe, value[probe]]
     scored += [MAD_IGNORE, value[probe]]
-    return _mad_out(tokens, scored, split, _mad_dtype(vocab_size))
+    return _mad_out(tokens, scored, split, _token_dtype(vocab_size))
 
 
 def _mad_motif(st, n, size, offset):
@@ -909,7 +914,7 @@ def mad_fuzzy_recall(seed, split, index, vocab_size, seq_len, multi_query, k_mot
     scored += [MAD_IGNORE] * pks + list(pv)
     pad = seq_len + 1 - len(tokens)
     padding = vocab_size - 1 if multi_query else vocab_size - 2
-    return _mad_out([padding] * pad + tokens, [MAD_IGNORE] * pad + scored, split, _mad_dtype(vocab_size))
+    return _mad_out([padding] * pad + tokens, [MAD_IGNORE] * pad + scored, split, _token_dtype(vocab_size))
 
 
 def _mad_pairs(st, bound, count):
@@ -940,7 +945,7 @@ def mad_selective_copying(seed, split, index, vocab_size, seq_len, num_tokens_to
         x += [blank] * before[j] + [data[j]]
     x += [blank] * before[n] + [copy] + [blank] * n
     y = [MAD_IGNORE] * (seq_len - n) + data
-    dt = _mad_dtype(vocab_size)
+    dt = _token_dtype(vocab_size)
     return {"inputs": np.array(x, dtype=dt), "targets": np.array(y, dtype=dt)}
 
 
@@ -954,7 +959,7 @@ def mad_compression(seed, split, index, vocab_size, seq_len, noise_vocab_size, f
             if st.uniform() < frac_noise:
                 x[i] = nd + st.randint(noise_vocab_size)
                 y[i] = MAD_IGNORE if ignore_noise_targets else x[i]
-    dt = _mad_dtype(vocab_size)
+    dt = _token_dtype(vocab_size)
     return {"inputs": np.array(x + [vocab_size - 1], dtype=dt), "targets": np.array(y + [vocab_size - 1], dtype=dt)}
 
 
@@ -988,7 +993,7 @@ def mad_memorization(seed, split, index, vocab_size, seq_len, noise_vocab_size, 
             k = st.randint(ns // 2)
             x += [k, vocab_size - 1]
             y += [MAD_IGNORE, kv[k]]
-    dt = _mad_dtype(vocab_size)
+    dt = _token_dtype(vocab_size)
     return {"inputs": np.array(x, dtype=dt), "targets": np.array(y, dtype=dt)}
 def _safari_targets(seq, split, answer):
     x = np.array(seq, dtype=np.int64)
@@ -1017,7 +1022,7 @@ def associative_recall(seed, split, index, vocab_size, input_seq_len, num_keys=1
         t = st.below(len(tuples))
     seq += [n + 1] + [1 + k for k in tuples[t]] + [value[t] if t in present else 0]
     x, y = _safari_targets(seq, split, 1)
-    return {"inputs": x.astype(np.int16), "targets": y.astype(np.int16)}
+    return {"inputs": x.astype(_token_dtype(vocab_size)), "targets": y.astype(_token_dtype(vocab_size))}
 
 
 def induction_head(seed, split, index, vocab_size, input_seq_len, induction_len=1, induction_num_triggers=1):
@@ -1037,7 +1042,7 @@ def induction_head(seed, split, index, vocab_size, input_seq_len, induction_len=
     for p in kept:
         seq[p : p + 1 + m] = [n + 1] + answer
     x, y = _safari_targets(seq + answer, split, m)
-    return {"inputs": x.astype(np.int16), "targets": y.astype(np.int16)}
+    return {"inputs": x.astype(_token_dtype(vocab_size)), "targets": y.astype(_token_dtype(vocab_size))}
 
 
 def selective_copying(seed, split, index, L, M, A):
@@ -1055,5 +1060,5 @@ def selective_copying(seed, split, index, L, M, A):
     x[L + M :] = A - 1
     y = np.full(L + 2 * M, -100, dtype=np.int64)
     y[L + M :] = tokens
-    dtype = np.int16 if A <= 32767 else np.int32
+    dtype = _token_dtype(A)
     return {"inputs": x.astype(dtype), "targets": y.astype(dtype)}
