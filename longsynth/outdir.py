@@ -281,17 +281,23 @@ class Folder:
         again if empty; files are the writers' own to clean up (each removes its temporary
         file when it fails)."""
         made = []
-        if not os.path.lexists(self.root):
-            parent = os.path.dirname(self.root)
-            os.makedirs(parent, exist_ok=True)
-            try:
-                os.mkdir(self.root)
-                made.append(self.root)
-            except FileExistsError:  # another command made it first: it is not ours to remove
-                pass
-        elif not os.path.isdir(self.root):
-            raise LongsynthError(f"{self.root}: exists and is not a folder; choose another --out")
         try:
+            if not os.path.lexists(self.root):
+                parent = os.path.dirname(self.root)
+                if parent:
+                    os.makedirs(parent, exist_ok=True)
+                try:
+                    os.mkdir(self.root)
+                    made.append(self.root)
+                except FileExistsError:  # another command made it first: it is not ours to remove
+                    pass
+            elif not os.path.isdir(self.root):
+                raise LongsynthError(f"{self.root}: exists and is not a folder; choose another --out")
+        except OSError as e:
+            raise LongsynthError(f"{self.root}: cannot create directory ({e.strerror or e})") from None
+        try:
+            if not os.access(self.root, os.W_OK):
+                raise LongsynthError(f"{self.root}: directory is not writable")
             self.make(made)
             lock = DirLock(self.path).acquire()
             try:

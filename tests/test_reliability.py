@@ -178,8 +178,9 @@ def test_workers_are_capped_by_cores_and_shards(tmp_path, monkeypatch):
 
 HOLD = """
 import sys, time
-from longsynth.store.manifest import DirLock, _make_dir
-_make_dir(sys.argv[1])
+import os
+from longsynth.store.manifest import DirLock
+os.makedirs(sys.argv[1], exist_ok=True)
 DirLock(sys.argv[1]).acquire()
 print("locked", flush=True)
 time.sleep(60)

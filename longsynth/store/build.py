@@ -16,8 +16,9 @@ from longsynth import api, registry
 from longsynth.api import check_seed
 from longsynth.errors import DiskFullError, LongsynthError, os_reason
 from longsynth.files import atomic_write_text
+from longsynth.outdir import Folder
 from longsynth.store.layout import CARD, COMPRESSIONS, DIGEST_KEY, MAX_COUNT, default_shard_size
-from longsynth.store.manifest import (DirLock, _free_bytes, _make_dir, _new_manifest, _our_bytes, _prepare_dir,
+from longsynth.store.manifest import (_free_bytes, _new_manifest, _our_bytes, _prepare_dir,
                                       _write_manifest, dataset_card, default_splits, estimate_bytes, human, plan,
                                       progress_of)
 from longsynth import safe
@@ -148,13 +149,9 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
     fixed = t.fixed_draws(cfg, seed)
     cparams = dataclasses.asdict(cfg)
     manifest = _new_manifest(t, cfg, seed, splits, shard_size, compression, command, fixed, authors_stream)
-    _make_dir(root)
-    lock = DirLock(root).acquire()
-    try:
+    with Folder(root).hold():  # made when missing, locked for the whole run, removed again if refused while empty
         return _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compression, executor,
                                 overwrite, manifest, progress, note)
-    finally:
-        lock.release()
 
 
 def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compression, executor, overwrite,

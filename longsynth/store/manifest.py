@@ -245,17 +245,6 @@ def _write_manifest(root, manifest):
 
 
 
-def _make_dir(root):
-    if os.path.exists(root) and not os.path.isdir(root):
-        raise LongsynthError(f"{root}: exists and is not a directory")
-    try:
-        os.makedirs(root, exist_ok=True)
-    except OSError as e:
-        raise LongsynthError(f"{root}: cannot create directory ({e.strerror})") from None
-    if not os.access(root, os.W_OK):
-        raise LongsynthError(f"{root}: directory is not writable")
-
-
 def _prepare_dir(root, want, overwrite):
     """Existing shard records to keep (by file name) after checking what DIR holds.
 
