@@ -35,8 +35,8 @@ from longsynth.api import authors_stream, batch, sample, tasks, vocab  # noqa: E
 from longsynth.spec import ModelSpec  # noqa: E402
 from longsynth.store import generate, open  # noqa: E402
 
-__all__ = ["ModelSpec", "authors_stream", "batch", "evaluate", "generate", "open", "sample", "tasks", "vocab",
-           "__version__"]
+__all__ = ["ModelSpec", "authors_stream", "batch", "evaluate", "generate", "open", "read_report", "sample", "tasks",
+           "vocab", "__version__"]
 
 
 def evaluate(model, suite, *, out, scale="tiny", steps=None, lrs=None, seeds=1, device="cpu", jobs=1, dask=None,
@@ -54,3 +54,13 @@ def evaluate(model, suite, *, out, scale="tiny", steps=None, lrs=None, seeds=1, 
     settings = Settings(scale=scale, steps=steps, lrs=None if lrs is None else tuple(lrs), seeds=seeds,
                         device=device, jobs=jobs, dask=dask, data=data)
     return run(model, suite, out=out, settings=settings, progress=progress, notify=notify)
+
+
+def read_report(path):
+    """An ``evaluate`` report (its folder or its ``report.json``) as a dict, read as untrusted
+    input: bounded, no link followed inside the folder, checked against one schema (rows,
+    task scores, every run's certificate: longsynth/certificate.py). A report that does not
+    follow it raises ``longsynth.certificate.CertificateError``, one line naming the field."""
+    from longsynth.certificate import read_report as read
+
+    return read(path)

@@ -1,5 +1,5 @@
-"""A run's certificate (``metrics.json``, written by ``evaluate`` and ``validate``) read back
-as untrusted input (docs/format.md, "Trust").
+"""A run's certificate (``metrics.json``, written by ``evaluate`` and ``validate``) and an
+evaluate report (``report.json``) read back as untrusted input (docs/format.md, "Trust").
 
 A certificate that ``evaluate`` finds in its ``runs/`` on a rerun, or that ``info`` finds
 in a dataset's ``validation/``, may have been edited: every field a reader uses is checked
@@ -8,6 +8,10 @@ numbers, known task, protocol, scale and metric names - after ``safe.read_json``
 its size and depth. A bad one is one line naming the field (``CertificateError``); the
 caller redoes the run or reports it, never a traceback. Fields no reader uses are kept
 as they are.
+
+``report.json`` is checked by the same rules (``Report``: its rows, its task scores and each
+of its runs as a certificate) when ``read_report`` reads one, e.g. a report downloaded with
+a dataset, and by the report writer before it writes one, so what it writes always reads.
 """
 from __future__ import annotations
 
@@ -101,18 +105,72 @@ class Certificate(BaseModel):
         return self
 
 
-def check(raw, what):
-    """``raw`` (parsed JSON) as a certificate dict, checked against the schema;
-    CertificateError naming ``what`` and the first bad field otherwise."""
+Positive = Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0)]
+Paper = dict[Name, Optional[Finite]]  # a paper's figure per model column; None where it has none
+
+
+class Row(BaseModel):
+    """One task (protocol, width, depth) of a report: the best learning rate's figures.
+    ``task`` is the row's name (``mqar-64 d64``, ``word-problem-a5, 1 layer``); each run
+    below names its registered task."""
+
+    model_config = ConfigDict(extra="allow")
+    task: Name
+    protocol: Name
+    metric: Literal["r2", "accuracy", "macro_f1"]
+    best_lr: Optional[Positive]
+    lrs: list[Positive]
+    val: Optional[Finite]
+    test_mean: Optional[Finite]
+    test_std: Optional[NonNegative]
+    seeds: Count
+    paper: Paper
+    wall_time_s: NonNegative
+    tokens_per_s: NonNegative
+
+
+class Score(BaseModel):
+    """A task score (the mean over its settings) or the mean of the task scores."""
+
+    model_config = ConfigDict(extra="allow")
+    group: Name
+    score: Finite
+    settings: Count
+    paper: Paper
+
+
+class Report(BaseModel):
+    """The fields of report.json a reader uses: rows, task scores, and every run a certificate."""
+
+    model_config = ConfigDict(extra="allow")
+    suite: Annotated[str, Strict(), Field(min_length=1, max_length=4000)]
+    scale: Literal["tiny", "paper"]
+    rows: list[Row]
+    summary: list[Score] = []
+    runs: list[Certificate]
+
+
+def _checked(schema, raw, what, whole):
     if not isinstance(raw, dict):
         raise CertificateError(f"{what}: expected a JSON object, got {type(raw).__name__}")
     try:
-        Certificate.model_validate(raw)
+        schema.model_validate(raw)
     except ValidationError as e:
         err = e.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in err["loc"]) or "certificate"
+        where = ".".join(str(p) for p in err["loc"]) or whole
         raise CertificateError(f"{what}: {where}: {_reason(err)}") from None
     return raw
+
+
+def check(raw, what):
+    """``raw`` (parsed JSON) as a certificate dict, checked against the schema;
+    CertificateError naming ``what`` and the first bad field otherwise."""
+    return _checked(Certificate, raw, what, "certificate")
+
+
+def check_report(raw, what):
+    """``raw`` (parsed JSON) as a report dict (``Report``); CertificateError otherwise."""
+    return _checked(Report, raw, what, "report")
 
 
 def _reason(err):
@@ -143,4 +201,31 @@ def read(folder, name="metrics.json", what=None):
     return check(raw, what)
 
 
-__all__ = ["Certificate", "CertificateError", "Evaluation", "METRICS", "check", "read"]
+REPORT_BYTES = 64 << 20  # a report holds every run's certificate: a paper-scale MAD sweep is some 1,000
+
+
+def read_report(path):
+    """An evaluate report, checked: ``path`` is its folder or its ``report.json``. Read
+    without following a link inside the folder, bounded in size and depth; a report that
+    does not follow ``Report`` is one line (CertificateError). Returns the parsed dict."""
+    import os
+
+    from longsynth.outdir import Folder
+
+    path = os.fspath(path)
+    folder, name = (path, "report.json") if os.path.isdir(path) else os.path.split(path)
+    folder = Folder.of(folder or ".")
+    what = folder.join(name)
+    try:
+        raw = folder.read_json(name, what, limit=REPORT_BYTES)
+    except FileNotFoundError:
+        raise CertificateError(f"{what}: no such report") from None
+    except CertificateError:
+        raise
+    except LongsynthError as e:
+        raise CertificateError(str(e)) from None
+    return check_report(raw, what)
+
+
+__all__ = ["Certificate", "CertificateError", "Evaluation", "METRICS", "Report", "check", "check_report", "read",
+           "read_report"]

@@ -16,6 +16,7 @@ from longsynth.models_ref.presets import (COLUMNS, EXTRA_COLUMNS, PAPER_SOURCE, 
                                          paper_split)
 from longsynth.models_ref.field import GROUP_PAPER, GROUP_SOURCE, GROUPS
 from longsynth.outdir import Folder
+from longsynth.certificate import check_report
 
 METRIC_NAMES = {"r2": "R^2", "accuracy": "accuracy", "macro_f1": "macro F1"}
 
@@ -368,7 +369,7 @@ class Report:
         """report.json, report.md and report.png in ``out`` (a longsynth.outdir.Folder or a
         path): each under a temporary name, renamed, never written through a link."""
         out = Folder.of(out)
-        out.write_json("report.json", self.to_json())
+        out.write_json("report.json", check_report(self.to_json(), out.join("report.json")))
         out.write_text("report.md", self.to_markdown())
         import matplotlib.pyplot as plt
 

@@ -94,3 +94,54 @@ def test_info_checks_a_validation_certificate(tmp_path):
     run.write_json("metrics.json", cert)
     r = CliRunner().invoke(cli, ["info", str(root)])
     assert r.exit_code == 0 and 'validation: {"r2": 0.5}' in r.output, r.output
+
+
+# report.json read back (longsynth.read_report): the same schema rules, its rows and every run
+REPORT_EDITS = {
+    "test mean is NaN": (lambda r: r["rows"][0].update(test_mean=float("nan")), "rows.0.test_mean: Input should be a "
+                                                                                   "finite number"),
+    "unknown metric": (lambda r: r["rows"][0].update(metric="bleu"), "rows.0.metric: Input should be 'r2'"),
+    "a run's lr is text": (lambda r: r["runs"][0].update(lr="abc"), "runs.0.lr: Input should be a valid number"),
+    "a run's task renamed": (lambda r: r["runs"][0].update(task="nope"), "runs.0.task: 'nope' is not a longsynth task"),
+    "paper figure is text": (lambda r: r["rows"][0]["paper"].update(dlr="1.0"), "rows.0.paper.dlr: Input should be"),
+    "rows is a dict": (lambda r: r.update(rows={}), "rows: Input should be a valid list"),
+    "unknown scale": (lambda r: r.update(scale="huge"), "scale: Input should be 'tiny' or 'paper'"),
+}
+
+
+def test_a_written_report_reads_back(report):
+    import longsynth
+
+    want = json.loads((report / "report.json").read_text())
+    assert longsynth.read_report(report) == want == longsynth.read_report(report / "report.json")
+    assert want["rows"] and want["runs"]
+
+
+@pytest.mark.parametrize("edit", sorted(REPORT_EDITS))
+def test_an_edited_report_is_one_line_naming_its_field(report, tmp_path, edit):
+    import longsynth
+
+    rep = json.loads((report / "report.json").read_text())
+    change, said = REPORT_EDITS[edit]
+    change(rep)
+    (tmp_path / "report.json").write_text(json.dumps(rep))
+    with pytest.raises(certificate.CertificateError) as e:
+        longsynth.read_report(tmp_path)
+    assert str(e.value).startswith(str(tmp_path / "report.json") + ": ") and said in str(e.value), str(e.value)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("hostile", ["deep", "link", "missing", "not an object"])
+def test_a_hostile_report_is_one_line(report, tmp_path, hostile):
+    import longsynth
+
+    path = tmp_path / "report.json"
+    if hostile == "deep":
+        path.write_text(_deep(200_000))
+    elif hostile == "link":
+        os.symlink(report / "report.json", path)  # a good report, but through a link planted in the folder
+    elif hostile == "not an object":
+        path.write_text("[1, 2]")
+    with pytest.raises(certificate.CertificateError) as e:
+        longsynth.read_report(tmp_path)
+    assert "\n" not in str(e.value) and str(e.value).startswith(str(path)), str(e.value)
