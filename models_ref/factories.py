@@ -7,7 +7,8 @@ A factory is ``factory(spec: longsynth.ModelSpec) -> torch.nn.Module`` (docs/eva
   ``attention``, ``attention-ff``, ``local-attention``, ``dlr-prod``, ``dlr-real``, ``dlr-6``, and
   the recurrent ``s6`` (Mamba), ``s6-signed``, ``gru``): the reference model stack with the preset of
   ``presets.architecture`` for the spec's protocol and scale (the recurrent ones run causal on every
-  protocol: they have no bidirectional form);
+  protocol: they have no bidirectional form); ``zoology-attention``, zoology's Figure 2 attention
+  model (models_ref/zoology.py), on the ``mqar`` protocols only;
 - ``path/to/file.py:function``: a function in a Python file (the user's code, run as the
   user asked);
 - ``package.module:function``: a function of an importable module.
@@ -26,6 +27,7 @@ import sys
 from longsynth.errors import LongsynthError
 from longsynth.models_ref.model import Model, ModelConfig
 from longsynth.models_ref.presets import VARIANTS, architecture, preset_lr
+from longsynth.models_ref.zoology import ZoologyAttention, ZoologyConfig
 
 
 BIDIRECTIONAL = ("dlr", "dlr-real", "s4", "s4d", "essm", "attention", "local-attention")  # with a bidirectional form
@@ -67,9 +69,35 @@ class Reference:
         return Model(self.config(spec))
 
 
+class Zoology(Reference):
+    """``zoology-attention``: zoology's Figure 2 model (models_ref/zoology.py), not the reference stack.
+    Its preset (models_ref/field.py) fixes two one-head blocks and the position table; the width is
+    the protocol's grid point (``spec.d_model``) where it sets one. Causal token protocols only: the
+    head is tied to the word embeddings, so the logits are the vocabulary."""
+
+    def config(self, spec):
+        row = self.preset(spec)  # refuses, in one line, a protocol without a preset (every non-mqar one)
+        if not spec.causal or spec.vocab_size is None or spec.d_output != spec.vocab_size:
+            raise LongsynthError(f"model: {self.name} is a causal language model over token ids (its head is "
+                                 f"tied to the word embeddings); {spec.protocol} is not such a protocol")
+        arch = dict(row["arch"])
+        if spec.d_model is not None:  # the grid's d_model (configs.py 46-51)
+            arch["d_model"] = spec.d_model
+        if spec.n_layers is not None:
+            arch["n_layers"] = spec.n_layers
+        if spec.seq_len > arch["max_position_embeddings"]:
+            raise LongsynthError(f"model: {self.name} has {arch['max_position_embeddings']} positions, "
+                                 f"{spec.protocol} feeds {spec.seq_len}")
+        return ZoologyConfig(vocab_size=spec.vocab_size, **arch)
+
+    def __call__(self, spec):
+        return ZoologyAttention(self.config(spec))
+
+
 BUILTIN = {name: Reference(name) for name in ("dlr", "dss", "s4", "s4d", "essm", "dlr-prod", "dlr-real", "dlr-6",
                                                "dlr-d1", "attention", "attention-ff", "local-attention", "s6",
                                                "s6-signed", "gru")}
+BUILTIN["zoology-attention"] = Zoology("zoology-attention")
 
 
 def _sha256(path):

@@ -267,6 +267,17 @@ for (_name, _scale), _row in list(PROTOCOLS.items()):
             arch=dict(H=_H, n_layers=2, prenorm=True, **{**_arch, **_change}), lr=_lr,
             source=f"two prenorm blocks of width {_H} (models_ref/field.py), lr {_lr:g} ({_row['source']})")
 
+# zoology-attention (models_ref/zoology.py) on MQAR alone: zoology's Figure 2 attention model, two one-head
+# blocks (configs.py 54-61, 138-146), its position table as long as the input (configs.py 142), width 64 at tiny
+# scale and zoology's default 128 (config.py 99) at paper scale where no grid point is given; the protocol's lr.
+for (_name, _scale), _row in list(PROTOCOLS.items()):
+    if _row["task"] == "mqar":
+        _H = 64 if _scale == "tiny" else 128
+        ARCHITECTURES[(_name, _scale, "zoology-attention")] = dict(
+            arch=dict(d_model=_H, n_layers=2, num_heads=1, max_position_embeddings=_row["data"]["input_seq_len"]),
+            lr=_row["lr"], source=f"zoology's Figure 2 attention model, two one-head blocks of width {_H} unless the "
+                                  f"grid sets it (models_ref/zoology.py), lr {_row['lr']:g} ({_row['source']})")
+
 # ----------------------------------------------------------------- certificates (longsynth validate)
 # ``longsynth validate TASK`` on a token task trains the positive control of the task's protocol
 # (VALIDATE), and the certificate passes when its test accuracy reaches the threshold: at tiny

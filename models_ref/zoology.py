@@ -1,0 +1,129 @@
+"""zoology-attention: the exact model of zoology's MQAR Figure 2 attention runs (docs/models.md).
+
+HazyResearch/zoology @ d88d6f5, ``iclr24_zoology_figure2/configs.py`` lines 54-61 and 138-146:
+two ``TransformerBlock``s of width D (the grid 64..512), one-head ``MHA`` with dropout 0.1, the
+state mixer ``torch.nn.Identity``, learned positions up to the input length, V 8192. With
+``config.py`` 101-110's defaults (embed_dropout 0.1, resid_dropout 0, drop_path 0, eps 1e-5) and
+``model.py`` (citations below), token ids x [B, T] -> logits [B, T, V]:
+
+    e_0 = E[x] + P[0..T-1]                                   TokenEmbeddings (model.py 108-124)
+    block i (model.py 205-215):  r = drop_i(h) + r   (r = drop_0(e_0) at i = 0; drop_0 p 0.1, else 0)
+                                 r = MHA(LN1(r)) + r,  h = LN2(r)             (Identity state mixer)
+    logits = LN_f(h + r) E^T                                 LMBackbone 247-255, tied lm_head 306-313
+    MHA (mixers/attention.py 8-68): Q, K, V = LN1(r) W_qkv + b;  A = softmax(Q K^T / sqrt(d) + M),
+    M = -10000 above the diagonal, dropout(A) (p 0.1) while training;  out = (A V) W_o + b_o
+
+So the normalised h = LN2(r) of a block is added to the residual r again by the next block (and
+by LN_f's input): the quirk of zoology's prenorm stream with an Identity state mixer, kept. Init
+(model.py 127-182): every Linear and Embedding N(0, 0.02), biases 0, W_o N(0, 0.02 / sqrt(2 n_layers)),
+LayerNorms (1, 0). At this commit ``LanguageModel.forward`` returns the hidden states unless
+``return_embeddings=False`` (model.py 315-321); the figure's runs are the lm_head path, which this is.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from longsynth.errors import LongsynthError
+
+
+@dataclass
+class ZoologyConfig:
+    vocab_size: int  # V, zoology's vocab_size (the logits' width: the head is tied to E)
+    max_position_embeddings: int  # rows of P: the input length (configs.py 142)
+    d_model: int = 64  # D
+    n_layers: int = 2
+    num_heads: int = 1  # configs.py 59
+    attn_dropout: float = 0.1  # MHA dropout on A (configs.py 58)
+    embed_dropout: float = 0.1  # config.py 107: block 0's dropout1
+    resid_dropout: float = 0.0  # config.py 106: the other dropouts
+    layer_norm_epsilon: float = 1e-5  # config.py 109 (ln_f's; norm1 and norm2 keep LayerNorm's 1e-5)
+    layer: str = "zoology-attention"  # what trainer.load_model rebuilds
+
+    def __post_init__(self):
+        for name in ("vocab_size", "max_position_embeddings", "d_model", "n_layers", "num_heads"):
+            if getattr(self, name) < 1:
+                raise LongsynthError(f"{name}: must be >= 1, got {getattr(self, name)}")
+        if self.d_model % self.num_heads:
+            raise LongsynthError(f"num_heads: must divide d_model = {self.d_model}, got {self.num_heads}")
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(**d)
+
+
+class MHA(nn.Module):
+    """Causal softmax attention, h heads of d = D / h (mixers/attention.py 34-68)."""
+
+    def __init__(self, D, heads, dropout):
+        super().__init__()
+        self.heads, self.p = heads, dropout
+        self.Wqkv = nn.Linear(D, 3 * D)  # [3D, D] + [3D]: Q, K, V, each h heads of d (attention.py 54-56, 63-65)
+        self.out_proj = nn.Linear(D, D)  # W_o [D, D] + b_o [D] (attention.py 58)
+
+    def forward(self, u):  # u [B, T, D]
+        B, T, D = u.shape
+        q, k, v = self.Wqkv(u).view(B, T, 3, self.heads, D // self.heads).unbind(2)  # 3 x [B, T, h, d]
+        s = torch.einsum("bthd,bshd->bhts", q, k * (1.0 / math.sqrt(q.shape[-1])))  # [B, h, T, T]  attention.py 22-23
+        M = torch.triu(torch.full((T, T), -10000.0, device=u.device), 1)  # [T, T]  attention.py 24-26
+        A = torch.softmax(s + M.to(s.dtype), dim=-1, dtype=v.dtype)  # [B, h, T, T]  attention.py 27-28
+        A = F.dropout(A, self.p if self.training else 0.0)  # [B, h, T, T]  attention.py 29
+        y = torch.einsum("bhts,bshd->bthd", A, v)  # [B, T, h, d]  attention.py 30
+        return self.out_proj(y.reshape(B, T, D))  # [B, T, D]
+
+
+class Block(nn.Module):
+    """zoology's TransformerBlock (model.py 185-215) with the Identity state mixer: (h, r) -> (h, r)."""
+
+    def __init__(self, cfg: ZoologyConfig, i):
+        super().__init__()
+        self.drop1 = nn.Dropout(cfg.embed_dropout if i == 0 else cfg.resid_dropout)  # model.py 198
+        self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)  # model.py 200, 203
+        self.mixer = MHA(cfg.d_model, cfg.num_heads, cfg.attn_dropout)
+        self.drop2 = nn.Dropout(cfg.resid_dropout)  # model.py 201 (drop_path 0: StochasticDepth is the identity)
+
+    def forward(self, h, r):  # h [B, T, D], r [B, T, D] or None
+        r = self.drop1(h) if r is None else self.drop1(h) + r  # [B, T, D]  model.py 206-207
+        h = self.mixer(self.norm1(r))  # [B, T, D]  model.py 208-209
+        r = self.drop2(h) + r  # [B, T, D]  model.py 211-212
+        return self.norm2(r), r  # [B, T, D], [B, T, D]  model.py 213-215: norm2 feeds the next block
+
+
+class ZoologyAttention(nn.Module):
+    """zoology's LanguageModel (model.py 294-321) on the Figure 2 attention config: x [B, T] -> [B, T, V]."""
+
+    def __init__(self, cfg: ZoologyConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.word = nn.Embedding(cfg.vocab_size, cfg.d_model)  # E [V, D]  model.py 49-52
+        self.position = nn.Embedding(cfg.max_position_embeddings, cfg.d_model)  # P [T_max, D]  model.py 71-74
+        self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
+        self.drop_f = nn.Dropout(cfg.resid_dropout)  # model.py 243
+        self.ln_f = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_epsilon)  # model.py 244
+        for module in self.modules():  # model.py 144-150 (applied twice there, the same law)
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, std=0.02)
+            if isinstance(module, nn.Linear):
+                nn.init.zeros_(module.bias)
+        for block in self.blocks:  # model.py 172-177: "out_proj.weight", scaled for depth
+            nn.init.normal_(block.mixer.out_proj.weight, std=0.02 / math.sqrt(2 * cfg.n_layers))
+
+    def forward(self, x):  # x [B, T] int64
+        T = x.shape[1]
+        if T > self.cfg.max_position_embeddings:
+            raise ValueError(f"zoology-attention: {T} positions, its position table has "
+                             f"{self.cfg.max_position_embeddings}")
+        h = self.word(x) + self.position(torch.arange(T, device=x.device))  # [B, T, D]  model.py 114-123
+        r = None
+        for block in self.blocks:
+            h, r = block(h, r)  # [B, T, D], [B, T, D]
+        r = self.drop_f(h) + r  # [B, T, D]  model.py 252-253
+        return F.linear(self.ln_f(r), self.word.weight)  # [B, T, V]  model.py 254, lm_head tied to E (313)
