@@ -632,7 +632,8 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
     """Run MODEL through the papers' protocols and report it beside the papers' figures.
 
     MODEL is a built-in name (dlr, dss, s4, s4d, essm, attention, attention-ff, local-attention,
-    dlr-prod, dlr-real, dlr-6, dlr-d1, s6, s6-signed, gru), path/to/file.py:function or
+    dlr-prod, dlr-real, dlr-6, dlr-d1, s6, s6-signed, gru; zoology-attention on mqar),
+    path/to/file.py:function or
     package.module:function;
     a function takes a longsynth.ModelSpec and returns a torch.nn.Module mapping
     [B, T, d_input] (or tokens [B, T]) to [B, T, d_output] (docs/evaluate.md).
