@@ -101,15 +101,18 @@ def decays(module, p):
 
 
 def build_optimizer(model, cfg: TrainConfig):
-    """AdamW. Weight decay ``cfg.weight_decay`` on matrices only (``decays``); parameters with
-    an ``_optim`` dict (the SSM parameters, kernel.register) take their own lr and weight decay."""
+    """AdamW. Weight decay ``cfg.weight_decay`` on matrices only (``decays``), or on every
+    parameter when the model says its authors trained it so (``model.decays_every_parameter``,
+    as ``AdamW(model.parameters(), weight_decay=...)`` does); parameters with an ``_optim`` dict
+    (the SSM parameters, kernel.register) take their own lr and weight decay."""
+    every = getattr(model, "decays_every_parameter", False) is True
     groups = {}
     for module in model.modules():
         for p in module.parameters(recurse=False):
             if not p.requires_grad:
                 continue
             hp = getattr(p, "_optim", {})
-            wd = cfg.weight_decay if decays(module, p) else 0.0
+            wd = cfg.weight_decay if every or decays(module, p) else 0.0
             key = (hp.get("lr", cfg.lr), hp.get("weight_decay", wd))
             groups.setdefault(key, []).append(p)
     param_groups = [{"params": ps, "lr": lr, "base_lr": lr, "weight_decay": wd}

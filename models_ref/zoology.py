@@ -100,6 +100,8 @@ class Block(nn.Module):
 class ZoologyAttention(nn.Module):
     """zoology's LanguageModel (model.py 294-321) on the Figure 2 attention config: x [B, T] -> [B, T, V]."""
 
+    decays_every_parameter = True  # train.py 185-189: AdamW(model.parameters(), weight_decay): embeddings, norms too
+
     def __init__(self, cfg: ZoologyConfig):
         super().__init__()
         self.cfg = cfg

@@ -198,6 +198,23 @@ def test_builtin_is_reachable_with_zoologys_recipe():
     assert "zoology-attention" in __import__("longsynth.models_ref.validate", fromlist=["MODELS"]).MODELS
 
 
+def test_weight_decay_on_every_parameter_as_zoologys_adamw():
+    """zoology's train.py gives AdamW every parameter with its weight decay (embeddings, LayerNorms,
+    biases too); the harness's other models decay matrices only."""
+    from longsynth.models_ref.model import Model, ModelConfig
+    from longsynth.models_ref.trainer import TrainConfig, build_optimizer
+
+    cfg = TrainConfig(steps=10, lr=1e-3, weight_decay=0.1)
+    m = ZoologyAttention(ZoologyConfig(vocab_size=128, max_position_embeddings=64))
+    opt = build_optimizer(m, cfg)
+    decayed = {id(p) for g in opt.param_groups if g["weight_decay"] == 0.1 for p in g["params"]}
+    assert decayed == {id(p) for p in m.parameters()} and len(decayed) == len(list(m.parameters()))
+    other = Model(ModelConfig(d_input=1, d_output=128, vocab_size=128, layer="attention", H=64, n_layers=2))
+    opt = build_optimizer(other, cfg)
+    skipped = [p for g in opt.param_groups if g["weight_decay"] == 0.0 for p in g["params"]]
+    assert skipped and all(p.ndim == 1 or p.shape[0] == 128 for p in skipped)  # norms, biases, the embedding
+
+
 @pytest.mark.parametrize("change", [
     dict(task="select", protocol="atomic", objective="regression", readout="rightmost", d_output=1, vocab_size=None,
          d_input=3),
