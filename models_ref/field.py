@@ -275,8 +275,9 @@ for (_name, _scale), _row in list(PROTOCOLS.items()):
         _H = 64 if _scale == "tiny" else 128
         ARCHITECTURES[(_name, _scale, "zoology-attention")] = dict(
             arch=dict(d_model=_H, n_layers=2, num_heads=1, max_position_embeddings=_row["data"]["input_seq_len"]),
-            lr=_row["lr"], source=f"zoology's Figure 2 attention model, two one-head blocks of width {_H} unless the "
-                                  f"grid sets it (models_ref/zoology.py), lr {_row['lr']:g} ({_row['source']})")
+            lr=_row["lr"], column="attention",  # Figure 2's attention line is this model's own figure
+            source=f"zoology's Figure 2 attention model, two one-head blocks of width {_H} unless the "
+                   f"grid sets it (models_ref/zoology.py), lr {_row['lr']:g} ({_row['source']})")
 
 # ----------------------------------------------------------------- certificates (longsynth validate)
 # ``longsynth validate TASK`` on a token task trains the positive control of the task's protocol

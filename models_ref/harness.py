@@ -305,8 +305,8 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
     test_sets = _test_sets(res, proto, p.batch_size, tcfg, job.device, rank, world)
     primary = PRIMARY[tcfg.objective]
     figures = paper_figures(proto.name, proto.task)
-    own = own_figures(proto.name, proto.scale, job.model)  # the paper's column a built-in's preset matches
-    paper = paper_figures(own, proto.task).get(job.model)
+    own, column = own_figures(proto.name, proto.scale, job.model)  # the paper's column a built-in's preset matches
+    paper = paper_figures(own, proto.task).get(column)
     if paper is not None:
         paper = {**paper, "source": PAPER_SOURCE[own]}
     out = {

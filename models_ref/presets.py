@@ -294,10 +294,11 @@ def paper_figures(protocol, task):
 
 
 def own_figures(protocol, scale, model):
-    """The protocol whose paper figures a built-in model's preset reproduces: the preset's
-    ``figures`` (the tiny two-layer attention is Table 1's L = 512 column), else the protocol."""
+    """(protocol, column) of the paper figures a built-in model's preset reproduces: the
+    preset's ``figures`` (the tiny two-layer attention is Table 1's L = 512 column), else the
+    protocol; its ``column`` (zoology-attention is Figure 2's "attention"), else the model's name."""
     row = architecture(protocol, scale, model) or {}
-    return row.get("figures", protocol)
+    return row.get("figures", protocol), row.get("column", model)
 
 
 # ----------------------------------------------------------------- positive controls

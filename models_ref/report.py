@@ -147,9 +147,10 @@ class Report:
 
     def _own(self, run):
         """The paper's figure of this model itself (built-ins), from the column its preset matches."""
-        at = own_figures(run["protocol"], run["scale"], self.model)
-        figure = paper_figures(at, run["task"]).get(self.model)
-        return None if figure is None else {**figure, "source": PAPER_SOURCE.get(at), "protocol": at}
+        at, column = own_figures(run["protocol"], run["scale"], self.model)
+        figure = paper_figures(at, run["task"]).get(column)
+        return None if figure is None else {**figure, "source": PAPER_SOURCE.get(at), "protocol": at,
+                                            "column": column}
 
     def _verdict(self, row):
         """The verdict, from the numbers the row shows: the model's own paper figure when it
@@ -164,12 +165,13 @@ class Report:
         own = paper.get(row["metric"])
         if own is not None:  # a reference model: does it reproduce its own column?
             ok = abs(test - own) <= TOLERANCE
-            shown = row["paper"].get(self.model)
+            column = paper.get("column", self.model)
+            shown = row["paper"].get(column)
             if shown is not None and abs(shown - own) < 5e-3:
                 where = ", the table's paper column"
             else:
                 where = f", from the paper's {paper['protocol']} table, not a column here"
-            return f"{said}{'consistent with' if ok else 'differs from'} the paper's {self.model} ({own:.2f}{where})"
+            return f"{said}{'consistent with' if ok else 'differs from'} the paper's {column} ({own:.2f}{where})"
         known = {c: v for c, v in row["paper"].items() if v is not None}
         if not known and GROUPS.get(row["protocol"]) is not None:
             return "the paper scores tasks, not settings: see Task scores"

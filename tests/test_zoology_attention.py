@@ -198,6 +198,17 @@ def test_builtin_is_reachable_with_zoologys_recipe():
     assert "zoology-attention" in __import__("longsynth.models_ref.validate", fromlist=["MODELS"]).MODELS
 
 
+def test_its_own_paper_figure_is_figure_2s_attention_line():
+    """The report judges zoology-attention against its own column (Figure 2's attention), not
+    against "the paper's best" as it would a user's model."""
+    from longsynth.models_ref.presets import own_figures, paper_figures
+
+    at, column = own_figures("mqar-64", "tiny", "zoology-attention")
+    assert (at, column) == ("mqar-64", "attention") and paper_figures(at, "mqar")[column]["accuracy"] == 0.98
+    assert own_figures("mqar-64", "tiny", "attention") == ("mqar-64", "attention")
+    assert own_figures("atomic", "tiny", "attention")[0] == "atomic-512"  # the tiny two layers: Table 1 at 512
+
+
 def test_weight_decay_on_every_parameter_as_zoologys_adamw():
     """zoology's train.py gives AdamW every parameter with its weight decay (embeddings, LayerNorms,
     biases too); the harness's other models decay matrices only."""
