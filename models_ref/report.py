@@ -352,6 +352,18 @@ class Report:
                 ax.barh([y for y, v in zip(ys, vals) if v is not None], [v for v in vals if v is not None],
                         height=h, color=color, label=label)
             lo = min([lo] + [v for v in vals if v is not None])
+        y0 = -(len(series) - 1) / 2 * h  # the model's own bar, against its own figure where no column shows it
+        elsewhere = {}
+        for i, r in enumerate(rows):
+            own = (r["own"] or {}).get(r["metric"])
+            column = (r["own"] or {}).get("column", self.model)
+            shown = r["paper"].get(column)
+            if own is not None and (shown is None or abs(shown - own) >= 5e-3):
+                elsewhere.setdefault(f"paper {column}, {r['own']['protocol']}\n(the verdict's figure)", []).append(
+                    (own, i + y0))
+        for label, points in elsewhere.items():
+            ax.scatter([x for x, _ in points], [y for _, y in points], marker="D", s=28, color="#d62728",
+                       zorder=3, label=label)
         ax.set_yticks(range(n), [f"{r['task']} ({METRIC_NAMES.get(r['metric'], r['metric'])})" for r in rows])
         ax.invert_yaxis()
         ax.set_xlim(max(lo, -1.0) - 0.05, 1.05)

@@ -145,3 +145,23 @@ def test_a_hostile_report_is_one_line(report, tmp_path, hostile):
     with pytest.raises(certificate.CertificateError) as e:
         longsynth.read_report(tmp_path)
     assert "\n" not in str(e.value) and str(e.value).startswith(str(path)), str(e.value)
+
+
+@pytest.mark.parametrize("name,marked", [("attention", 8), ("dlr", 0)])
+def test_the_figure_marks_a_verdicts_figure_that_no_column_shows(name, marked):
+    """Table 1's tiny attention is judged against the paper's L = 512 table, which is not a
+    column of the report: the figure marks those figures on the model's bars (a diamond per
+    task); DLR's own figures are its column, so nothing is marked."""
+    import longsynth
+    from longsynth.models_ref.report import Report
+
+    d = longsynth.read_report(os.path.join(os.path.dirname(__file__), "..", "docs", "validation", "table1-tiny",
+                                           f"{name}.json"))
+    fig = Report(d["model"], d["suite"], d["scale"], d["settings"], d["runs"]).figure()
+    try:
+        dots = [c for c in fig.axes[0].collections if "the verdict's figure" in str(c.get_label())]
+        assert sum(len(c.get_offsets()) for c in dots) == marked
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
