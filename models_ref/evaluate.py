@@ -365,9 +365,12 @@ def _evaluate(model, suite, out, settings, progress, notify):
             results.append(done)
         else:
             todo.append((job, run_dir))
-    if results:
-        notify(f"{len(results)} of {len(planned)} runs already finished in {out}; running the other {len(todo)}")
-    notify(plan_line(todo, settings))
+    if results and not todo:
+        notify(f"all {len(results)} run(s) already finished in {out}; nothing to train: the report is rebuilt")
+    else:
+        if results:
+            notify(f"{len(results)} of {len(planned)} runs already finished in {out}; running the other {len(todo)}")
+        notify(plan_line(todo, settings))
     sent = None if isinstance(model, str) else _sendable(factory) if settings.jobs > 1 or settings.dask else factory
     left = _Remaining(todo, settings)
     for i, cert in enumerate(_run_all(todo, sent, settings, progress), 1):

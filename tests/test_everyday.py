@@ -35,6 +35,9 @@ def test_evaluate_plans_up_front_and_says_when_it_resumes(tmp_path):
     assert r.exit_code == 0, r.output
     assert "1 of 2 runs already finished" in r.output and "plan: 1 run(s) on 1 task(s), 2 training steps" in r.output
     assert f"resuming {os.path.dirname(metrics)}/checkpoints/last.pt at step 2 of 2" in r.output
+    r = invoke("evaluate", "dlr", "--suite", "cumsum,select", "--steps", "2", "--out", out)
+    assert r.exit_code == 0 and "plan:" not in r.output, r.output  # not "plan: 0 run(s) on 0 task(s)"
+    assert f"all 2 run(s) already finished in {out}; nothing to train: the report is rebuilt" in r.output
 
 
 def test_an_interrupted_evaluate_says_how_to_resume(tmp_path, monkeypatch):
