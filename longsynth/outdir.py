@@ -174,8 +174,21 @@ class Folder:
     def create(self, name, made=None):
         """A new binary file to write as ``name`` in this folder (made when missing): written
         as ``.{name}.tmp`` (created with O_EXCL | O_NOFOLLOW), flushed and renamed over
-        ``name`` when the block ends without an error, removed when it fails."""
+        ``name`` when the block ends without an error, removed when it fails, with the
+        folders this call made when they are still empty (a checkpoint interrupted mid-write
+        leaves no empty ``checkpoints/``). ``made``: the caller tracks the folders instead."""
         safe.plain_name(name, self.path)
+        mine = [] if made is None else made
+        try:
+            with self._writing(name, mine) as f:
+                yield f
+        except BaseException:
+            if made is None:
+                remove_empty(mine)
+            raise
+
+    @contextlib.contextmanager
+    def _writing(self, name, made):
         tmp = f".{name}.tmp"
         fd = self._open(create=True, made=made)
         try:

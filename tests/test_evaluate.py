@@ -254,7 +254,7 @@ def test_a_killed_evaluate_resumes_and_a_changed_config_starts_fresh(tmp_path):
     hist = json.loads(next(out.glob("runs/cumsum/*/history.json")).read_text())
     assert len(hist["train"]) == 60  # the first 10 steps come from the checkpoint
     r = _evaluate([*args, "--out", str(out)])
-    assert "1 of 1 runs already finished" in r.output
+    assert "all 1 run(s) already finished" in r.output
     r = _evaluate([f"{path}:build", "--suite", "cumsum", "--steps", "20", "--out", str(out)])
     assert r.exit_code == 0 and "1 run(s) changed config" in r.output
     assert len(list(out.glob("runs/cumsum/*"))) == 2
