@@ -16,6 +16,7 @@ a dataset, and by the report writer before it writes one, so what it writes alwa
 from __future__ import annotations
 
 import math
+import os
 from typing import Annotated, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator, model_validator
@@ -208,8 +209,6 @@ def read_report(path):
     """An evaluate report, checked: ``path`` is its folder or its ``report.json``. Read
     without following a link inside the folder, bounded in size and depth; a report that
     does not follow ``Report`` is one line (CertificateError). Returns the parsed dict."""
-    import os
-
     from longsynth.outdir import Folder
 
     path = os.fspath(path)

@@ -152,6 +152,17 @@ class Report:
         return None if figure is None else {**figure, "source": PAPER_SOURCE.get(at), "protocol": at,
                                             "column": column}
 
+    def _own_shown(self, row):
+        """(column, figure, shown) of the paper figure a built-in's verdict reads: its column,
+        its value, and whether the row's paper columns show it; None for a model without one."""
+        paper = row["own"] or {}
+        own = paper.get(row["metric"])
+        if own is None:
+            return None
+        column = paper.get("column", self.model)
+        shown = row["paper"].get(column)
+        return column, own, shown is not None and abs(shown - own) < 5e-3
+
     def _verdict(self, row):
         """The verdict, from the numbers the row shows: the model's own paper figure when it
         is a reference model (said where it comes from when the table has no column for
@@ -161,16 +172,12 @@ class Report:
         on_val = paper_split(row["protocol"]) == "val"  # Table 1 / 2 figures are validation averages
         test = row["val"] if on_val else row["test_mean"]
         said = f"validation {test:.3f}: " if on_val else ""  # the number the verdict reads, when not the test shown
-        paper = row["own"] or {}
-        own = paper.get(row["metric"])
-        if own is not None:  # a reference model: does it reproduce its own column?
+        found = self._own_shown(row)
+        if found is not None:  # a reference model: does it reproduce its own column?
+            column, own, shown = found
             ok = abs(test - own) <= TOLERANCE
-            column = paper.get("column", self.model)
-            shown = row["paper"].get(column)
-            if shown is not None and abs(shown - own) < 5e-3:
-                where = ", the table's paper column"
-            else:
-                where = f", from the paper's {paper['protocol']} table, not a column here"
+            where = (", the table's paper column" if shown
+                     else f", from the paper's {row['own']['protocol']} table, not a column here")
             return f"{said}{'consistent with' if ok else 'differs from'} the paper's {column} ({own:.2f}{where})"
         known = {c: v for c, v in row["paper"].items() if v is not None}
         if not known and GROUPS.get(row["protocol"]) is not None:
@@ -355,10 +362,9 @@ class Report:
         y0 = -(len(series) - 1) / 2 * h  # the model's own bar, against its own figure where no column shows it
         elsewhere = {}
         for i, r in enumerate(rows):
-            own = (r["own"] or {}).get(r["metric"])
-            column = (r["own"] or {}).get("column", self.model)
-            shown = r["paper"].get(column)
-            if own is not None and (shown is None or abs(shown - own) >= 5e-3):
+            found = self._own_shown(r)
+            if found is not None and not found[2]:
+                column, own, _ = found
                 elsewhere.setdefault(f"paper {column}, {r['own']['protocol']}\n(the verdict's figure)", []).append(
                     (own, i + y0))
         for label, points in elsewhere.items():
