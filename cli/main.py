@@ -9,6 +9,7 @@ import functools
 import json
 import os
 import shlex
+import sys
 import time
 
 import click
@@ -666,10 +667,23 @@ def _on_signal(signum, frame):
     raise KeyboardInterrupt
 
 
+def _unraisable(hook):
+    """``sys.unraisablehook`` that keeps quiet about the KeyboardInterrupt of a signal that
+    landed in a weakref callback or a ``__del__`` (Python would print its traceback and go
+    on; ``Watched`` raises it again at the next progress report) and passes the rest to ``hook``."""
+
+    def quiet(unraisable):
+        if _SIGNALLED and isinstance(unraisable.exc_value, KeyboardInterrupt):
+            return
+        hook(unraisable)
+
+    return quiet
+
+
 class Watched(Samples):
     """The store's progress callback that also ends the job after a signal whose
     KeyboardInterrupt Python swallowed (one raised inside a weakref callback or a
-    ``__del__`` is printed and ignored): the next progress report raises it again."""
+    ``__del__``, silenced by ``_unraisable``): the next progress report raises it again."""
 
     def __call__(self, n, total=None, done=0):
         if _SIGNALLED:
@@ -685,4 +699,5 @@ def main():
     # made for the output removed again)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    sys.unraisablehook = _unraisable(sys.unraisablehook)
     cli(prog_name="longsynth")

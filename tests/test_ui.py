@@ -203,6 +203,27 @@ def test_a_swallowed_interrupt_ends_the_job_at_the_next_progress_report():
         bar.close()
 
 
+def test_a_swallowed_interrupt_prints_no_traceback_and_other_unraisables_still_do():
+    """A signal's KeyboardInterrupt raised inside a weakref callback is not printed as
+    "Exception ignored ... Traceback" (the job still ends: above); anything else still is."""
+    import types
+
+    from longsynth.cli import main as m
+
+    seen = []
+    hook = m._unraisable(seen.append)
+    interrupt = types.SimpleNamespace(exc_value=KeyboardInterrupt())
+    other = types.SimpleNamespace(exc_value=ValueError("a real bug"))
+    hook(interrupt)  # no signal received: not ours, passed on
+    m._SIGNALLED.append(signal.SIGINT)
+    try:
+        hook(interrupt)
+        hook(other)
+    finally:
+        m._SIGNALLED.clear()
+    assert seen == [interrupt, other]
+
+
 def test_show_dir_on_values_outside_the_definition_is_one_line(tmp_path, monkeypatch):
     """A folder from someone else can hold checksum-consistent values the task never makes
     (a Pathfinder label 7): the preview code indexes its palette with them."""
