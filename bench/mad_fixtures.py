@@ -64,6 +64,9 @@ DATASET_CASES = [
      12345, 3, 3),
     ("mad-selective-copying", dict(vocab_size=16, seq_len=256, num_tokens_to_copy=16), 12345, 4, 3),
     ("mad-memorization", dict(vocab_size=256, seq_len=32), 12345, 4, 3),
+    # MADConfig draws the map over vocab_size - 1 tokens, noise tokens included
+    ("mad-memorization", dict(vocab_size=64, seq_len=16, noise_vocab_size=8, frac_noise=0.3), 6, 4, 3),
+    ("mad-noisy-recall", dict(vocab_size=32, seq_len=64, noise_vocab_size=16, frac_noise=0.2), 11, 5, 4),
 ]
 
 

@@ -17,6 +17,7 @@ import click
 from longsynth import api, exports, registry, store
 from longsynth.progress import Bar, Samples, count
 from longsynth.errors import LongsynthError
+from longsynth.models_ref import limits  # evaluate and validate bound their options (no torch imported)
 from longsynth.task import field_kind
 
 TYPES = {"int": int, "float": float, "bool": bool, "str": str}
@@ -240,8 +241,9 @@ def gen_options(task=None):
         click.Option(["--dry-run"], is_flag=True,
                      help="print the plan (splits, shards, size on disk, free space) and write nothing"),
         click.Option(["--authors-stream"], is_flag=True,
-                     help="write the authors' own stream for this seed (token tasks that have one; sequential, "
-                          "one process) instead of longsynth's per-sample law"),
+                     help="write the authors' own data for this seed (token tasks that have one; sequential, "
+                          "one process) instead of longsynth's per-sample law; where the authors' pipeline draws "
+                          "every split from one generator (MAD), the splits continue it: train, val, test"),
         click.Option(["--dask"], metavar="ADDRESS", default=None,
                      help="write the shards on a Dask cluster: scheduler address (tcp://host:8786) or scheduler "
                           "file; --out must be shared with its workers (needs longsynth[dask])"),
@@ -545,11 +547,12 @@ def _validate_help():
                    "beside it")
 @click.option("--scale", type=click.Choice(["tiny", "paper"]), default="tiny", show_default=True,
               help="tiny: minutes on a CPU; paper: the paper's configuration")
-@click.option("--steps", type=int, default=None, help="training steps [default: the preset's]")
+@click.option("--steps", type=click.IntRange(1, limits.MAX_STEPS), default=None,
+              help="training steps [default: the preset's]")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True, help="where to train")
 @click.option("--report-dir", type=click.Path(file_okay=False), default=None,
               help="where to write the certificate [default: DIR/validation/<model>-<time>/]")
-@click.option("--batch-size", type=int, default=None,
+@click.option("--batch-size", type=click.IntRange(1, limits.MAX_BATCH), default=None,
               help="global batch, split over torchrun's processes [default: the preset's]")
 @click.option("--amp/--no-amp", default=None, help="bf16 autocast [default: on for cuda, off for cpu]")
 @click.option("--compile", "compile_", is_flag=True, help="torch.compile the model")
@@ -558,7 +561,7 @@ def _validate_help():
               help="negative control: targets shuffled across each batch's samples; the certificate must fail")
 @click.option("--json", "as_json", is_flag=True,
               help="print the certificate's main fields as JSON instead of a summary")
-@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--threads", type=click.IntRange(1, limits.MAX_THREADS), default=1, show_default=True,
               help="torch threads on the CPU (one is fastest for the tiny presets on a busy machine)")
 @friendly
 def validate(target, model, scale, steps, device, report_dir, batch_size, amp, compile_, checkpoint_activations,
@@ -567,8 +570,6 @@ def validate(target, model, scale, steps, device, report_dir, batch_size, amp, c
         from longsynth.models_ref.validate import validate as run
     except ImportError as e:
         raise click.ClickException(f"validate needs PyTorch ({e}); pip install torch") from None
-    if steps is not None and steps < 1:
-        raise click.ClickException("--steps must be >= 1")
     report = run(target, model=model, scale=scale, steps=steps, device=device, report_dir=report_dir,
                  batch_size=batch_size, amp=amp, compile=compile_, checkpoint_activations=checkpoint_activations,
                  permute_targets=permute_targets, threads=threads)
@@ -589,14 +590,23 @@ CERTIFICATE_FAILED = 3  # validate's exit code for a FAILED certificate (1: an e
 
 
 def _lrs(ctx, param, value):
+    """--lr: finite positive numbers (nan, inf and 1e309 are refused), at most MAX_LRS of them."""
+    import math
+
+    from longsynth.models_ref.limits import MAX_LRS
+
     if value is None:
         return None
+    if len(value) > 20 * MAX_LRS:
+        raise click.BadParameter(f"at most {MAX_LRS} learning rates; got {len(value):,} characters")
     try:
         lrs = tuple(float(v) for v in value.split(",") if v.strip())
     except ValueError:
         raise click.BadParameter(f"comma-separated numbers, e.g. 1e-3,3e-3; got {value!r}") from None
-    if not lrs or any(not lr > 0 for lr in lrs):
-        raise click.BadParameter(f"learning rates must be > 0, got {value!r}")
+    if not lrs or any(not (math.isfinite(lr) and lr > 0) for lr in lrs):
+        raise click.BadParameter(f"learning rates must be finite numbers > 0, got {value!r}")
+    if len(lrs) > MAX_LRS:
+        raise click.BadParameter(f"at most {MAX_LRS} learning rates, got {len(lrs)}")
     return lrs
 
 
@@ -610,14 +620,15 @@ def _lrs(ctx, param, value):
                    "comma list")
 @click.option("--scale", type=click.Choice(["tiny", "paper"]), default="tiny", show_default=True,
               help="tiny: the protocols shrunk to minutes on a CPU; paper: the papers' Tables 5/6")
-@click.option("--steps", type=click.IntRange(min=1), default=None, help="training steps [default: the protocol's]")
+@click.option("--steps", type=click.IntRange(1, limits.MAX_STEPS), default=None,
+              help="training steps [default: the protocol's]")
 @click.option("--lr", "lrs", callback=_lrs, default=None,
               help="learning rates to sweep, comma-separated; the best by validation is reported "
                    "[default: the built-in model's, else the protocol's]")
-@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--seeds", type=click.IntRange(1, limits.MAX_SEEDS), default=1, show_default=True,
               help="seeds per learning rate (model init and data order); the report gives mean and spread")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True, help="where to train")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--jobs", type=click.IntRange(1, limits.MAX_JOBS), default=1, show_default=True,
               help="runs at once, one process each (one torch thread each on the CPU; several share a GPU)")
 @click.option("--dask", default=None, metavar="ADDRESS",
               help="submit each run to this Dask scheduler (tcp://host:port or a scheduler file)")
@@ -626,7 +637,7 @@ def _lrs(ctx, param, value):
                    "dataset [default: generated on first use into $LONGSYNTH_CACHE/data, else ~/.cache/longsynth/data]")
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False),
               help="report directory (report.json, report.md, report.png, runs/); rerunning resumes it")
-@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--threads", type=click.IntRange(1, limits.MAX_THREADS), default=1, show_default=True,
               help="torch threads per run on the CPU (with --jobs N: N x threads in all)")
 @friendly
 def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, out, threads):

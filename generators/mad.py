@@ -266,6 +266,8 @@ def recall_one(seed, split, index, law, inp, tgt):
     scored = np.empty(n_full, dtype=np.int64)
     value = np.empty(law.n_keys, dtype=np.int64)
     order = np.empty(law.n_keys, dtype=np.int64)
+    # a pass shows a key with probability >= 1/2 (n_pairs >= 2: never_noise <= n_pairs - 2,
+    # a slot that is never noise, with probability (n_pairs - 1) / n_pairs): <= 2 expected
     while True:
         value[:] = -1
         shown = 0
@@ -326,6 +328,8 @@ def recall_fill(seed, split, start, law, inp, tgt):
 def _motif(s, n, size, out):
     """out[:size] <- size distinct tokens of [0, n), each randint(n) redrawn while it repeats."""
     for j in range(size):
+        # size <= n (_check_fuzzy: k_motif_size <= keys, v_motif_size <= values), so >= 1 of
+        # the n tokens is still unused: each draw is fresh with probability >= (n - j) / n
         while True:
             t = randint(s, n)
             fresh = True
@@ -471,7 +475,7 @@ def count_pairs(s, draws, counts):
     word = np.uint64(0)
     halves = 0
     for _ in range(draws):
-        while True:
+        while True:  # 1 <= g < 2^32: a half is accepted with probability 1 - (2^32 mod g) / 2^32 > 1/2
             if halves == 0:
                 word = next_u64(s)
                 x = word & low
@@ -643,7 +647,7 @@ def _vocab_size(cfg):
 def _task(name, *, config, summary, length, fill, check, card, **extra):
     return Task(name=name, config=config, summary=summary, keys=_token_keys(length), fill=fill, check=check,
                 family="tokens", revision=REVISION, card=card, vocab_size=_vocab_size,
-                authors=mad_authors.stream_of(name),
+                authors=mad_authors.stream_of(name), authors_pipeline=mad_authors.pipeline_of(name),
                 citation=CITATION, default_num_samples=mad_authors.MAD_TRAIN_EXAMPLES[name] + MAD_TEST, **extra)
 
 

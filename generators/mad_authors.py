@@ -204,11 +204,12 @@ def compression_instance(draws, cfg, is_training):
     return inputs, inputs.copy()  # MAD returns (inputs, inputs): the noise masking never takes effect
 
 
-def memorization_map(cfg):
-    """(keys in MAD's list order, value of each key) from default_rng(kv_map_seed)."""
-    ns = cfg.vocab_size - cfg.noise_vocab_size - 1
+def memorization_map(seed, ns):
+    """MAD's ``generate_kv_map(vocab_size=ns, seed=seed)``: (keys in MAD's list order, value of each key).
+    MAD's instance function passes ns = vocab_size - noise_vocab_size - 1 (``kv_map_seed``);
+    MADConfig, which its training pipeline uses, passes vocab_size - 1 and its own seed."""
     nk = ns // 2
-    kv_rng = np.random.default_rng(cfg.kv_map_seed)
+    kv_rng = np.random.default_rng(seed)
     keys = kv_rng.permutation(nk)
     vals = kv_rng.permutation(ns - nk) + nk
     m = min(nk, ns - nk)
@@ -251,15 +252,20 @@ _INSTANCE = {
     "mad-compression": compression_instance,
 }
 
+# The order MAD's pipeline draws the splits in: training set, then the sets scored as at test time.
+PIPELINE_ORDER = ("train", "val", "test")
 
-def _instances(name, cfg):
-    """The per-instance function of task ``name`` for cfg, as (draws, is_training) -> (inputs, targets)."""
+
+def _instances(name, cfg, map_ns=None):
+    """The per-instance function of task ``name`` for cfg, as (draws, is_training) -> (inputs, targets).
+    ``map_ns``: the vocabulary memorization's map is drawn over (MAD's instance function's by default)."""
     for k, mad_value in _OURS_ONLY.items():
         if getattr(cfg, k, mad_value) != mad_value:
             raise LongsynthError(f"{k}: MAD's generator has no such option; the authors' stream needs "
                                  f"{k}={mad_value}")
     if name == "mad-memorization":
-        kv = memorization_map(cfg)
+        ns = cfg.vocab_size - cfg.noise_vocab_size - 1 if map_ns is None else map_ns
+        kv = memorization_map(cfg.kv_map_seed, ns)
         return lambda draws, is_training: memorization_instance(draws, cfg, is_training, kv)
     fn = _INSTANCE[name]
     return lambda draws, is_training: fn(draws, cfg, is_training)
@@ -278,25 +284,51 @@ def run(name, cfg, count, draws, is_training):
     return _stack([make(draws, is_training) for _ in range(count)])
 
 
+def _check_seed(seed):
+    if not 0 <= seed < 1 << 32:
+        raise LongsynthError(f"seed: MAD's np.random.seed takes [0, 2**32), got {seed}")
+
+
 def stream_of(name):
-    """The ``authors(cfg, count, seed, split)`` function of task ``name``."""
+    """The ``authors(cfg, count, seed, split)`` function of task ``name``: MAD's instance function
+    from fresh generators. Each call starts anew, so two splits of one seed share their draws:
+    a data set is ``pipeline_of``'s."""
     def authors(cfg, count, seed, split):
-        if not 0 <= seed < 1 << 32:
-            raise LongsynthError(f"seed: MAD's np.random.seed takes [0, 2**32), got {seed}")
+        _check_seed(seed)
         return run(name, cfg, count, Draws(seed), split == "train")
     authors.__doc__ = f"MAD's stream of {name} for seed (fresh default_rng(seed) and legacy seed(seed))."
     return authors
 
 
+def pipeline_of(name):
+    """The ``pipeline(cfg, seed, counts, split)`` function of task ``name``: split ``split`` of the data
+    set whose splits have ``counts`` ({split: count}), as MAD's ``generate_data`` makes its sets
+    (mad/data/dataset.py): one pair of generators for the whole set, the training rows first, then
+    each split scored as at test time continuing where the one before stopped (order train, val,
+    test; MAD itself has train and test). Memorization's map is MADConfig's: ``generate_kv_map``
+    over vocab_size - 1 tokens (noise tokens included), seeded by ``kv_map_seed`` (MADConfig passes
+    its seed, so MAD's own files have kv_map_seed equal to the seed, 12345)."""
+    def pipeline(cfg, seed, counts, split):
+        _check_seed(seed)
+        make = _instances(name, cfg, map_ns=cfg.vocab_size - 1)
+        draws = Draws(seed)
+        for s in PIPELINE_ORDER[: PIPELINE_ORDER.index(split)]:
+            for _ in range(counts.get(s, 0)):  # the rows ahead of this split: drawn, not kept
+                make(draws, s == "train")
+        return _stack([make(draws, split == "train") for _ in range(counts.get(split, 0))])
+    pipeline.__doc__ = f"MAD's data set of {name}: its splits continue one stream (generate_data)."
+    return pipeline
+
+
 def mad_dataset(name, cfg, *, seed=MAD_SEED, num_train_examples=None, num_test_examples=MAD_TEST_EXAMPLES):
     """MAD's train and test sets for task ``name`` as its training script makes them: the training
     instances first, then the test instances continuing the same generators (MADConfig's seed 12345).
-    Memorization's map comes from the same seed there (MADConfig passes its seed), so kv_map_seed is set to it."""
+    MADConfig draws memorization's map from the same seed, so kv_map_seed is set to it here.
+    ``longsynth gen mad-<task> --authors-stream --seed 12345 --splits train=12800,test=1280`` writes the
+    same rows (docs/tasks/mad.md, "MAD's own files")."""
     if name == "mad-memorization":
         cfg = dataclasses.replace(cfg, kv_map_seed=seed)
     n_train = MAD_TRAIN_EXAMPLES[name] if num_train_examples is None else num_train_examples
-    draws = Draws(seed)
-    make = _instances(name, cfg)
-    train = _stack([make(draws, True) for _ in range(n_train)])
-    test = _stack([make(draws, False) for _ in range(num_test_examples)])
-    return {"train": train, "test": test}
+    counts = {"train": n_train, "test": num_test_examples}
+    make = pipeline_of(name)
+    return {s: make(cfg, seed, counts, s) for s in ("train", "test")}

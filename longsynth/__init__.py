@@ -31,12 +31,12 @@ if "NUMBA_THREADING_LAYER" not in _os.environ:
     if _numba.config.THREADING_LAYER == "default":
         _numba.config.THREADING_LAYER = "forksafe"
 
-from longsynth.api import authors_stream, batch, sample, tasks, vocab  # noqa: E402
+from longsynth.api import authors_dataset, authors_stream, batch, sample, tasks, vocab  # noqa: E402
 from longsynth.spec import ModelSpec  # noqa: E402
 from longsynth.store import generate, open  # noqa: E402
 
-__all__ = ["ModelSpec", "authors_stream", "batch", "evaluate", "generate", "open", "read_report", "sample", "tasks",
-           "vocab", "__version__"]
+__all__ = ["ModelSpec", "authors_dataset", "authors_stream", "batch", "evaluate", "generate", "open", "read_report",
+           "sample", "tasks", "vocab", "__version__"]
 
 
 def evaluate(model, suite, *, out, scale="tiny", steps=None, lrs=None, seeds=1, device="cpu", jobs=1, dask=None,

@@ -96,24 +96,59 @@ def authors_stream(task, count, *, seed, split="train", **params):
     return authors_rows(t, cfg, count, seed, split_name(split))
 
 
-_AUTHORS = {}  # the last authors' stream made by authors_block: (task, cfg, seed, split, count) -> rows
+def authors_dataset(task, splits, *, seed, **params):
+    """The authors' own data set for ``seed``: ``{split: {"inputs", "targets"}}`` (int64) for the
+    counts in ``splits`` (e.g. ``{"train": 12800, "test": 1280}``; any of train, val, test), what
+    ``longsynth gen TASK --authors-stream`` writes. Where the authors' pipeline draws every split
+    from one generator (MAD's ``generate_data``: the test set continues where the training set
+    stopped), the splits continue one stream in the order train, val, test, so no split repeats
+    another's draws; elsewhere each split is ``authors_stream`` of its count (each task's page in
+    docs/tasks/ says how the authors seed their splits)."""
+    t = registry.get(task)
+    if t.authors is None:
+        raise LongsynthError(f"task: {task} has no authors' stream")
+    if not isinstance(splits, dict) or not splits:
+        raise LongsynthError(f"splits: a dict such as {{'train': 100, 'test': 10}}, got {splits!r}")
+    counts = {split_name(s): _check_index(f"splits[{s!r}]", n) for s, n in splits.items()}
+    cfg = t.make_config(**params)
+    seed = check_seed(seed)
+    return {s: authors_split(t, cfg, seed, counts, s) for s in counts}
 
 
-def authors_block(t, cfg, seed, split, count, start, n):
-    """Rows start..start+n-1 of the authors' stream of ``count`` rows, in the task's stored
-    dtypes. The whole stream is made once (its rows depend on ``count``) and kept until
-    another stream is asked for: a dataset's shards, written one after another, share it."""
-    key = (t.name, cfg, seed, split, count)
+def authors_split(t, cfg, seed, counts, split):
+    """Split ``split`` of the authors' data set whose splits have ``counts``, as int64 C arrays."""
+    if t.authors_pipeline is None:
+        return authors_rows(t, cfg, counts[split], seed, split)
+    rows = t.authors_pipeline(cfg, seed, counts, split)
+    return _shaped(t, cfg, counts[split], rows)
+
+
+_AUTHORS = {}  # the last authors' split made by authors_block: (task, cfg, seed, split, counts) -> rows
+
+
+def authors_block(t, cfg, seed, split, counts, start, n, stream=None):
+    """Rows start..start+n-1 of split ``split`` of the authors' data set whose splits have
+    ``counts`` ({split: count}), in the task's stored dtypes. ``stream``: the manifest's; "authors"
+    (each split its own stream, what datasets made before the pipelines existed hold) is honoured
+    for a task that has a pipeline. The whole split is made once (its rows depend on the counts)
+    and kept until another is asked for: a dataset's shards, written one after another, share it."""
+    counts = dict(counts)
+    key = (t.name, cfg, seed, split, tuple(sorted(counts.items())), stream)
     if key not in _AUTHORS:
         _AUTHORS.clear()
         specs = t.keys(cfg)
-        _AUTHORS[key] = {k: v.astype(specs[k].dtype) for k, v in authors_rows(t, cfg, count, seed, split).items()}
+        rows = (authors_rows(t, cfg, counts[split], seed, split) if stream == "authors"
+                else authors_split(t, cfg, seed, counts, split))
+        _AUTHORS[key] = {k: v.astype(specs[k].dtype) for k, v in rows.items()}
     rows = _AUTHORS[key]
     return {k: v[start : start + n] for k, v in rows.items()}
 
 
 def authors_rows(t, cfg, count, seed, split):
     """``t.authors`` for a validated config, as int64 C arrays of the task's key shapes."""
-    rows = t.authors(cfg, count, seed, split)
+    return _shaped(t, cfg, count, t.authors(cfg, count, seed, split))
+
+
+def _shaped(t, cfg, count, rows):
     shapes = {k: (count,) + tuple(spec.shape) for k, spec in t.keys(cfg).items()}
     return {k: np.ascontiguousarray(rows[k], dtype=np.int64).reshape(shapes[k]) for k in ("inputs", "targets")}

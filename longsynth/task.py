@@ -128,6 +128,9 @@ class Task:
     vocab_size: Callable[[Any], int] | None = None
     # the authors' own stream: (cfg, count, seed, split name) -> {"inputs", "targets": int64 [count, L]}
     authors: Callable | None = None
+    # where the authors' data sets draw every split from one generator (MAD's generate_data):
+    # (cfg, seed, counts {split: count}, split name) -> that split's rows; what gen --authors-stream writes
+    authors_pipeline: Callable | None = None
     citation: str = ""  # BibTeX of the paper that defines the task (dataset cards); empty: the DLR paper
 
     def __post_init__(self):

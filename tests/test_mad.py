@@ -137,22 +137,70 @@ def test_authors_stream_refuses_our_corrected_variants():
         mad_authors.stream_of("mad-compression")(cfg, 2, 0, "train")
 
 
-def test_gen_authors_stream_writes_mads_stream_and_verifies(tmp_path):
+def test_gen_authors_stream_writes_mads_pipeline_and_verifies(tmp_path):
+    """gen --authors-stream writes MAD's generate_data: the test rows continue the training stream."""
     out = tmp_path / "sc"
     args = ["--seq-len", "40", "--num-tokens-to-copy", "8", "--splits", "train=12,test=5", "--seed", "3"]
     r = CliRunner().invoke(cli, ["gen", "mad-selective-copying", *args, "--authors-stream", "--out", str(out)])
     assert r.exit_code == 0, r.output
     ds = longsynth.open(out)
+    cfg = TASKS["mad-selective-copying"].make_config(seq_len=40, num_tokens_to_copy=8)
+    want = mad_authors.mad_dataset("mad-selective-copying", cfg, seed=3, num_train_examples=12, num_test_examples=5)
+    api = longsynth.authors_dataset("mad-selective-copying", {"train": 12, "test": 5}, seed=3, seq_len=40,
+                                    num_tokens_to_copy=8)
     for split, n in (("train", 12), ("test", 5)):
-        want = longsynth.authors_stream("mad-selective-copying", n, seed=3, split=split, seq_len=40,
-                                        num_tokens_to_copy=8)
         for k in ("inputs", "targets"):
-            assert np.array_equal(np.stack([ds[split][i][k] for i in range(n)]), want[k])
+            stored = np.stack([ds[split][i][k] for i in range(n)])
+            assert np.array_equal(stored, want[split][k]) and np.array_equal(stored, api[split][k]), (split, k)
     r = CliRunner().invoke(cli, ["verify", "--deep", str(out)])
     assert r.exit_code == 0 and "OK" in r.output, r.output
     r = CliRunner().invoke(cli, ["gen", "mad-selective-copying", *args, "--blank-after-last", "--authors-stream",
                                  "--out", str(tmp_path / "no")])
     assert r.exit_code != 0 and "blank_after_last: MAD's generator has no such option" in r.output
+
+
+def _rows(split):
+    return {split[i]["inputs"].tobytes() for i in range(len(split))}
+
+
+@pytest.mark.parametrize("task,params", [
+    ("mad-recall", ["--vocab-size", "24", "--seq-len", "100", "--no-multi-query"]),
+    ("mad-noisy-recall", ["--vocab-size", "32", "--seq-len", "64"]),
+    ("mad-fuzzy-recall", ["--vocab-size", "16", "--seq-len", "48"]),
+    ("mad-selective-copying", ["--vocab-size", "16", "--seq-len", "64"]),
+    ("mad-compression", ["--vocab-size", "16", "--seq-len", "32"]),
+])
+def test_authors_stream_splits_share_no_rows(tmp_path, task, params):
+    """Each split continues the one before: no val or test input is a training input (a fresh
+    generator per split made the test split the first rows of train)."""
+    out = tmp_path / "d"
+    r = CliRunner().invoke(cli, ["gen", task, "--authors-stream", "--seed", "7", *params,
+                                 "--splits", "train=500,val=100,test=200", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    ds = longsynth.open(out)
+    train, val, test = (_rows(ds[s]) for s in ("train", "val", "test"))
+    assert len(test) == 200 and not test & train and not val & train and not test & val
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["stream"] == "authors-pipeline" and "continuing" in (out / "README.md").read_text()
+
+
+def test_authors_dataset_val_continues_train_then_test_continues_val():
+    cfg = dict(vocab_size=16, seq_len=32)
+    both = longsynth.authors_dataset("mad-recall", {"train": 3, "val": 2, "test": 4}, seed=5, **cfg)
+    alone = longsynth.authors_stream("mad-recall", 9, seed=5, split="test", **cfg)  # the same draws, one stream
+    assert np.array_equal(both["val"]["inputs"], alone["inputs"][3:5])
+    assert np.array_equal(both["test"]["inputs"], alone["inputs"][5:])
+
+
+def test_memorization_pipeline_map_counts_noise_tokens_as_madconfig_does():
+    """MADConfig builds the map over vocab_size - 1 tokens; the instance function over the
+    non-noise ones: with noise the two maps differ (the fixtures hold MAD's output of both)."""
+    cfg = TASKS["mad-memorization"].make_config(vocab_size=64, seq_len=16, noise_vocab_size=8, frac_noise=0.3,
+                                                kv_map_seed=6)
+    piped = mad_authors.mad_dataset("mad-memorization", cfg, seed=6, num_train_examples=4, num_test_examples=3)
+    alone = mad_authors.stream_of("mad-memorization")(cfg, 4, 6, "train")
+    assert not np.array_equal(piped["train"]["targets"], alone["targets"])
+    assert piped["train"]["targets"].max() >= 64 - 8 - 1  # values reach into the noise tokens' ids
 
 
 def test_recall_where_mads_code_fails():

@@ -17,7 +17,7 @@ from longsynth.api import check_seed
 from longsynth.errors import DiskFullError, LongsynthError, os_reason
 from longsynth.files import atomic_write_text
 from longsynth.outdir import Folder
-from longsynth.store.layout import CARD, COMPRESSIONS, DIGEST_KEY, MAX_COUNT, default_shard_size
+from longsynth.store.layout import CARD, COMPRESSIONS, DIGEST_KEY, MAX_COUNT, MAX_SHARDS, default_shard_size
 from longsynth.store.manifest import (_free_bytes, _new_manifest, _our_bytes, _prepare_dir,
                                       _write_manifest, dataset_card, default_splits, estimate_bytes, human, plan,
                                       progress_of)
@@ -79,12 +79,33 @@ def dry_run(root, task, params=None, *, seed=0, splits=None, num_samples=None, s
         shard_size = default_shard_size(t, cfg)
     if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
         raise LongsynthError(f"shard_size: must be an integer >= 1, got {shard_size!r}")
+    _check_shard_count(splits, shard_size)
     root = safe.check_out_path(root)
     need = estimate_bytes(t, cfg, splits, seed, shard_size)
     free = _free_bytes(root) + _our_bytes(root)
     empty = [s for s, c in splits.items() if c == 0] if defaulted else []
     return Plan(root, t, cfg, seed, dict(splits), {s: -(-c // shard_size) for s, c in splits.items()}, shard_size,
                 need, free, empty)
+
+
+def _shards(splits, size):
+    return sum(-(-c // size) for c in splits.values())
+
+
+def _check_shard_count(splits, shard_size):
+    """At most MAX_SHARDS shards (docs/format.md, "Writing: size, lock, workers"): the manifest
+    lists every shard and is rewritten after each, so it must stay far below the 64 MB every
+    reader accepts. The line names the smallest shard size that fits."""
+    n = _shards(splits, shard_size)
+    if n <= MAX_SHARDS:
+        return
+    lo, hi = shard_size + 1, -(-sum(splits.values()) // max(1, MAX_SHARDS - len(splits)))
+    while lo < hi:  # the smallest size that fits: shards only get fewer as they grow
+        mid = (lo + hi) // 2
+        lo, hi = (mid + 1, hi) if _shards(splits, mid) > MAX_SHARDS else (lo, mid)
+    each = f"{shard_size:,} sample{'s' if shard_size != 1 else ''}"
+    raise LongsynthError(f"shard_size: {n:,} shards of {each}: at most {MAX_SHARDS:,} (the manifest lists every "
+                         f"shard); raise --shard-size to at least {lo:,}")
 
 
 def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, shard_size=None,
@@ -103,9 +124,11 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
     filesystem every Dask worker sees under the same path. This process still holds the
     lock and keeps the manifest.
 
-    ``authors_stream``: the samples are the authors' own stream of each split
-    (``longsynth.authors_stream``, its rows depend on the split's count), written by this
-    process one shard after another; the manifest records ``"stream": "authors"``.
+    ``authors_stream``: the samples are the authors' own data (``longsynth.authors_dataset``),
+    written by this process one shard after another: each split the authors' stream of its
+    count (the manifest records ``"stream": "authors"``), or, for a task whose authors draw
+    every split from one generator (MAD), one stream continuing through train, val and test
+    (``"stream": "authors-pipeline"``).
 
     Refused before anything is written: a dataset larger than the free disk space, and a
     directory another process is writing (LongsynthError).
@@ -127,7 +150,7 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
         if client is not None:
             raise LongsynthError("authors_stream: the authors' stream is sequential; it is written here, not on Dask")
         for split in splits:  # a refusal (a parameter the authors' code cannot take) comes before any write
-            api.authors_rows(t, cfg, 0, seed, split)
+            api.authors_split(t, cfg, seed, dict.fromkeys(splits, 0), split)
         if workers > 1:
             note("authors' stream: sequential, written by this process (--workers ignored)")
         workers, asked = 1, None
@@ -148,7 +171,8 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
         note(f"{' and '.join(p.empty)} get 0 samples (2% of {total} rounds down); give --splits to choose the counts")
     fixed = t.fixed_draws(cfg, seed)
     cparams = dataclasses.asdict(cfg)
-    manifest = _new_manifest(t, cfg, seed, splits, shard_size, compression, command, fixed, authors_stream)
+    stream = ("authors-pipeline" if t.authors_pipeline is not None else "authors") if authors_stream else "longsynth"
+    manifest = _new_manifest(t, cfg, seed, splits, shard_size, compression, command, fixed, stream)
     with Folder(root).hold():  # made when missing, locked for the whole run, removed again if refused while empty
         return _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compression, executor,
                                 overwrite, manifest, progress, note)
@@ -162,7 +186,7 @@ def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compressio
     try:
         _write_manifest(root, manifest)
         jobs = (j for j in plan(root, t.name, cparams, seed, splits, shard_size, compression, manifest["generation"],
-                                manifest.get("stream") == "authors")
+                                manifest.get("stream", "longsynth"))
                 if j.name not in keep)
         n_jobs = sum(-(-n // shard_size) for n in splits.values()) - len(keep)
         total = sum(splits.values())

@@ -62,6 +62,7 @@ def check(root, deep=False, samples=16, progress=None):
     task = registry.get(m["task"])
     cfg = task.make_config(**m["params"])
     specs = task.keys(cfg)
+    problems += fixed_problems(m, task, cfg)
     for split, info in m["splits"].items():
         expect = 0
         h = hashlib.sha256()
@@ -80,6 +81,18 @@ def check(root, deep=False, samples=16, progress=None):
     if deep and not problems and m.get("complete"):
         problems += _deep_check(root, m, task, cfg, samples)
     return Check(problems, bool(m.get("complete")), *progress_of(m))
+
+
+def fixed_problems(m, task, cfg):
+    """The manifest's ``fixed`` against the draws the task makes for its config and seed:
+    an entry it lacks or one it does not draw is a problem (their values are compared by
+    ``--deep``)."""
+    if task.fixed is None:  # the schema refuses entries then
+        return []
+    names = set(task.fixed_draws(cfg, m["seed"]))
+    stored = set(m.get("fixed", {}))
+    return ([f"manifest: fixed: lists {k[:40]!r}, which {task.name} does not draw" for k in sorted(stored - names)]
+            + [f"manifest: fixed: lacks {k!r}, which {task.name} draws" for k in sorted(names - stored)])
 
 
 def _check_shard(root, rec, who, h):
@@ -141,8 +154,8 @@ def _deep_check(root, m, task, cfg, samples):
         n = len(sp)
         idx = sorted(set(np.linspace(0, n - 1, min(samples, n)).astype(int).tolist())) if n else []
         for i in idx:
-            if m.get("stream") == "authors":
-                block = authors_block(task, cfg, m["seed"], split, n, i, 1)
+            if m.get("stream", "longsynth") != "longsynth":
+                block = authors_block(task, cfg, m["seed"], split, m["counts"], i, 1, m["stream"])
             else:
                 block = task.generate(cfg, m["seed"], split_code(split), i, 1, fixed)
             fresh = {k: np.asarray(c.values if isinstance(c, Ragged) else c[0]) for k, c in block.items()}

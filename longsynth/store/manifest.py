@@ -36,7 +36,9 @@ class ShardJob:
     count: int
     compression: str
     generation: str | None = None  # the manifest's: written into the shard (docs/format.md, "Trust")
-    authors_count: int | None = None  # the split's count when cut from the authors' stream; None: our law
+    # the data set's ((split, count), ...) when cut from the authors' data (api.authors_split); None: our law
+    authors_counts: tuple | None = None
+    stream: str = "longsynth"  # the manifest's "stream"
 
     @property
     def name(self):
@@ -63,14 +65,16 @@ def default_splits(num_samples, percent=(96, 2, 2)):
     return {"train": num_samples - val - test, "val": val, "test": test}
 
 
-def plan(root, task, params, seed, splits, shard_size, compression, generation=None, authors=False):
+def plan(root, task, params, seed, splits, shard_size, compression, generation=None, stream="longsynth"):
     """The shard jobs, lazily: nothing is allocated per shard before it is written.
-    ``authors``: the shards are cut from the authors' stream of each split (its count)."""
+    ``stream``: "longsynth" (our per-sample law), "authors" (the shards are cut from the authors'
+    stream of each split, its count) or "authors-pipeline" (from the authors' data set, whose
+    splits continue one stream)."""
+    counts = tuple(splits.items()) if stream != "longsynth" else None
     for split, n in splits.items():
         for k, start in enumerate(range(0, n, shard_size)):
             count = min(shard_size, n - start)
-            yield ShardJob(root, task, params, seed, split, k, start, count, compression, generation,
-                           n if authors else None)
+            yield ShardJob(root, task, params, seed, split, k, start, count, compression, generation, counts, stream)
 
 
 def progress_of(manifest):
@@ -203,7 +207,7 @@ def read_manifest(root):
     return schema.parse_manifest(raw, path)
 
 
-def _new_manifest(task, cfg, seed, counts, shard_size, compression, command, fixed, authors=False):
+def _new_manifest(task, cfg, seed, counts, shard_size, compression, command, fixed, stream="longsynth"):
     m = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -219,7 +223,7 @@ def _new_manifest(task, cfg, seed, counts, shard_size, compression, command, fix
         "keys": {k: {"dtype": s.dtype, "shape": list(s.shape), "ragged": s.ragged, "doc": s.doc}
                  for k, s in task.keys(cfg).items()},
         "fixed": {k: _jsonable(v) for k, v in fixed.items()},
-        **({"stream": "authors"} if authors else {}),
+        **({"stream": stream} if stream != "longsynth" else {}),
         "vocab": list(task.vocab(cfg)) if task.vocab is not None else None,
         "complete": False,
         "splits": {s: {"count": n, "digest": None, "shards": []} for s, n in counts.items()},
@@ -309,6 +313,10 @@ def _intact(root, rec, expect):
 
 
 def _stream_line(manifest):
+    if manifest.get("stream") == "authors-pipeline":
+        return ("\nThe samples are the authors' own data set for this seed (`longsynth.authors_dataset`): one "
+                "sequential stream through the splits in the order train, val, test, each split continuing where "
+                "the one before stopped, as the authors' pipeline makes its sets; not longsynth's per-sample law.\n")
     if manifest.get("stream") != "authors":
         return ""
     return ("\nThe samples are the authors' own stream for this seed (`longsynth.authors_stream`; each split "

@@ -20,7 +20,9 @@ from longsynth.store.layout import COMPRESSIONS, FORMAT, FORMAT_VERSION, MAX_COU
 
 MAX_SEED = 2**63 - 1
 MAX_BYTES = 1 << 50  # bytes of one shard
-STREAMS = ("longsynth", "authors")  # whose samples: ours (per-sample law) or the authors' sequential stream
+# whose samples: ours (per-sample law), the authors' sequential stream of each split, or the authors' data set
+# whose splits continue one stream (Task.authors_pipeline)
+STREAMS = ("longsynth", "authors", "authors-pipeline")
 MAX_TEXT = 10_000  # characters of a free-text field (command, versions, docs)
 MAX_PARAMS = 64
 VERSION_KEYS = ("longsynth", "python", "numpy", "numba", "h5py", "hdf5")
@@ -127,18 +129,18 @@ def parse_manifest(raw, where):
         raise c.bad("compression", f"must be one of {', '.join(COMPRESSIONS)}")
     out["keys"] = _keys(c, c.get(m, "keys", "keys"), task.keys(cfg), task.name)
     out["fixed"] = c.obj(c.get(m, "fixed", "fixed", {}), "fixed")
+    if out["fixed"] and task.fixed is None:  # names against the task's draws: checks.fixed_problem (verify)
+        raise c.bad("fixed", f"{task.name} has no dataset-level draws, the manifest lists {len(out['fixed'])}")
     stream = c.get(m, "stream", "stream", STREAMS[0])
     if stream not in STREAMS:
         raise c.bad("stream", f"must be one of {', '.join(STREAMS)}")
     if stream == "authors" and task.authors is None:
         raise c.bad("stream", f"{task.name} has no authors' stream")
+    if stream == "authors-pipeline" and task.authors_pipeline is None:
+        raise c.bad("stream", f"{task.name} has no authors' pipeline")
     if stream != STREAMS[0]:
         out["stream"] = stream
-    vocab = c.get(m, "vocab", "vocab", None)
-    if vocab is not None:
-        out["vocab"] = [c.str(t, f"vocab[{i}]", 100) for i, t in enumerate(c.list(vocab, "vocab"))]
-    else:
-        out["vocab"] = None
+    out["vocab"] = _vocab(c, c.get(m, "vocab", "vocab", None), task, cfg)
     versions = c.obj(c.get(m, "versions", "versions"), "versions")
     out["versions"] = {k: c.str(c.get(versions, k, f"versions.{k}"), f"versions.{k}", 100) for k in VERSION_KEYS}
     out["command"] = c.str(c.get(m, "command", "command", ""), "command")
@@ -154,6 +156,23 @@ def parse_manifest(raw, where):
                               f"{', '.join(out['counts']) or 'none'}")
     out["splits"] = {s: _split(c, splits[s], s, out["counts"][s], size, out["complete"]) for s in out["counts"]}
     return out
+
+
+def _vocab(c, vocab, task, cfg):
+    """The task's own vocabulary for ``cfg`` (None for a task without one): a manifest's
+    ``vocab`` is a record of it, and one that differs is refused rather than shown (cards
+    print it). Absent, it is the task's."""
+    own = [str(t) for t in task.vocab(cfg)] if task.vocab is not None else None
+    if vocab is None:
+        return own
+    vocab = [c.str(t, f"vocab[{i}]", 100) for i, t in enumerate(c.list(vocab, "vocab"))]
+    if own is None:
+        raise c.bad("vocab", f"{task.name} has no vocabulary, the manifest lists {len(vocab):,} tokens")
+    if vocab != own:
+        first = next((i for i, (a, b) in enumerate(zip(vocab, own)) if a != b), min(len(vocab), len(own)))
+        raise c.bad("vocab", f"is not the vocabulary of {task.name} with these params ({len(vocab):,} tokens, "
+                             f"{task.name} has {len(own):,}; first difference at id {first})")
+    return own
 
 
 def _keys(c, keys, specs, task):

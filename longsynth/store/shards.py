@@ -18,8 +18,8 @@ from longsynth.api import authors_block
 from longsynth.errors import DiskFullError, LongsynthError
 from longsynth.files import file_sha256
 from longsynth.rng import split_code
-from longsynth.store.layout import (LOCK, BLOCK_BYTES, CHECK_KEY, DIGEST_KEY, FORMAT, FORMAT_VERSION, RAGGED_ROWS,
-                                    block_digests, sample_bytes)
+from longsynth.store.layout import (LOCK, BLOCK_BYTES, CHECK_KEY, DIGEST_KEY, FORMAT, FORMAT_VERSION,
+                                    block_digests, ragged_chunks, sample_bytes, sample_chunks)
 from longsynth.task import Ragged
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -42,7 +42,7 @@ def _chunks(spec, job):
     """
     if job.compression == "none":
         return None
-    return (1,) + tuple(spec.shape) if spec.shape else (min(job.count, 1 << 16),)
+    return sample_chunks(spec.shape, job.count)
 
 
 def _under_live_lock(root):
@@ -109,10 +109,9 @@ def _create_keys(f, specs, job):
         shape = tuple(spec.shape)
         if spec.ragged:
             g = f.create_group(k, track_order=False)
-            rows = max(1, RAGGED_ROWS // max(1, int(np.prod(spec.shape, dtype=np.int64))))
             dsets[k] = (
                 g.create_dataset("values", shape=(0,) + shape, maxshape=(None,) + shape, dtype=spec.dtype,
-                                 chunks=(rows,) + shape, track_times=False, **opts),
+                                 chunks=ragged_chunks(shape), track_times=False, **opts),
                 g.create_dataset("offsets", shape=(job.count + 1,), dtype="int64", track_times=False),
             )
             dsets[k][1][0] = 0
@@ -159,10 +158,11 @@ def _write_samples(dsets, job, task, cfg, timers, progress):
     for lo in range(0, job.count, block):
         n = min(block, job.count - lo)
         with timers("generate_s"):
-            if job.authors_count is None:
+            if job.authors_counts is None:
                 data = task.generate(cfg, job.seed, code, job.start + lo, n, fixed, buffers)
             else:
-                data = authors_block(task, cfg, job.seed, job.split, job.authors_count, job.start + lo, n)
+                data = authors_block(task, cfg, job.seed, job.split, dict(job.authors_counts), job.start + lo, n,
+                                     job.stream)
         with timers("hash_s"):
             _block_checks(data, n, order, digests[lo : lo + n], checks[lo : lo + n])
         with timers("write_s"):
