@@ -148,7 +148,7 @@ def small_draw(s, n, word, left):
     words (low half first; ``left`` halves of ``word`` remain), by Lemire's multiply-shift:
     x a half, m = x * n, accept when m mod 2^32 >= 2^32 mod n, v = m >> 32."""
     un = np.uint64(n)
-    while True:
+    while True:  # a half is accepted with probability 1 - (2^32 mod n) / 2^32 > 1/2
         if left == 0:
             word = next_u64(s)
             left = 2

@@ -104,7 +104,7 @@ def _choice(s, word, left, m, k):
     prod = x * m
     if (prod & 0xFFFF) < m:
         t = 65536 % m
-        while (prod & 0xFFFF) < t:
+        while (prod & 0xFFFF) < t:  # m <= 2^16 (10 here): accepted with probability 1 - t / 2^16 > 1/2
             x, w, n = _bits(s, w, n, 16)
             prod = x * m
     return prod >> 16, w, n
@@ -150,7 +150,7 @@ def _chunk_choice(s, w, chunks, m, t):
     """(u, w, chunks): Lemire's exact choice in [0, m) from 16-bit chunks of w (4 per word,
     low first, a fresh word when none are left); a chunk x with (x * m) mod 2**16 < t =
     2**16 mod m is discarded and the next one read."""
-    while True:
+    while True:  # m = max_args - 1 <= 15: a chunk is accepted with probability 1 - t / 2^16 > 1/2
         if chunks == 0:
             w = next_u64(s)
             chunks = 4
@@ -382,6 +382,8 @@ def listops_one(seed, split, index, min_length, max_length, max_args, max_depth,
     saved = np.empty(4, dtype=np.uint64)
     attempts = 0
     length = 0
+    # attempts are independent, each accepted with probability acceptance(cfg) >= 1e-6
+    # (listops._check refuses less, and an empty window): <= 1e6 attempts expected
     while length == 0:
         attempts += 1
         saved[:] = s

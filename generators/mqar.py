@@ -84,6 +84,8 @@ def _distinct(s, picks, lo, n, seen):
     byte map of n entries (zeroed again on return)."""
     m = picks.shape[0]
     for j in range(m):
+        # m <= n (_check: V > L >= 4 kv, so V/2 - 1 >= kv and V - V/2 >= kv): n - j >= 1 free,
+        # each draw lands on one with probability >= (n - j) / n
         while True:
             r = randint(s, n)
             if seen[r] == 0:
@@ -103,6 +105,9 @@ def _slots(s, picks, cdf, guide, taken):
     total = cdf[n - 1]
     g = guide.shape[0]
     j = 0
+    # kv <= S slots (_check: L - 2 kv passes >= 2 kv), each of probability w_i / c_S >= 1 / S^2
+    # >= 2^-38 (a <= 1: w_i in [a / i, a]), far above the cdf's float64 rounding: a draw
+    # hits a free slot with probability >= 2^-38 while j < kv
     while j < picks.shape[0]:
         x = uniform(s)
         u = x * total
@@ -227,7 +232,7 @@ def legacy_choice_p(p, size, doubles, used, out):
     n = q.shape[0]
     cdf = np.empty(n, dtype=np.float64)
     found = 0
-    while found < size:
+    while found < size:  # <= size rounds: a round's first double gives a new slot (p 0 at the found ones)
         k = size - found
         if used + k > doubles.shape[0]:
             return -1
@@ -302,7 +307,7 @@ def authors_rows(cfg, count, seed, split):
     doubles = rs.random_sample(DOUBLES)
     used = 0
     for i in range(count):
-        while True:
+        while True:  # a row needs <= kv (kv + 1) / 2 doubles; each refill doubles what is unread
             used_after = legacy_choice_p(p, kv, doubles, used, gaps[i])
             if used_after >= 0:
                 used = used_after

@@ -29,6 +29,7 @@ Draw order (stream(seed, split, index)):
     associative-recall  values: for t = 0..T-1: K + 1 + below(n - K)
                         pairs: P times t = below(T)
                         query: t = below(T), redrawn while absent unless allow_dot
+                        (P >= 1 then: input_seq_len >= num_keys + 1, so some t is present)
     induction-head      L tokens 1 + below(n); u = uniform(); (1 if u < 0.5 else
                         induction_num_triggers) positions below(L - 1 - induction_len)
     (below: longsynth.rng's exact multiply-shift draw of [0, n))
@@ -118,10 +119,14 @@ def _resolve(presets):
 
 
 def _check_recall(cfg):
-    v, _ = RECALL_PRESETS[cfg.preset]
+    v, L = RECALL_PRESETS[cfg.preset]
     n = (v if cfg.vocab_size is None else cfg.vocab_size) - 2
+    L = L if cfg.input_seq_len is None else cfg.input_seq_len
     if (n // 2) ** cfg.num_keys > MAX_TUPLES:
         raise LongsynthError(f"num_keys: {n // 2}^{cfg.num_keys} key tuples is more than {MAX_TUPLES:,}")
+    if not cfg.allow_dot and L < cfg.num_keys + 1:  # no pair, so no present key to query (recall_one)
+        raise LongsynthError(f"input_seq_len: must be >= num_keys + 1 = {cfg.num_keys + 1} (one key-value pair) "
+                             f"unless allow_dot, got {L}")
 
 
 def _check_induction(cfg):
@@ -174,6 +179,11 @@ def recall_one(seed, split, index, V, nk, allow_dot, scratch, inp, tgt):
         w += nk + 1
     t = below(s, T)
     if not allow_dot:
+        # Terminates: _check_recall refuses P = 0 without allow_dot, so some tuple is present
+        # and each below(T) hits one with probability >= 1/T >= 2^-20 (at most T draws
+        # expected; more than 64 T with probability < e^-64). Surely, too: within its period
+        # xoshiro256** outputs every u64, among them one that below(T) accepts, wherever it
+        # reads it, as a present tuple. Not capped: a cap would change bytes.
         while present[t] == 0:
             t = below(s, T)
     seq[w] = n + 1

@@ -136,7 +136,7 @@ def randint(s, n):
     """Uniform integer in [0, n), n >= 1, without modulo bias."""
     un = np.uint64(n)
     threshold = (np.uint64(0) - un) % un
-    while True:
+    while True:  # threshold < n <= 2^63: a word is accepted with probability 1 - threshold / 2^64 > 1/2
         r = next_u64(s)
         if r >= threshold:
             return np.int64(r % un)
@@ -152,7 +152,7 @@ def below(s, n):
     low = m & np.uint64(0xFFFFFFFF)
     if low < un:
         threshold = (np.uint64(0x100000000) - un) % un
-        while low < threshold:
+        while low < threshold:  # threshold < n <= 2^32: accepted with probability > 1/2
             m = (next_u64(s) >> np.uint64(32)) * un
             low = m & np.uint64(0xFFFFFFFF)
     return np.int64(m >> np.uint64(32))
@@ -160,6 +160,8 @@ def below(s, n):
 
 @njit(cache=True)
 def normal(s):
+    # each pass returns with probability > 0.99 (the ziggurat's rectangles; the tail and
+    # wedge tests accept with positive probability): about 1.01 passes expected
     while True:
         r = next_u64(s)
         idx = np.int64(r & np.uint64(0xFF))

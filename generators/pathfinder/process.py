@@ -227,6 +227,8 @@ def _extend(st, P, T, W, g, slot):
             q += 1
             acc += w[q]
         while w[q] == 0.0:  # u fell past the last step of the running sum
+            # stops at q >= 0: total >= 1e-4 sums the w >= 0, so some w[a] > 0; the loop above
+            # ends at a q with w[q] > 0 (acc grew past u there) unless it reached nc - 1
             q -= 1
         hr, hc = pr + T.cand[g, q, 0], pc + T.cand[g, q, 1]
         k = T.cand_stamp[g, q]
@@ -269,6 +271,8 @@ def _main_paths(st, P, T, W, g):
             continue
         have[0], have[1] = 1, 1
         fails[0], fails[1] = 0, 0
+        # bounded: a pass adds a dash (have[s] <= n) or counts a failure, which ends the try
+        # past grow_fails per path and removes one dash: <= 2 n + 4 (grow_fails + 1) passes
         while have[0] < n or have[1] < n:
             s = 0 if (have[0] <= have[1] and have[0] < n) or have[1] >= n else 1
             j = have[s]
