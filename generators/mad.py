@@ -157,7 +157,7 @@ class MemorizationConfig:
     vocab_size: int = _vocab(256)
     seq_len: int = param(32, "sequence length (MAD's seq_len; pairs of key and insert token)", lo=2, hi=MAX_LEN)
     noise_vocab_size: int = param(0, "noise tokens, just below the insert token", lo=0, hi=MAX_VOCAB)
-    frac_noise: float = param(0.0, "probability that a pair is 2 noise tokens instead", lo=0.0, hi=1.0)
+    frac_noise: float = param(0.0, "probability that a pair is 2 noise tokens instead", lo=0.0, hi=0.999999)
     kv_map_seed: int = param(12345, "seed of the fixed key -> value map (shared by every split)", lo=0, hi=2**63 - 1)
 
 
@@ -242,9 +242,9 @@ def _compression_law(cfg):
 
 def _check_memorization(cfg):
     _require(cfg.seq_len % 2 == 0, f"seq_len: must be even (key, insert pairs), got {cfg.seq_len}")
-    _require(cfg.vocab_size - cfg.noise_vocab_size - 1 >= 2,
-             f"vocab_size: must leave >= 2 key/value tokens after {cfg.noise_vocab_size} noise tokens and the "
-             f"insert token, got {cfg.vocab_size}")
+    _require(cfg.vocab_size - cfg.noise_vocab_size - 1 >= 4,
+             f"vocab_size: must leave >= 4 key/value tokens (two keys: with one, every sample is the same) after "
+             f"{cfg.noise_vocab_size} noise tokens and the insert token, got {cfg.vocab_size}")
     _check_noise(cfg)
 
 

@@ -39,9 +39,9 @@ CASES = [
     ("mad-compression", {}), ("mad-compression", dict(vocab_size=3, seq_len=2)),
     ("mad-compression", dict(vocab_size=20, noise_vocab_size=4, frac_noise=0.4, seq_len=33)),
     ("mad-compression", dict(vocab_size=20, noise_vocab_size=4, frac_noise=0.4, ignore_noise_targets=True)),
-    ("mad-memorization", {}), ("mad-memorization", dict(vocab_size=3, seq_len=2)),
+    ("mad-memorization", {}), ("mad-memorization", dict(vocab_size=5, seq_len=2)),
     ("mad-memorization", dict(vocab_size=40000, seq_len=30, kv_map_seed=5)),
-    ("mad-memorization", dict(vocab_size=64, noise_vocab_size=8, frac_noise=1.0, seq_len=16)),
+    ("mad-memorization", dict(vocab_size=64, noise_vocab_size=8, frac_noise=0.99, seq_len=16)),
 ]
 KEYS = [(0, "train", 0), (7, "val", 3), (2**40 + 1, "test", 12345)]
 
@@ -391,6 +391,8 @@ def test_memorization_map_is_fixed_by_kv_map_seed():
     ("mad-selective-copying", dict(seq_len=33), "seq_len: must exceed 2 num_tokens_to_copy + 1 = 33"),
     ("mad-compression", dict(vocab_size=4, noise_vocab_size=3), "vocab_size: must leave >= 1 data token"),
     ("mad-memorization", dict(seq_len=33), "seq_len: must be even"),
+    ("mad-memorization", dict(vocab_size=3), "vocab_size: must leave >= 4 key/value tokens"),
+    ("mad-memorization", dict(frac_noise=1.0, noise_vocab_size=4), "frac_noise: must be in"),
 ])
 def test_bad_parameters_are_one_clear_line(task, params, message):
     with pytest.raises(LongsynthError, match=message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")):
