@@ -38,32 +38,59 @@ def _palette(ids, vocab_size):
     return rgb
 
 
+MAX_COLUMNS = 4096  # positions drawn per row of the picture: a longer row shows every k-th one
+_SLICE = 1 << 16  # positions of a row looked at together when scored targets are counted
+
+
+def _columns(row, step):
+    """(ids of every ``step``-th position of ``row``, targets-style: a column holding a scored
+    target shows one of them, -100 otherwise; number of scored positions; columns holding
+    one), in memory of the columns, not of the row (an int64 copy of a 2^24-token row is
+    128 MB, its colours 512 MB)."""
+    row = np.asarray(row)
+    cols = -(-row.shape[0] // step)
+    ids = row[::step].astype(np.int64)
+    hit = np.zeros(cols, dtype=bool)
+    scored = 0
+    span = step * max(1, _SLICE // step)
+    for lo in range(0, row.shape[0], span):
+        part = row[lo : lo + span]
+        at = np.flatnonzero(part != IGNORE)
+        scored += at.size
+        c = (lo + at) // step
+        hit[c] = True
+        ids[c] = part[at]
+    return ids, scored, np.flatnonzero(hit)
+
+
 def preview(samples, cfg, path, vocab_size):
     """Rows of token ids (one row per sample, a colour per id) over a row of their targets;
-    scored positions (targets != -100) are ringed in black. Returns a one-line summary."""
+    scored positions (targets != -100) are ringed in black. Rows longer than MAX_COLUMNS
+    show every k-th position (the title says so); a column with a scored target shows it.
+    Returns a one-line summary."""
     from matplotlib.patches import Rectangle
 
     from longsynth.plot import _figure, _finish
 
     n = len(samples)
     L = max(s["inputs"].shape[0] for s in samples)
+    step = max(1, -(-L // MAX_COLUMNS))  # the picture is sized before any colour is made
     fig = _figure(1200, min(900, 120 + 70 * n))
     ax = fig.add_subplot(1, 1, 1)
     scored = 0
     for r, s in enumerate(samples):
-        x = np.asarray(s["inputs"]).astype(np.int64)
-        y = np.asarray(s["targets"]).astype(np.int64)
+        x = np.asarray(s["inputs"])[::step].astype(np.int64)
+        y, count, marked = _columns(s["targets"], step)
         top, bottom = 2 * r, 2 * r + 1
-        ax.imshow(_palette(x, vocab_size)[None], extent=(-0.5, x.size - 0.5, top + 0.9, top), aspect="auto",
+        ax.imshow(_palette(x, vocab_size)[None], extent=(-0.5, x.size * step - 0.5, top + 0.9, top), aspect="auto",
                   interpolation="nearest")
         yy = np.where(y >= 0, y, 0)
-        ax.imshow(_palette(yy, vocab_size)[None], extent=(-0.5, y.size - 0.5, bottom + 0.9, bottom),
+        ax.imshow(_palette(yy, vocab_size)[None], extent=(-0.5, y.size * step - 0.5, bottom + 0.9, bottom),
                   aspect="auto", interpolation="nearest")
-        marked = np.flatnonzero(y != IGNORE)
-        scored += marked.size
+        scored += count
         if L > 48:
-            ax.scatter(marked, np.full(marked.size, bottom + 0.45), s=30, facecolors="none", edgecolors="black",
-                       lw=1.2)
+            ax.scatter(marked * step + (step - 1) / 2, np.full(marked.size, bottom + 0.45), s=30, facecolors="none",
+                       edgecolors="black", lw=1.2)
         else:
             for t in marked:
                 ax.add_patch(Rectangle((t - 0.5, bottom), 1, 0.9, fill=False, edgecolor="black", lw=1.5))
@@ -77,6 +104,7 @@ def preview(samples, cfg, path, vocab_size):
     ax.set_yticklabels([f"{r}: inputs" for r in range(n)] + [f"{r}: targets" for r in range(n)], fontsize=8)
     ax.set_xlabel("position")
     params = ", ".join(f"{k} = {v}" for k, v in dataclasses.asdict(cfg).items())
+    every = f"; {L:,} positions: 1 in {step:,} drawn" if step > 1 else ""
     _finish(fig, path, f"{n} sample{'s' if n != 1 else ''} at {params}\ncolour = token id; "
-                       "outlined = scored targets (the others are -100)", top=0.9)
+                       f"outlined = scored targets (the others are -100){every}", top=0.9)
     return f"{n} samples, {scored} scored positions ({scored / n:.1f} per sample), vocabulary {vocab_size}"

@@ -39,8 +39,8 @@ MAMBA = """@article{gu2023mamba,
 
 @dataclass(frozen=True)
 class CopyingConfig:
-    L: int = param(4064, "noise positions: the data tokens lie among the first L + M positions (S4's L)",
-                   lo=0, hi=MAX_L)
+    L: int = param(4064, "noise positions: the data tokens lie among the first L + M positions (S4's L; at least "
+                         "1: with none there is nothing to select)", lo=1, hi=MAX_L)
     M: int = param(16, "data tokens to reproduce, then as many markers (S4's M)", lo=1, hi=1 << 16)
     A: int = param(16, "vocabulary: 0 noise, 1..A-2 data, A-1 the marker (S4's A)", lo=3, hi=1 << 15)
 

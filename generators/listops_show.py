@@ -89,8 +89,9 @@ def show(samples, cfg, path):
         blocks.append(head + "\n" + render(s["inputs"], _tags(s)))
     text = "\n".join(blocks)
     if path is not None and str(path).lower().endswith(".txt"):
-        with open(path, "w") as fh:
-            fh.write(text + "\n")
+        from longsynth.plot import save
+
+        save(text + "\n", path)
     elif path is not None:
         _text_png(text, path)
     return "\n".join(heads)
@@ -103,7 +104,7 @@ def _text_png(text, path, max_lines=400, size=14):
 
     from PIL import Image, ImageDraw
 
-    from longsynth.plot import font
+    from longsynth.plot import font, save
 
     lines = text.split("\n")
     if len(lines) > max_lines:
@@ -121,7 +122,7 @@ def _text_png(text, path, max_lines=400, size=14):
             continue
         for m in re.finditer(r"\S+", line):
             draw.text((4 + cw * m.start(), 4 + lh * i), m.group(), fill=(30, 30, 30), font=f)
-    img.save(path)
+    save(img, path)
 
 
 def show_dataset(dataset, split, path):

@@ -45,7 +45,7 @@ SPECIAL = ("[PAD]", "[BOS]", "[UNK]", "[EOS]", "[SEP]", "[CLS]", "[MASK]")
 BOS = SPECIAL.index("[BOS]")  # offset after the |G| element ids
 MAX_ORDER = 5040  # |S7|: a 5040 x 5040 table is 100 MB as int32
 MAX_PERM_LETTERS = 7
-_FACTOR = re.compile(r"^([SAZ])([1-9][0-9]*)$")
+_FACTOR = re.compile(r"([SAZ])([1-9][0-9]*)")  # whole factors only: fullmatch ($ would let a newline end one)
 CITATION = """@inproceedings{merrill2024illusion,
   title     = {The Illusion of State in State-Space Models},
   author    = {Merrill, William and Petty, Jackson and Sabharwal, Ashish},
@@ -67,7 +67,7 @@ def parse_group(name):
         raise LongsynthError(f"group: must be factors such as S5, A5, Z60 joined by x, got {name!r}")
     factors = []
     for part in name.replace("_x_", "x").split("x"):
-        m = _FACTOR.match(part)
+        m = _FACTOR.fullmatch(part)
         if m is None:
             raise LongsynthError(f"group: {part!r} in {name!r} is not Sn, An or Zn (n >= 1)")
         kind, n = m.group(1), int(m.group(2))
@@ -78,6 +78,8 @@ def parse_group(name):
         factors.append((kind, n))
     if group_order(factors) > MAX_ORDER:
         raise LongsynthError(f"group: {name!r} has {group_order(factors)} elements; at most {MAX_ORDER}")
+    if group_order(factors) < 2:
+        raise LongsynthError(f"group: {name!r} has one element: every prefix product is the identity, no task")
     return factors
 
 
@@ -215,7 +217,7 @@ def authors_sequences(order, k, count, seed):
     rnd = random.Random(seed)
     population = range(order)
     seen = set()
-    while len(seen) < count:
+    while len(seen) < count:  # count <= order^k (authors() refuses more): a new tuple has probability > 0
         seen.add(tuple(rnd.choices(population, k=k)))
     return np.array(list(seen), dtype=np.int64).reshape(count, k)
 

@@ -11,6 +11,8 @@ when ``path`` is given. Axes whose quantity is an integer (steps, heights, count
 integer ticks; titles are words.
 """
 import functools
+import io
+import os
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -27,9 +29,30 @@ def font(size=13):
     return ImageFont.load_default(size=size)
 
 
+def save(figure, path):
+    """Write ``figure`` (a matplotlib Figure or a Pillow Image, as PNG; or text) to ``path``
+    as every command writes its output (longsynth/outdir.py, docs/format.md "Every command
+    that writes"): drawn into memory, then written as ``.{name}.tmp`` created with O_EXCL |
+    O_NOFOLLOW in the folder and renamed. A link (or a folder) at ``path`` is refused in one
+    line (LongsynthError) and what it points to is never written."""
+    from longsynth.outdir import Folder
+
+    if isinstance(figure, str):
+        data = figure.encode("utf-8")
+    else:
+        buf = io.BytesIO()
+        if hasattr(figure, "savefig"):
+            figure.savefig(buf, format="png", dpi=DPI)
+        else:
+            figure.save(buf, format="PNG")
+        data = buf.getvalue()
+    path = os.path.abspath(os.fspath(path))
+    Folder(os.path.dirname(path)).write_bytes(os.path.basename(path), data)
+
+
 def _save(img, path):
     if path is not None:
-        img.save(path)
+        save(img, path)
     return img
 
 
@@ -50,7 +73,7 @@ def _finish(fig, path, title, bottom=0.0, top=0.97):
         fig.suptitle(title, fontsize=11, x=0.01, ha="left")
     fig.tight_layout(rect=(0, bottom, 1, top if title else 1))
     if path is not None:
-        fig.savefig(path, dpi=DPI)
+        save(fig, path)
     return fig
 
 

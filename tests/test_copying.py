@@ -12,7 +12,7 @@ import naive
 from longsynth.store import sample_digest
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "data", "s4_copying.npz")
-CASES = [dict(L=0, M=1, A=3), dict(L=4, M=2, A=6), dict(L=100, M=16, A=16), dict(L=4064, M=16, A=16),
+CASES = [dict(L=1, M=1, A=3), dict(L=4, M=2, A=6), dict(L=100, M=16, A=16), dict(L=4064, M=16, A=16),
          dict(L=7, M=30, A=32768), dict(L=500, M=200, A=5)]
 KEYS = [(0, "train", 0), (7, "val", 3), (2**40 + 1, "test", 12345)]
 

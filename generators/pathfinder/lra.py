@@ -184,7 +184,7 @@ def _show(samples, cfg, path):
     if path is not None:
         cols = min(4, len(tiles))
         scale = max(1, 192 // cfg.size)  # tiles at least 192 px, so captions stay readable
-        plot.grid(tiles, None, cols=cols, labels=captions, scale=scale).save(path)
+        plot.save(plot.grid(tiles, None, cols=cols, labels=captions, scale=scale), path)
     return "\n".join(lines)
 
 

@@ -200,7 +200,7 @@ def _show(samples, cfg, path):
     if path is not None:
         cols = 4 if len(tiles) >= 4 else len(tiles)
         scale = max(1, 256 // cfg.size)  # tiles at least 256 px, so captions stay readable
-        _with_legend(plot.grid(tiles, None, cols=cols, labels=captions, scale=scale)).save(path)
+        plot.save(_with_legend(plot.grid(tiles, None, cols=cols, labels=captions, scale=scale)), path)
     return "\n".join(lines)
 
 

@@ -444,6 +444,11 @@ def write(dataset, out, progress, workers=None):
     "Hugging Face export"): a spawned writer needs about 2 s to start (a fresh interpreter
     importing pyarrow, datasets and the task registry), and the threads of one process
     already keep two cores busy, as Parquet encoding and zlib release the GIL."""
+    from longsynth.store.checks import fixed_problems
+
+    found = fixed_problems(dataset.manifest, dataset.task, dataset.config)  # the card names them
+    if found:
+        raise LongsynthError(f"{dataset.root}: {found[0]}; run `longsynth verify {dataset.root}`")
     old = _previous_files(out)
     feats = features(dataset.task, dataset.task.keys(dataset.config))
     schema = feats.arrow_schema
@@ -591,9 +596,10 @@ def dataset_card(dataset, feats, files, nbytes, sizes, preview):
     if empty:
         split_rows += f"\n\n{', '.join(empty)}: no samples, left out (`datasets` loads no empty split)."
     vocab = ""
-    if m.get("vocab"):
+    own = list(task.vocab(dataset.config)) if task.vocab is not None else None  # never the manifest's copy
+    if own:
         vocab = ("\n## Vocabulary\n\nToken id -> token: "
-                 + ", ".join(f"{i} `{t}`" for i, t in enumerate(m["vocab"])) + ".\n")
+                 + ", ".join(f"{i} `{t}`" for i, t in enumerate(own)) + ".\n")
     fixed = ""
     if m.get("fixed"):
         fixed = (f"\nDataset-level draws shared by every sample ({', '.join(f'`{k}`' for k in m['fixed'])}) are in "

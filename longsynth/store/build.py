@@ -11,6 +11,7 @@ import dataclasses
 import errno
 import hashlib
 import os
+import time
 
 from longsynth import api, registry
 from longsynth.api import check_seed
@@ -18,7 +19,8 @@ from longsynth.errors import DiskFullError, LongsynthError, os_reason
 from longsynth.files import atomic_write_text
 from longsynth.outdir import Folder
 from longsynth.store.layout import CARD, COMPRESSIONS, DIGEST_KEY, MAX_COUNT, MAX_SHARDS, default_shard_size
-from longsynth.store.manifest import (_free_bytes, _new_manifest, _our_bytes, _prepare_dir,
+from longsynth.store import shards
+from longsynth.store.manifest import (ShardJob, _free_bytes, _new_manifest, _our_bytes, _prepare_dir,
                                       _write_manifest, dataset_card, default_splits, estimate_bytes, human, plan,
                                       progress_of)
 from longsynth import safe
@@ -79,10 +81,11 @@ def dry_run(root, task, params=None, *, seed=0, splits=None, num_samples=None, s
         shard_size = default_shard_size(t, cfg)
     if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
         raise LongsynthError(f"shard_size: must be an integer >= 1, got {shard_size!r}")
-    _check_shard_count(splits, shard_size)
     root = safe.check_out_path(root)
     need = estimate_bytes(t, cfg, splits, seed, shard_size)
     free = _free_bytes(root) + _our_bytes(root)
+    if need <= free:  # one that cannot fit is refused for its size (generate): no --shard-size helps it
+        _check_shard_count(splits, shard_size)
     empty = [s for s, c in splits.items() if c == 0] if defaulted else []
     return Plan(root, t, cfg, seed, dict(splits), {s: -(-c // shard_size) for s, c in splits.items()}, shard_size,
                 need, free, empty)
@@ -178,6 +181,29 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
                                 overwrite, manifest, progress, note)
 
 
+COMPILE_NOTE_AFTER = 2.0  # seconds: a first sample slower than this is compiling kernels
+
+
+def _warm_kernels(job, note):
+    """Make one sample here first: on first use Numba compiles the task's kernels (a minute or
+    more; later runs load them from its cache), so the progress bar's rate and estimate start
+    after it. A note says so when it takes longer than COMPILE_NOTE_AFTER."""
+    import threading
+
+    timer = threading.Timer(COMPILE_NOTE_AFTER, note, ("compiling kernels (first use only; later runs load them "
+                                                      "from Numba's cache) ...",))
+    timer.daemon = True
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        shards.warm(job)
+    finally:
+        timer.cancel()
+    dt = time.perf_counter() - t0
+    if dt > COMPILE_NOTE_AFTER:
+        note(f"kernels ready in {dt:.0f} s")
+
+
 def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compression, executor, overwrite,
                      manifest, progress, note):
     keep = _prepare_dir(root, manifest, overwrite)
@@ -195,7 +221,11 @@ def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compressio
             note(f"already complete: {total:,} of {total:,} samples written; nothing to generate")
         elif kept:
             note(f"resuming: {kept:,} of {total:,} samples already written")
-        if progress is not None:
+        if kept < total and manifest.get("stream", "longsynth") == "longsynth" and executor.compiles_here:
+            first = next(s for s, n in splits.items() if n)
+            _warm_kernels(ShardJob(root, t.name, cparams, seed, first, 0, 0, 1, compression, manifest["generation"]),
+                          note)
+        if progress is not None:  # the bar and its rate start after the kernels are compiled
             progress(None, total=total, done=kept)
         timings = []
 

@@ -134,6 +134,8 @@ class DaskExecutor:
     bytes, and the lost attempt's temporary file is removed here.
     """
 
+    compiles_here = False  # each Dask worker compiles (or loads) the kernels on its own machine
+
     def __init__(self, client, note=None):
         self.client, self.note = client, note or (lambda line: None)
 

@@ -2,7 +2,8 @@
 
 Every shard carries in its HDF5 attributes the task, task revision, parameters, seed,
 split, first index, sample count and the dataset's generation id (docs/format.md,
-"Shards"); its datasets' dtypes and shapes are those the task declares. ``problem``
+"Shards"); its datasets' dtypes and shapes are those the task declares, stored contiguously
+or in the chunks longsynth writes (one sample per chunk). ``problem``
 compares all of it with what the reader expects, once per shard and process, so a
 same-size shard of another index range, seed or dataset, a crafted shard of another dtype,
 or a dataset regenerated under an open reader is refused with one line instead of being
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from longsynth import safe
-from longsynth.store.layout import CHECK_KEY, DIGEST_KEY, FORMAT
+from longsynth.store.layout import CHECK_KEY, DIGEST_KEY, FORMAT, ragged_chunks, sample_chunks
 
 
 @dataclass(frozen=True)
@@ -150,9 +151,12 @@ def _members(g):
     return {n.decode("utf-8", "surrogateescape"): g.id.links.get_info(n).type == h5py.h5l.TYPE_HARD for n in names}
 
 
-def _dataset_problem(g, members, name, dtype, shape, label):
+def _dataset_problem(g, members, name, dtype, shape, label, chunks=None):
     """Why ``g[name]`` is not a plain dataset of ``dtype`` and ``shape`` holding its own
-    data, or None. ``shape`` None: any number of rows of the per-row shape ``dtype``'s key."""
+    data, or None. ``shape`` None: any number of rows of the per-row shape ``dtype``'s key.
+    ``chunks``: the chunk shape longsynth writes it in when chunked (None: it is always
+    contiguous); any other chunking is refused, as a read of one sample would decompress
+    every sample the chunk holds (one chunk of a whole shard: a decompression bomb)."""
     import h5py
 
     if name not in members:
@@ -167,6 +171,12 @@ def _dataset_problem(g, members, name, dtype, shape, label):
     if got_dtype != np.dtype(dtype) or (got_shape != shape if shape[0] is not None
                                         else (len(got_shape) != len(shape) or got_shape[1:] != shape[1:])):
         return f"{label} is {got_dtype} {got_shape}, expected {np.dtype(dtype)} {shape}"
+    if dcpl.get_layout() == h5py.h5d.CHUNKED:
+        got_chunks = tuple(int(d) for d in dcpl.get_chunk())
+        if got_chunks != chunks:
+            want = f"chunks of {chunks}" if chunks is not None else "contiguous storage"
+            return (f"{label} is stored in chunks of {got_chunks}, not in {want} as longsynth writes it (a read "
+                    f"would decompress more than one sample); refused")
     if dcpl.get_layout() == h5py.h5d.CONTIGUOUS:  # readers allocate from the shape: the bytes must be there
         need = got_dtype.itemsize * int(np.prod(got_shape, dtype=object))
         have = d.id.get_storage_size()
@@ -189,10 +199,12 @@ def _layout_problem(f, n, specs):
             inner = _members(f[k])
             if not all(inner.values()):
                 return f"{k} holds a link to another file or path; a shard must hold its own data"
-            found = (_dataset_problem(f[k], inner, "values", spec.dtype, (None,) + tuple(spec.shape), f"{k}/values")
+            found = (_dataset_problem(f[k], inner, "values", spec.dtype, (None,) + tuple(spec.shape), f"{k}/values",
+                                      ragged_chunks(spec.shape))
                      or _dataset_problem(f[k], inner, "offsets", "int64", (n + 1,), f"{k}/offsets"))
         else:
-            found = _dataset_problem(f, members, k, spec.dtype, (n,) + tuple(spec.shape), k)
+            found = _dataset_problem(f, members, k, spec.dtype, (n,) + tuple(spec.shape), k,
+                                     sample_chunks(spec.shape, n))
         if found:
             return found
     if CHECK_KEY in members:

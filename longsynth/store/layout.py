@@ -30,6 +30,10 @@ SHARD_BYTES = 128 << 20  # default shard size aims at this many bytes
 RAGGED_ROWS = 8192  # assumed rows of a ragged key when sizing shards and chunks
 BLOCK_BYTES = 8 << 20  # samples generated per call to the kernel
 MAX_COUNT = 1 << 62  # samples per split: indices stay well inside int64
+# shards per dataset: the manifest lists each (about 200 bytes a record, so 100,000 make 20 MB,
+# a third of the 64 MB every reader accepts) and is rewritten after each one (docs/format.md)
+MAX_SHARDS = 100_000
+SCALAR_CHUNK = 1 << 16  # samples per chunk of a chunked scalar key
 
 
 # ---------------------------------------------------------------- digests and sizing
@@ -82,6 +86,22 @@ def sample_bytes(task, cfg):
         n = int(np.prod(spec.shape, dtype=np.int64)) * np.dtype(spec.dtype).itemsize
         total += n * (RAGGED_ROWS if spec.ragged else 1)
     return max(total, 1)
+
+
+def sample_chunks(shape, count):
+    """HDF5 chunk shape of a chunked fixed-shape key of per-sample ``shape`` in a shard of
+    ``count`` samples: one sample per chunk, a scalar key in chunks of up to SCALAR_CHUNK
+    samples (docs/format.md, "Shards"). Readers refuse any other chunking: a read of one
+    sample must never decompress more than its own chunk."""
+    shape = tuple(int(d) for d in shape)
+    return (1,) + shape if shape else (min(int(count), SCALAR_CHUNK),)
+
+
+def ragged_chunks(shape):
+    """HDF5 chunk shape of a ragged key's ``values`` (rows of per-row ``shape``): about
+    RAGGED_ROWS values a chunk."""
+    shape = tuple(int(d) for d in shape)
+    return (max(1, RAGGED_ROWS // max(1, int(np.prod(shape, dtype=np.int64)))),) + shape
 
 
 def default_shard_size(task, cfg):

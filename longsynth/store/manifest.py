@@ -91,10 +91,12 @@ def human(n):
     return f"{int(n)} B"
 
 
-def estimate_bytes(task, cfg, splits, seed, shard_size):
+def estimate_bytes(task, cfg, splits, seed, shard_size, draw=True):
     """Bytes the dataset will take on disk, uncompressed (within a few percent).
 
-    Fixed-shape keys are exact; variable-length keys are sized from the first samples.
+    Fixed-shape keys are exact; variable-length keys are sized from the first samples, or,
+    with ``draw=False`` (nothing generated, no kernel compiled: ``longsynth list``), at the
+    config's ``max_length`` elements each, an upper bound.
     Per sample: the keys, the 32-byte digest and the checksums; per shard about 16 kB of
     HDF5 metadata.
     """
@@ -104,7 +106,9 @@ def estimate_bytes(task, cfg, splits, seed, shard_size):
     for k, spec in specs.items():
         if not spec.ragged:
             per += int(np.prod(spec.shape, dtype=np.int64)) * np.dtype(spec.dtype).itemsize
-    if ragged:
+    if ragged and not draw:
+        per += sum(int(cfg.max_length) * np.dtype(specs[k].dtype).itemsize + 8 for k in ragged)
+    elif ragged:
         m = int(min(16, sum(splits.values())))
         block = task.generate(cfg, seed, split_code("train"), 0, m, task.fixed_draws(cfg, seed))
         per += sum(block[k].values.nbytes + 8 * m for k in ragged) / m

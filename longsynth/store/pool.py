@@ -26,6 +26,8 @@ class LocalPool:
     and the shards left, and ``note`` says so when the cap bites.
     """
 
+    compiles_here = True  # the shards' kernels run on this machine: generate compiles them first, once
+
     def __init__(self, workers, asked=None, note=None):
         self.workers, self.asked, self.note = workers, asked, note or (lambda line: None)
 

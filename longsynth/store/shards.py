@@ -201,6 +201,13 @@ def _write_image(fd, image):
         view = view[n:]
 
 
+def warm(job):
+    """Build ``job``'s shard in memory and drop it: every kernel a shard needs (the task's, the
+    checksums') is compiled, or loaded from Numba's cache, in this process; nothing is written."""
+    task = registry.get(job.task)
+    _build_image(job, task, task.make_config(**job.params), _Timers(), None)
+
+
 def write_shard(job, progress=None, attempt=None):
     """Generate and write one shard atomically; returns its manifest record and timings.
 
