@@ -42,8 +42,8 @@ def friendly(fn):
             return fn(*args, **kwargs)
         try:
             return fn(*args, **kwargs)
-        except LongsynthError as e:
-            raise click.ClickException(str(e)) from None
+        except LongsynthError as e:  # it may quote a folder's text (a name, an HDF5 message): escaped
+            raise click.ClickException(shown(e)) from None
         except BrokenPipeError:  # output piped into head & co.
             return None
         except RuntimeError as e:
@@ -52,7 +52,7 @@ def friendly(fn):
             raise
         except OSError as e:
             where = f"{e.filename}: " if getattr(e, "filename", None) else ""
-            raise click.ClickException(f"{where}{e.strerror or e}") from None
+            raise click.ClickException(shown(f"{where}{e.strerror or e}")) from None
 
     return wrapper
 
@@ -130,11 +130,14 @@ def list_tasks():
         params = " ".join(f"{f.name}={getattr(resolved, f.name)}{'*' if f.default is None else ''}"
                           for f in dataclasses.fields(t.config))
         n = t.default_num_samples
+        ragged = any(k.ragged for k in t.keys(resolved).values())
         size = store.estimate_bytes(t, resolved, store.default_splits(n, t.split_percent), 0,
-                                    store.default_shard_size(t, resolved))
-        click.echo(f"{name:18s} {t.family:10s} {count(n):>7s} samples {store.human(size):>8s}  {t.summary} ({params})")
+                                    store.default_shard_size(t, resolved), draw=False)
+        size = ("<= " if ragged else "") + store.human(size)
+        click.echo(f"{name:18s} {t.family:10s} {count(n):>7s} samples {size:>11s}  {t.summary} ({params})")
     click.echo("\nsamples: gen's default --num-samples (split train/val/test by the task's shares), with its size "
-               "on disk uncompressed.\n*: a value the task's preset derives from other parameters (pathfinder-seg "
+               "on disk uncompressed (<=: at most, for variable-length samples; gen --dry-run measures it).\n"
+               "*: a value the task's preset derives from other parameters (pathfinder-seg "
                "picks its stroke widths, distractors and margins from --size); give the option to set it.")
 
 
@@ -297,8 +300,8 @@ def info(root, as_json, samples):
         click.echo(json.dumps(s, indent=1))
         return
     click.echo(f"{s['task']}  seed {s['seed']}  {'complete' if s['complete'] else 'INCOMPLETE'}  "
-               f"compression {s['compression']}  longsynth {s['versions']['longsynth']}")
-    click.echo("params: " + ", ".join(f"{k}={v}" for k, v in s["params"].items()))
+               f"compression {s['compression']}  longsynth {shown(s['versions']['longsynth'])}")
+    click.echo("params: " + shown(", ".join(f"{k}={v}" for k, v in s["params"].items())))
     if s["command"]:
         click.echo(f"made by (the command recorded in the manifest): {shown(s['command'])}")
     for split, sp in s["splits"].items():
@@ -331,7 +334,7 @@ def info(root, as_json, samples):
             click.echo(f"  {split:5s} " + "  ".join(f"{v}: {100 * p:.1f}%" for v, p in shares.items()))
     if "validation" in s:
         v = s["validation"]
-        click.echo(f"validation: {json.dumps(v.get('final', v.get('metrics', {})))} ({v['path']})")
+        click.echo(f"validation: {json.dumps(v.get('final', v.get('metrics', {})))} ({shown(v['path'])})")
 
 
 @cli.command()
@@ -353,7 +356,7 @@ def verify(root, deep, samples):
         c = store.check(root, deep=deep, samples=samples, progress=step)
     if c.damage:
         for p in c.damage:
-            click.echo(p, err=True)
+            click.echo(shown(p), err=True)
         raise click.ClickException(f"{root}: damaged: {len(c.damage)} problem(s) found"
                                    + ("" if c.complete else " (and the dataset is incomplete)"))
     if not c.complete:
@@ -547,8 +550,7 @@ def _validate_help():
                    "beside it")
 @click.option("--scale", type=click.Choice(["tiny", "paper"]), default="tiny", show_default=True,
               help="tiny: minutes on a CPU; paper: the paper's configuration")
-@click.option("--steps", type=click.IntRange(1, limits.MAX_STEPS), default=None,
-              help="training steps [default: the preset's]")
+@click.option("--steps", type=int, default=None, help="training steps [default: the preset's]")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True, help="where to train")
 @click.option("--report-dir", type=click.Path(file_okay=False), default=None,
               help="where to write the certificate [default: DIR/validation/<model>-<time>/]")
@@ -570,6 +572,8 @@ def validate(target, model, scale, steps, device, report_dir, batch_size, amp, c
         from longsynth.models_ref.validate import validate as run
     except ImportError as e:
         raise click.ClickException(f"validate needs PyTorch ({e}); pip install torch") from None
+    if steps is not None and not 1 <= steps <= limits.MAX_STEPS:
+        raise click.ClickException(f"--steps must be >= 1 and <= {limits.MAX_STEPS:,}, got {steps:,}")
     report = run(target, model=model, scale=scale, steps=steps, device=device, report_dir=report_dir,
                  batch_size=batch_size, amp=amp, compile=compile_, checkpoint_activations=checkpoint_activations,
                  permute_targets=permute_targets, threads=threads)
@@ -639,8 +643,11 @@ def _lrs(ctx, param, value):
               help="report directory (report.json, report.md, report.png, runs/); rerunning resumes it")
 @click.option("--threads", type=click.IntRange(1, limits.MAX_THREADS), default=1, show_default=True,
               help="torch threads per run on the CPU (with --jobs N: N x threads in all)")
+@click.option("--edited", type=click.Choice(["redo", "refuse"]), default="redo", show_default=True,
+              help="a run in --out whose files changed since it finished (or whose checkpoint is damaged): train "
+                   "it again, or stop with one line")
 @friendly
-def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, out, threads):
+def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, out, threads, edited):
     """Run MODEL through the papers' protocols and report it beside the papers' figures.
 
     MODEL is a built-in name (dlr, dss, s4, s4d, essm, attention, attention-ff, local-attention,
@@ -659,7 +666,7 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
                                    "pip install \"longsynth[eval]\"") from None
     check_device(device)
     settings = Settings(scale=scale, steps=steps, lrs=lrs, seeds=seeds, device=device, jobs=jobs, dask=dask,
-                        data=data, threads=threads)
+                        data=data, threads=threads, edited=edited)
     try:
         report = run(model, suite, out=out, settings=settings, notify=lambda line: click.echo(line, err=True))
     except KeyboardInterrupt:

@@ -66,6 +66,21 @@ class Evaluation(BaseModel):
     step: Optional[Annotated[int, Strict(), Field(ge=0)]] = None
 
 
+class SpecRecord(BaseModel):
+    """The ModelSpec a run recorded (the report reads its sequence length)."""
+
+    model_config = ConfigDict(extra="allow")
+    seq_len: Optional[Annotated[int, Strict(), Field(ge=1)]] = None
+
+
+class Diverged(BaseModel):
+    """Where a run met a NaN or an infinity and stopped (docs/evaluate.md, "Diverged runs")."""
+
+    model_config = ConfigDict(extra="allow")
+    step: Annotated[int, Strict(), Field(ge=0)]
+    where: Name
+
+
 class Certificate(BaseModel):
     """The fields of metrics.json that evaluate's report and validate's summary read."""
 
@@ -87,6 +102,11 @@ class Certificate(BaseModel):
     width: Optional[Annotated[int, Strict(), Field(ge=1)]] = None
     depth: Optional[Annotated[int, Strict(), Field(ge=1)]] = None
     test_sets: Optional[dict[Group, Evaluation]] = None  # keyed by test length
+    diverged: Optional[Diverged] = None  # a run that met a NaN or an infinity: no test result
+    steps: Optional[Count] = None
+    spec: Optional[SpecRecord] = None
+    family: Optional[Name] = None
+    protocol_source: Optional[Annotated[str, Strict(), Field(max_length=4000)]] = None
 
     @field_validator("task")
     @classmethod
@@ -103,6 +123,8 @@ class Certificate(BaseModel):
             record = getattr(self, where)
             if record is not None and getattr(record, self.primary_metric) is None:
                 raise ValueError(f"{where} has no {self.primary_metric}, the run's primary metric")
+        if self.diverged is not None and (self.test is not None or self.test_sets is not None):
+            raise ValueError("a diverged run has no test result")
         return self
 
 
@@ -128,6 +150,7 @@ class Row(BaseModel):
     paper: Paper
     wall_time_s: NonNegative
     tokens_per_s: NonNegative
+    diverged: Optional[Count] = None  # how many of the row's runs diverged
 
 
 class Score(BaseModel):
@@ -226,5 +249,5 @@ def read_report(path):
     return check_report(raw, what)
 
 
-__all__ = ["Certificate", "CertificateError", "Evaluation", "METRICS", "Report", "check", "check_report", "read",
-           "read_report"]
+__all__ = ["Certificate", "CertificateError", "Diverged", "Evaluation", "METRICS", "Report", "check", "check_report",
+           "read", "read_report"]

@@ -18,6 +18,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import multiprocessing
 import os
 import pickle
@@ -30,12 +31,15 @@ import torch
 from longsynth import certificate, registry, safe
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
-from longsynth.models_ref import factories
-from longsynth.models_ref.harness import Job, build, check_model, prepare, run
+from longsynth.store.pool import SpawnableMain, die_with_parent, stop_workers
+from longsynth.models_ref import factories, limits
+from longsynth.models_ref.harness import (CHECKPOINTS, RECORD, Job, build, changed_files, check_model, prepare,
+                                         run)
 from longsynth.models_ref.presets import (ATOMIC_TASKS, PROTOCOLS, SUITES, architecture, preset_lr, protocol_of,
                                          suite_members, task_of)
 from longsynth.models_ref.protocol import SCALES, resolve
-from longsynth.models_ref.report import Report, member_name
+from longsynth.models_ref.report import Report, diverged_text, member_name
+from longsynth.models_ref.trainer import CheckpointError
 
 CACHE_ENV = "LONGSYNTH_CACHE"
 
@@ -108,6 +112,7 @@ class Settings:
     dask: str | None = None  # a scheduler address or scheduler file
     data: str | None = None
     threads: int = 1  # torch threads per run on the CPU (the one thread policy of evaluate and validate)
+    edited: str = "redo"  # a run whose files changed since it finished: "redo" it, or "refuse" (stop)
 
 
 def _default_lr(factory, protocol, scale, task):
@@ -122,17 +127,40 @@ def _config_hash(job, identity, protocol):
 
 
 def _check_settings(s):
+    """Each option within its bounds (models_ref/limits.py), before anything is planned."""
     if s.scale not in SCALES:
         raise LongsynthError(f"--scale: must be one of {', '.join(SCALES)}, got {s.scale!r}")
-    for name, value in (("--seeds", s.seeds), ("--jobs", s.jobs), ("--threads", s.threads)):
-        if value < 1:
-            raise LongsynthError(f"{name}: must be >= 1, got {value}")
-    if s.steps is not None and s.steps < 1:
-        raise LongsynthError(f"--steps: must be >= 1, got {s.steps}")
-    if s.lrs is not None and (not s.lrs or any(not lr > 0 for lr in s.lrs)):
-        raise LongsynthError(f"--lr: learning rates must be > 0, got {', '.join(map(str, s.lrs))}")
+    for name, value, most in (("--seeds", s.seeds, limits.MAX_SEEDS), ("--jobs", s.jobs, limits.MAX_JOBS),
+                              ("--threads", s.threads, limits.MAX_THREADS),
+                              ("--steps", 1 if s.steps is None else s.steps, limits.MAX_STEPS)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+            raise LongsynthError(f"{name}: must be an integer from 1 to {most:,}, got {value!r}")
+    if s.lrs is not None:
+        if len(s.lrs) > limits.MAX_LRS:
+            raise LongsynthError(f"--lr: at most {limits.MAX_LRS} learning rates, got {len(s.lrs):,}")
+        if not s.lrs or any(isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr)
+                            or not lr > 0 for lr in s.lrs):
+            raise LongsynthError(f"--lr: learning rates must be finite numbers > 0, got "
+                                 f"{', '.join(map(str, s.lrs))}")
     if s.jobs > 1 and s.dask:
         raise LongsynthError("--jobs and --dask: give one (Dask's workers are the jobs)")
+    if s.edited not in EDITED:
+        raise LongsynthError(f"--edited: must be one of {', '.join(EDITED)}, got {s.edited!r}")
+
+
+def _count_runs(members, settings):
+    """The runs a sweep plans, counted from its protocols before any is planned; LongsynthError
+    past limits.MAX_RUNS."""
+    total = 0
+    for proto_name, task in members:
+        protocol = resolve(proto_name, settings.scale, task=task)
+        per_lr = (len(protocol.weight_decays or (None,)) * len(protocol.widths or (None,))
+                  * len(protocol.depths or (None,)) * settings.seeds)
+        total += len(settings.lrs or protocol.lrs or (None,)) * per_lr
+    if total > limits.MAX_RUNS:
+        raise LongsynthError(f"the sweep plans {total:,} runs ({len(members)} task(s) x learning rates x seeds); "
+                             f"at most {limits.MAX_RUNS:,} in one evaluate: fewer --seeds or --lr, or split the suite")
+    return total
 
 
 def _factory(model):
@@ -152,6 +180,7 @@ def plan(model, suite, settings, out, notify, progress=False):
     factory, identity, text = _factory(model)
     planned, changed, unstored = [], 0, []
     members = suite_tasks(suite, settings.scale)
+    _count_runs(members, settings)
     if len(members) > 1:  # a forward pass on a real batch per task: a minute or two for the atomic suite
         notify(f"checking {text} on the {len(members)} tasks of {suite} before anything trains")
     for proto_name, task in members:
@@ -194,11 +223,18 @@ def run_key(d):
     return tuple(d.get(k) for k in ("protocol", "task", "lr", "weight_decay", "width", "depth", "seed"))
 
 
-def _finished(job, run_dir, notify):
-    """A run's certificate when it finished; None (run it, resuming) when it has none, or
-    one that fails the schema or is another run's (said in one line, then redone). A
-    certificate is untrusted input (longsynth.certificate): read without following a link
-    (a link is refused), bounded, and checked field by field before the report uses it."""
+EDITED = ("redo", "refuse")  # what a rerun does with a run whose files changed (--edited)
+
+
+def _finished(job, run_dir, notify, edited="redo"):
+    """A run's certificate when it finished and its files are as it left them; None (run
+    it, resuming) when it has none. A certificate is untrusted input (longsynth.certificate):
+    read without following a link (a link is refused), bounded, and checked field by field
+    before the report uses it; then every file of the run is checked against the SHA-256
+    that files.json recorded as the run finished. One that fails the schema, is another
+    run's, or whose run folder changed is said in one line, then its run is redone
+    (``edited="redo"``: from its last checkpoint when the checkpoints are as recorded, else
+    from the start) or evaluate stops (``"refuse"``). Nothing edited is reported."""
     path = run_dir.join("metrics.json")
     try:
         if os.path.islink(path):
@@ -208,15 +244,44 @@ def _finished(job, run_dir, notify):
     except FileNotFoundError:
         return None
     except certificate.CertificateError as e:
-        notify(f"{e}; the run is redone")
-        return None
+        return _edited(str(e), run_dir, notify, edited)
     mine = {"task": job.task, "protocol": job.protocol, "scale": job.scale, "lr": job.lr, "seed": job.seed,
             "weight_decay": job.weight_decay, "width": job.width, "depth": job.depth}
     other = [k for k, v in mine.items() if cert.get(k) != v]
     if other:
-        notify(f"{path}: {other[0]}: {cert[other[0]]!r}, but this run's is {mine[other[0]]!r}; the run is redone")
-        return None
+        return _edited(f"{path}: {other[0]}: {cert[other[0]]!r}, but this run's is {mine[other[0]]!r}", run_dir,
+                       notify, edited)
+    changed = changed_files(run_dir)
+    if changed is None:
+        return _edited(f"{run_dir.path}: has no {RECORD} (the SHA-256 of its files, written as its run finishes)",
+                       run_dir, notify, edited)
+    if changed:
+        what = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+        return _edited(f"{run_dir.path}: {what} changed since the run finished (not as {RECORD} records "
+                       f"{'it' if len(changed) == 1 else 'them'})", run_dir, notify, edited)
     return cert
+
+
+def _edited(problem, run_dir, notify, edited):
+    """A finished run whose files cannot be trusted: stop (``refuse``), or say so and redo
+    it, from the start when its checkpoints are not as recorded. Returns None (run it)."""
+    if edited == "refuse":
+        raise LongsynthError(f"{problem}; evaluate stops (--edited refuse): restore the run's files, remove its "
+                             f"folder, or rerun with --edited redo to train it again")
+    changed = changed_files(run_dir)
+    fresh = changed is not None and any(name in changed for name in (RECORD, *CHECKPOINTS))
+    notify(f"{problem}; the run is redone" + (" from the start (its checkpoints are not as recorded)" if fresh
+                                               else ""))
+    if fresh:
+        _drop_checkpoints(run_dir)
+    return None
+
+
+def _drop_checkpoints(run_dir):
+    """Remove a run's checkpoints (not to be resumed from): the run trains from its first step."""
+    ck = run_dir.sub("checkpoints")
+    for name in ("last.pt", "best.pt"):
+        ck.remove(name)
 
 
 def _say(line):
@@ -224,16 +289,26 @@ def _say(line):
     print(line, file=sys.stderr, flush=True)
 
 
-def execute(job, run_dir, factory=None, threads=1, progress=False):
+def execute(job, run_dir, factory=None, threads=1, progress=False, edited="redo"):
     """One run in this process with ``threads`` torch threads (CPU), resuming when it can
-    (and saying so: "resuming RUN/checkpoints/last.pt at step N of M")."""
+    (and saying so: "resuming RUN/checkpoints/last.pt at step N of M"). A checkpoint that
+    cannot resume it (trainer.CheckpointError: damaged, edited, another run's) is said in
+    one line and the run starts over (``edited="redo"``), or the run stops (``"refuse"``)."""
     from numba import set_num_threads
 
     old = torch.get_num_threads()
     torch.set_num_threads(threads)
     set_num_threads(1)
     try:
-        return run(job, run_dir, factory=factory, resume=True, progress=progress, notify=_say)
+        try:
+            return run(job, run_dir, factory=factory, resume=True, progress=progress, notify=_say)
+        except CheckpointError as e:
+            if edited == "refuse":
+                raise LongsynthError(f"{e}; evaluate stops (--edited refuse): remove {run_dir.join('checkpoints')} "
+                                     f"or rerun with --edited redo to start the run over") from None
+            _say(f"{e}; the run starts over")
+        _drop_checkpoints(run_dir)
+        return run(job, run_dir, factory=factory, resume=False, progress=progress, notify=_say)
     finally:
         torch.set_num_threads(old)
 
@@ -310,7 +385,8 @@ def _run_all(todo, factory, settings, progress):
 
         client = connect(settings.dask)
         try:
-            futures = [client.submit(execute, job, d, factory, settings.threads, pure=False) for job, d in todo]
+            futures = [client.submit(execute, job, d, factory, settings.threads, False, settings.edited, pure=False)
+                       for job, d in todo]
             with client.as_current():  # wait and as_completed ask for the current client; ours is no default
                 for fut in _as_finished(futures, _say):
                     try:
@@ -323,14 +399,27 @@ def _run_all(todo, factory, settings, progress):
         return
     if settings.jobs == 1:
         for job, d in todo:
-            yield execute(job, d, factory, settings.threads, progress=progress)
+            yield execute(job, d, factory, settings.threads, progress, settings.edited)
         return
     ctx = multiprocessing.get_context("spawn")  # Numba and torch threads are not fork-safe
-    with concurrent.futures.ProcessPoolExecutor(settings.jobs, mp_context=ctx) as pool:
+    # the workers die with this process, as gen's do (longsynth.store.pool): a killed evaluate
+    # leaves no run training and writing into a folder it no longer locks
+    with SpawnableMain(), concurrent.futures.ProcessPoolExecutor(
+            settings.jobs, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         # each process shows its run's progress on stderr (a line every 10 s when it is not a terminal)
-        futures = [pool.submit(execute, job, d, factory, settings.threads, progress) for job, d in todo]
-        for fut in concurrent.futures.as_completed(futures):
-            yield fut.result()
+        futures = [pool.submit(execute, job, d, factory, settings.threads, progress, settings.edited)
+                   for job, d in todo]
+        try:
+            for fut in concurrent.futures.as_completed(futures):
+                yield fut.result()
+        except BaseException:
+            # a failed run, Ctrl-C or SIGTERM: the queued runs never start and the running ones
+            # stop now (their last checkpoints stay), rather than the pool training them all
+            # before the error is told
+            for fut in futures:
+                fut.cancel()
+            stop_workers(pool)
+            raise
 
 
 def evaluate(model, suite, *, out, settings=None, progress=True, notify=None):
@@ -360,7 +449,7 @@ def _evaluate(model, suite, out, settings, progress, notify):
     planned, factory, identity = plan(model, suite, settings, out, notify, progress)
     results, todo = [], []
     for job, run_dir in planned:
-        done = _finished(job, run_dir, notify)
+        done = _finished(job, run_dir, notify, settings.edited)
         if done is not None:
             results.append(done)
         else:
@@ -381,8 +470,10 @@ def _evaluate(model, suite, out, settings, progress, notify):
                                                                   ("depth", "layers"))
                         if cert.get(key) is not None)
         name = member_name(cert["protocol"], cert["task"], cert["family"])
-        notify(f"[{i}/{len(todo)}] {name} lr {cert['lr']:g}{sweep} seed {cert['seed']}: test {metric} "
-               f"{value:.4f} ({cert['wall_time_s']:.0f} s){left.after(cert)}")
+        result = (diverged_text(cert) if cert.get("diverged") else "no test result" if value is None
+                  else f"test {metric} {value:.4f}")
+        notify(f"[{i}/{len(todo)}] {name} lr {cert['lr']:g}{sweep} seed {cert['seed']}: {result} "
+               f"({cert['wall_time_s']:.0f} s){left.after(cert)}")
     order = {run_key(job.to_dict()): i for i, (job, _) in enumerate(planned)}
     results.sort(key=lambda cert: order.get(run_key(cert), len(order)))
     report = Report(identity=identity, suite=suite, scale=settings.scale, settings=dataclasses.asdict(settings),

@@ -85,9 +85,9 @@ class Zoology(Reference):
             arch["d_model"] = spec.d_model
         if spec.n_layers is not None:
             arch["n_layers"] = spec.n_layers
-        if spec.seq_len > arch["max_position_embeddings"]:
+        if spec.longest > arch["max_position_embeddings"]:
             raise LongsynthError(f"model: {self.name} has {arch['max_position_embeddings']} positions, "
-                                 f"{spec.protocol} feeds {spec.seq_len}")
+                                 f"{spec.protocol} feeds {spec.longest}")
         return ZoologyConfig(vocab_size=spec.vocab_size, **arch)
 
     def __call__(self, spec):

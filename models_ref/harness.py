@@ -29,8 +29,8 @@ from longsynth.outdir import Folder
 from longsynth.models_ref import factories
 from longsynth.models_ref.presets import PAPER_SOURCE, TOLERANCE, own_figures, paper_figures, paper_split
 from longsynth.models_ref.protocol import (manifest_digest, on_the_fly_sources, protocol_for_dataset, resolve,
-                                           stored_sources, test_set_sources)
-from longsynth.models_ref.trainer import PRIMARY, train
+                                           longest_test_input, stored_sources, test_set_sources)
+from longsynth.models_ref.trainer import PRIMARY, finite, train, write_failed
 from longsynth.spec import ModelSpec
 
 
@@ -144,6 +144,8 @@ def prepare(job, rank=0, world=1):
         data_info["permuted_targets"] = True
     x0, y0 = sources[0](0)[:2]
     spec = _spec(proto, x0, y0, vocab_size, job.width, job.depth)
+    longest = longest_test_input(proto) if job.data is None else None
+    spec = dataclasses.replace(spec, max_seq_len=max(spec.seq_len, longest or 0))
     return Prepared(proto, B, tuple(sources), spec, data_info, digest, side)
 
 
@@ -191,8 +193,36 @@ def check_model(module, spec, x, tol=1e-4):
                 raise LongsynthError(f"model: the output holds NaN or inf on the first batch of {spec.task}")
             if spec.causal:
                 _check_causal(module, x, out, tol)
+            if spec.max_seq_len is not None and spec.max_seq_len > x.shape[1]:
+                _check_longest(module, spec, x)
     finally:
         module.train(was_training)
+
+
+def _check_longest(module, spec, x):
+    """The module's forward at the protocol's longest input (``spec.max_seq_len``, its test sets),
+    on one sample made by repeating ``x``'s first: a model sized by ``spec.seq_len`` fails here, in
+    one line, instead of after training. Running out of memory is not refused (a paper's model may
+    not reach its longest test set either)."""
+    T = spec.max_seq_len
+    reps = -(-T // x.shape[1])
+    long = x[:1].repeat(1, reps, *([1] * (x.dim() - 2)))[:, :T]  # [1, T] or [1, T, d_input]
+    try:
+        out = module(long)
+    except (MemoryError, torch.OutOfMemoryError):
+        return
+    except Exception as e:  # the user's forward
+        if isinstance(e, RuntimeError) and "memory" in str(e):
+            return
+        raise LongsynthError(f"model: forward at the longest input of {spec.protocol} failed (T = {T}, "
+                             f"spec.max_seq_len: its test sets reach it; training uses spec.seq_len = "
+                             f"{spec.seq_len}): {type(e).__name__}: {_first_line(e)}; size positions by "
+                             f"spec.max_seq_len (docs/evaluate.md)") from e
+    want = (1, T, spec.d_output)
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != want:
+        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise LongsynthError(f"model: output shape {got} at the longest input of {spec.protocol} (T = {T}, "
+                             f"spec.max_seq_len), the contract is [B, T, d_output] = {want}")
 
 
 def build(factory, spec):
@@ -303,6 +333,10 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
                 identity=model_config, notify=notify if rank == 0 else None)
     wall = time.time() - t0
     test_sets = _test_sets(res, proto, p.batch_size, tcfg, job.device, rank, world)
+    if test_sets is not None and not finite(test_sets):  # a test length the model overflows on
+        label = next(k for k, v in test_sets.items() if not finite(v))
+        res = {**res, "test": None, "diverged": {"step": res["steps"], "where": f"test at length {label}"}}
+        test_sets = None
     primary = PRIMARY[tcfg.objective]
     figures = paper_figures(proto.name, proto.task)
     own, column = own_figures(proto.name, proto.scale, job.model)  # the paper's column a built-in's preset matches
@@ -330,6 +364,7 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         "metrics_note": "top-level metrics are the paper's (per batch of batch_size, averaged over batches); "
                         "'exact' holds the same metrics from counts over the whole evaluation set",
         "primary_metric": primary, "final": res["final_val"], "best": res["val"], "best_step": res["best_step"],
+        "diverged": res["diverged"],  # {"step", "where"} of a NaN or infinity: the run stopped there
         "test": res["test"], "test_sets": test_sets, "test_set_params": proto.test_sets, "breakdown": proto.breakdown,
         "paper": paper, "paper_columns": figures,
         "verdict": verdict(res, paper, primary, paper_split(own)),
@@ -351,7 +386,15 @@ def _test_sets(res, proto, batch_size, tcfg, device, rank, world):
 
 
 def _write_certificate(out, res, p, out_dir):
-    """metrics.json, history.json, curves.png (and predictions.png) into the Folder ``out_dir``."""
+    """metrics.json, history.json, curves.png (and predictions.png) into the Folder ``out_dir``;
+    a failed write (a full disk) is one line that says how to go on."""
+    try:
+        _write_files(out, res, p, out_dir)
+    except OSError as e:
+        raise write_failed(out_dir.path, e, "the run's certificate") from None
+
+
+def _write_files(out, res, p, out_dir):
     out_dir.write_json("history.json", res["history"], indent=None)
     out_dir.save_png("curves.png", curves(res["history"], out["primary_metric"], None,
                                           f"{out['task']} / {out['model']} / {out['scale']}"), plot.DPI)
@@ -365,7 +408,69 @@ def _write_certificate(out, res, p, out_dir):
         out_dir.save_png("predictions.png", prediction_figure(
             images, list(yv[:4].numpy()), list(pred.numpy()), p.side, None,
             title=f"{out['task']} {p.side} px: {out['model']} on validation images"), plot.DPI)
-    out_dir.write_json("metrics.json", out, indent=2)  # last: a run is finished once its certificate is there
+    out_dir.write_json("metrics.json", out, indent=2)  # a run is finished once its certificate is there,
+    record_files(out_dir)  # and the record of its files beside it
+
+
+# ----------------------------------------------------------------- the record of a run's files
+
+RECORD = "files.json"  # the SHA-256 of every file of a finished run (docs/evaluate.md, "Edited run files")
+RUN_FILES = ("metrics.json", "history.json", "curves.png", "predictions.png", "checkpoints/last.pt",
+             "checkpoints/best.pt")
+CHECKPOINTS = ("checkpoints/last.pt", "checkpoints/best.pt")
+
+
+def _place(out_dir, name):
+    """(folder, file name) of a name of RUN_FILES in the run folder ``out_dir``."""
+    *below, base = name.split("/")
+    return (out_dir.sub(*below) if below else out_dir), base
+
+
+def _sha256(folder, name):
+    """Hex SHA-256 of the regular file ``name`` in ``folder``, read without following a link."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with folder.open_read(name) as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _digest(out_dir, name):
+    """The SHA-256 of a run file, or None when it is missing, a link or not a regular file."""
+    folder, base = _place(out_dir, name)
+    try:
+        return _sha256(folder, base)
+    except (FileNotFoundError, NotADirectoryError, LongsynthError):
+        return None
+
+
+def record_files(out_dir):
+    """files.json: the SHA-256 of each file of the finished run in the Folder ``out_dir``
+    (its certificate, history, figures and checkpoints), as the store records its shards."""
+    digests = {name: d for name in RUN_FILES if (d := _digest(out_dir, name)) is not None}
+    out_dir.write_json(RECORD, {"sha256": digests})
+
+
+def changed_files(out_dir):
+    """The files of a finished run that are not as files.json records them: changed, gone,
+    or added where the run wrote none ([] when all are as recorded); None when the run has
+    no record. An unreadable or malformed record is itself changed."""
+    import re
+
+    try:
+        raw = out_dir.read_json(RECORD, limit=1 << 16)
+    except FileNotFoundError:
+        return None
+    except LongsynthError:  # a link, too large, not JSON
+        return [RECORD]
+    digests = raw.get("sha256") if isinstance(raw, dict) else None
+    if (not isinstance(digests, dict) or "metrics.json" not in digests
+            or any(k not in RUN_FILES or not isinstance(v, str) or not re.fullmatch(r"[0-9a-f]{64}", v)
+                   for k, v in digests.items())):
+        return [RECORD]
+    return [name for name in RUN_FILES if _digest(out_dir, name) != digests.get(name)]
 
 
 MASK_PALETTE = [(0, 0, 0), (70, 130, 220), (250, 200, 40)]  # Pathfinder classes 0, 1, 2

@@ -238,6 +238,15 @@ def on_the_fly_sources(protocol, batch_size, seed=0, rank=0, world=1):
     return train, val, test, params
 
 
+def longest_test_input(protocol):
+    """The longest input length of the protocol's ``test_sets`` (None without any), from the
+    tasks' key shapes: nothing is generated."""
+    task = registry.get(protocol.task)
+    lengths = [task.keys(task.make_config(**_task_params(protocol, change)))["inputs"].shape[0]
+               for change in (protocol.test_sets or {}).values()]
+    return max(lengths) if lengths else None
+
+
 def test_set_sources(protocol, batch_size, rank=0, world=1):
     """{label: test_batches} of a protocol's ``test_sets``: its test split drawn with each set's
     parameters changed (longer inputs, other lengths), for the length-generalisation report."""

@@ -9,6 +9,7 @@ against the papers' DLR, DSS and attention).
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import statistics
 
@@ -90,6 +91,32 @@ def binned(cells, bins=8):
     return out
 
 
+def diverged_text(run):
+    """'diverged at step N (training loss; last finite validation R^2 0.512 at step M)' of a
+    run whose certificate says it diverged; its last finite figure, or none."""
+    d = run["diverged"]
+    metric = run.get("primary_metric")
+    last = run.get("final") or {}
+    figure = (f"last finite validation {METRIC_NAMES.get(metric, metric)} {last[metric]:.3f} at step {last['step']}"
+              if last.get(metric) is not None and last.get("step") is not None else "no finite validation figure")
+    return f"diverged at step {d['step']:,} ({d['where']}; {figure})"
+
+
+def _run_name(run):
+    """A run as the report names it: its row, learning rate, weight decay and seed."""
+    wd = "" if run.get("weight_decay") is None else f" wd {run['weight_decay']:g}"
+    return f"{member(run)} lr {run['lr']:g}{wd} seed {run['seed']}"
+
+
+def _mine(row):
+    """The model's cell of a row without a test result."""
+    return "diverged" if row.get("diverged") else "-"
+
+
+def _lr(lr):
+    return "-" if lr is None else f"{lr:g}"
+
+
 @dataclasses.dataclass
 class Report:
     identity: dict  # {"model": name, "sha256": of its source file or None}
@@ -123,23 +150,27 @@ class Report:
         by_lr = {}  # (lr, weight decay) -> runs over seeds
         for r in runs:
             by_lr.setdefault((r["lr"], r.get("weight_decay")), []).append(r)
-        val = {lr: statistics.fmean((r["best"] or {}).get(metric, float("-inf")) for r in rs)
+        # a learning rate where a seed diverged is never the best (docs/evaluate.md, "Diverged runs")
+        val = {lr: statistics.fmean(float("-inf") if r.get("diverged") else (r["best"] or {}).get(metric, float("-inf"))
+                                    for r in rs)
                for lr, rs in by_lr.items()}
         best = max(val, key=val.get)
-        best_lr, best_wd = best
+        best_lr, best_wd = best if math.isfinite(val[best]) else (None, None)
         tests = [r["test"][metric] for r in by_lr[best] if r.get("test")]
         figures = runs[0].get("paper_columns") or {}
         paper = {c: (_column(figures, c) or {}).get(metric) for c in self.columns}
         row = {"task": task, "protocol": runs[0]["protocol"], "metric": metric, "best_lr": best_lr,
-               "best_weight_decay": best_wd, "lrs": sorted({lr for lr, _ in by_lr}), "val": val[best],
+               "best_weight_decay": best_wd, "lrs": sorted({lr for lr, _ in by_lr}),
+               "val": val[best] if math.isfinite(val[best]) else None,
                "test_mean": statistics.fmean(tests) if tests else None,
                "test_std": statistics.stdev(tests) if len(tests) > 1 else 0.0, "seeds": len(tests),
                "paper": paper, "paper_source": PAPER_SOURCE.get(runs[0]["protocol"]),
                "own": self._own(runs[0]),
                "wall_time_s": sum(r["wall_time_s"] for r in runs),
-               "tokens_per_s": statistics.fmean(r["train_tokens_per_s"] for r in runs)}
-        row["length"] = runs[0].get("spec", {}).get("seq_len")
-        row["steps"] = max(r.get("steps", 0) for r in runs)
+               "tokens_per_s": statistics.fmean(r["train_tokens_per_s"] for r in runs),
+               "diverged": sum(1 for r in runs if r.get("diverged"))}
+        row["length"] = (runs[0].get("spec") or {}).get("seq_len")
+        row["steps"] = max(r.get("steps") or 0 for r in runs)
         row["verdict"] = self._verdict(row)
         row["by_length"] = by_length(by_lr[best])
         row["trained_at"] = _trained_at(runs[0])
@@ -168,8 +199,8 @@ class Report:
         is a reference model (said where it comes from when the table has no column for
         it), else the best paper column of the table."""
         if row["test_mean"] is None:
-            return "no test result"
-        on_val = paper_split(row["protocol"]) == "val"  # Table 1 / 2 figures are validation averages
+            return "diverged: every learning rate" if row["diverged"] else "no test result"
+        on_val = paper_split(row["protocol"]) == "val" and row["val"] is not None  # Tables 1, 2: validation
         test = row["val"] if on_val else row["test_mean"]
         said = f"validation {test:.3f}: " if on_val else ""  # the number the verdict reads, when not the test shown
         found = self._own_shown(row)
@@ -197,8 +228,9 @@ class Report:
         head = ["task", "metric", name, "lr", *self.columns, "verdict"]
         lines = [head]
         for r in self.rows():
-            mine = "-" if r["test_mean"] is None else f"{r['test_mean']:.3f} ± {r['test_std']:.3f} (n={r['seeds']})"
-            lines.append([r["task"], METRIC_NAMES.get(r["metric"], r["metric"]), mine, f"{r['best_lr']:g}",
+            mine = _mine(r) if r["test_mean"] is None else \
+                f"{r['test_mean']:.3f} ± {r['test_std']:.3f} (n={r['seeds']})"
+            lines.append([r["task"], METRIC_NAMES.get(r["metric"], r["metric"]), mine, _lr(r["best_lr"]),
                           *("-" if r["paper"][c] is None else f"{r['paper'][c]:.2f}" for c in self.columns),
                           r["verdict"]])
         widths = [max(len(str(row[i])) for row in lines) for i in range(len(head))]
@@ -209,7 +241,13 @@ class Report:
             what = (f"task score {r['group']}: mean over {r['settings']} setting(s)" if r["group"] != "mean"
                     else f"MAD score: mean over the {r['tasks']} task(s) here")
             text += f"\n{what} {r['score']:.3f}{beside}"
+        for run in self.diverged():
+            text += f"\n{_run_name(run)}: {diverged_text(run)}"
         return text
+
+    def diverged(self):
+        """The runs that met a NaN or an infinity, in the order they were planned."""
+        return [r for r in self.runs if r.get("diverged")]
 
     def to_markdown(self):
         s = self.settings
@@ -231,12 +269,12 @@ class Report:
         head = ["task", "metric", self.model, "best lr", *(f"paper {c}" for c in self.columns), "verdict"]
         out += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
         for r in self.rows():
-            mine = "-" if r["test_mean"] is None else f"{r['test_mean']:.3f} ± {r['test_std']:.3f}"
+            mine = _mine(r) if r["test_mean"] is None else f"{r['test_mean']:.3f} ± {r['test_std']:.3f}"
             paper = ["-" if r["paper"][c] is None else f"{r['paper'][c]:.2f}" for c in self.columns]
-            cells = [r["task"], METRIC_NAMES.get(r["metric"], r["metric"]), mine, f"{r['best_lr']:g}", *paper,
+            cells = [r["task"], METRIC_NAMES.get(r["metric"], r["metric"]), mine, _lr(r["best_lr"]), *paper,
                      r["verdict"]]
             out.append("| " + " | ".join(cells) + " |")
-        out += self._summary_markdown() + self._lengths_markdown()
+        out += self._summary_markdown() + self._diverged_markdown() + self._lengths_markdown()
         sources = sorted({r["paper_source"] for r in self.rows() if r["paper_source"]})
         out += ["", "Sources: " + "; ".join(sources) + "." if sources else "",
                 f"Runs: {len(self.runs)}, each with its certificate under runs/ (curves, history, metrics)."]
@@ -272,6 +310,16 @@ class Report:
             out.append(f"| {r['group']} | {r['settings']} | {r['score']:.3f} | "
                        + " | ".join("-" if r["paper"].get(c) is None else f"{r['paper'][c]:.3f}" for c in cols) + " |")
         return out
+
+    def _diverged_markdown(self):
+        """The runs that diverged: where, and their last finite validation figure."""
+        runs = self.diverged()
+        if not runs:
+            return []
+        return ["", "## Diverged runs", "",
+                "A loss or metric became NaN or infinite; the run stopped there, has no test result, and its "
+                "learning rate is not chosen (docs/evaluate.md, \"Diverged runs\").", "",
+                *(f"- {_run_name(r)}: {diverged_text(r)}" for r in runs)]
 
     def _lengths_markdown(self):
         """The accuracy-by-length section (lengths.png draws it), for rows that have one."""
@@ -389,6 +437,15 @@ class Report:
         """report.json, report.md and report.png in ``out`` (a longsynth.outdir.Folder or a
         path): each under a temporary name, renamed, never written through a link."""
         out = Folder.of(out)
+        try:
+            self._write(out)
+        except OSError as e:
+            from longsynth.models_ref.trainer import write_failed
+
+            raise write_failed(out.path, e, "the report", "rerun the same command (the finished runs keep their "
+                                                          "certificates: the report is rebuilt from them)") from None
+
+    def _write(self, out):
         out.write_json("report.json", check_report(self.to_json(), out.join("report.json")))
         out.write_text("report.md", self.to_markdown())
         import matplotlib.pyplot as plt
@@ -417,7 +474,9 @@ def summary(cert):
     name = METRIC_NAMES.get(primary, primary)
     test = (cert.get("test") or {}).get(primary)
     v = cert.get("verdict")
-    if test is None:
+    if test is None and cert.get("diverged"):
+        lines.append(f"test {name}: none: {diverged_text(cert)}")
+    elif test is None:
         lines.append(f"test {name}: not reached (the run stopped before its last step)")
     elif v is None and (cert.get("certificate") or {}).get("threshold") is not None:
         lines.append(f"test {name} {test:.3f} against the {cert['certificate']['threshold']:.2f} its positive "
@@ -435,7 +494,8 @@ def summary(cert):
         if control.get("model") is None:
             lines.append(f"positive control: none ({control.get('note', '')})")
         else:
-            lines.append(f"positive control {control['model']}: R^2 {control['test']:.3f} "
+            reached = "no test result" if control["test"] is None else f"R^2 {control['test']:.3f}"
+            lines.append(f"positive control {control['model']}: {reached} "
                          f"against {control['threshold']:.2f} "
                          f"needed: {'learned' if control['learned'] else 'did NOT learn'}")
     c = cert.get("certificate")

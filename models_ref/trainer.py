@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import errno
 import functools
 import math
 import os
@@ -215,6 +216,17 @@ def _exact(sums, cfg):
     return {**s, "confusion": cm.long().tolist()}
 
 
+def finite(record):
+    """Whether every number of an evaluation's record (its metrics, loss, exact counts and
+    breakdown tables) is finite: a NaN or an infinity means the run diverged
+    (docs/evaluate.md, "Diverged runs")."""
+    if isinstance(record, dict):
+        return all(finite(v) for v in record.values())
+    if isinstance(record, (list, tuple)):
+        return all(finite(v) for v in record)
+    return not isinstance(record, float) or math.isfinite(record)
+
+
 @torch.no_grad()
 def evaluate(model, batches, cfg: TrainConfig, device="cpu"):
     """Loss and metrics of the evaluation batches (this rank's share under DDP).
@@ -298,13 +310,132 @@ def _set_rng_state(state):
 def save_checkpoint(folder, name, model, opt, *, step, identity, train_cfg, manifest_digest, history, best):
     """The training state as ``name`` in ``folder`` (a longsynth.outdir.Folder or a path):
     written under a temporary name and renamed, never through a link (docs/format.md, "Trust")."""
-    with Folder.of(folder).create(name) as f:
-        torch.save({
-            "model_config": identity, "train_config": dataclasses.asdict(train_cfg),
-            "manifest_digest": manifest_digest, "step": step, "data_position": step,
-            "model": model.state_dict(), "optimizer": opt.state_dict(), "rng": _rng_state(),
-            "history": history, "best": best,
-        }, f)
+    write_checkpoint(folder, name, {
+        "model_config": identity, "train_config": dataclasses.asdict(train_cfg),
+        "manifest_digest": manifest_digest, "step": step, "data_position": step,
+        "model": model.state_dict(), "optimizer": opt.state_dict(), "rng": _rng_state(),
+        "history": history, "best": best,
+    }, step)
+
+
+def write_checkpoint(folder, name, state, step):
+    """``state`` saved by torch into memory, then written as ``name`` through the output
+    folder's atomic writer (longsynth.outdir: a temporary name, fsync, rename). A full disk
+    or another failed write is one line (LongsynthError, DiskFullError) naming the file,
+    never torch's traceback; the previous checkpoint stays whole."""
+    import io
+
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    folder = Folder.of(folder)
+    try:
+        folder.write_bytes(name, buf.getbuffer())
+    except OSError as e:
+        raise write_failed(folder.join(name), e, f"the checkpoint of step {step:,}") from None
+
+
+RESUME = "rerun the same command (evaluate resumes each run from its last checkpoint; validate starts again)"
+
+
+def write_failed(path, e, what, then=RESUME):
+    """The one line for an OSError writing ``what`` to ``path``: nothing earlier is lost, and
+    how to go on, ``then`` (docs/evaluate.md, "Jobs, clusters, resuming")."""
+    from longsynth.errors import DiskFullError, os_reason
+
+    if e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return DiskFullError(f"{path}: the disk is full (writing {what}; the files written before are whole); "
+                             f"free space and {then}")
+    return LongsynthError(f"{path}: write failed ({os_reason(e)}, writing {what}); {then}")
+
+
+class CheckpointError(LongsynthError):
+    """A checkpoint that cannot resume this run: unreadable, another run's, or damaged or
+    edited (a wrong shape, step, history, RNG or optimizer state). One line naming the file;
+    ``evaluate`` then starts the run over or stops (``--edited``, docs/evaluate.md)."""
+
+
+_CHECKPOINT_KEYS = ("model_config", "train_config", "manifest_digest", "step", "model", "optimizer", "rng", "history",
+                    "best")
+
+
+def _check_checkpoint(ck, path, identity, manifest_digest, cfg):
+    """Refuse, in one line (CheckpointError), a checkpoint that is not this run's at a step
+    it could have reached: every field read on resume is checked before anything is loaded."""
+    def bad(why):
+        return CheckpointError(f"resume: {path}: {why}")
+
+    if not isinstance(ck, dict) or any(k not in ck for k in _CHECKPOINT_KEYS):
+        missing = next((k for k in _CHECKPOINT_KEYS if k not in ck), None) if isinstance(ck, dict) else None
+        raise bad(f"not a training checkpoint ({f'no {missing!r}' if missing else type(ck).__name__})")
+    if ck["model_config"] != identity:
+        raise bad("holds a different model config")
+    if ck["manifest_digest"] != manifest_digest:
+        raise bad(f"was trained on data with manifest digest {str(ck['manifest_digest'])[:80]}")
+    if ck["train_config"] != dataclasses.asdict(cfg):
+        raise bad("was trained with another configuration (steps, learning rate, schedule or seed)")
+    step = ck["step"]
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= cfg.steps:
+        raise bad(f"step {str(step)[:40]!r} is not a step of this run (0 to {cfg.steps:,})")
+    history = ck["history"]
+    if (not isinstance(history, dict) or not isinstance(history.get("train"), list)
+            or not isinstance(history.get("val"), list) or len(history["train"]) != step):
+        raise bad(f"its history does not hold one training record per step up to step {step:,}")
+    if not all(isinstance(r, dict) and isinstance(r.get("loss"), float) and math.isfinite(r["loss"])
+               for r in history["train"]):
+        raise bad("its history holds a training record without a finite loss")
+    primary = PRIMARY[cfg.objective]
+    for r in history["val"] + ([] if ck["best"] is None else [ck["best"]]):
+        if (not isinstance(r, dict) or not finite(r) or not isinstance(r.get(primary), float)
+                or isinstance(r.get("step"), bool) or not isinstance(r.get("step"), int) or not 0 < r["step"] <= step):
+            raise bad(f"its history or best record is not an evaluation of this run (with a finite {primary} at a "
+                      f"step up to {step:,})")
+
+
+def _restore(path, ck, model, opt):
+    """The model's weights, the optimizer's state and the RNG state of the checkpoint ``ck``;
+    CheckpointError (one line) for any that does not fit this model and optimizer."""
+    try:
+        model.load_state_dict(ck["model"])
+    except Exception as e:  # a wrong shape, a missing or extra key, not a state dict
+        raise CheckpointError(f"resume: {path}: its weights do not fit the model ({_first_line(e)})") from None
+    fresh = [{k: v for k, v in g.items() if k not in ("params", "lr")} for g in opt.param_groups]
+    try:
+        opt.load_state_dict(ck["optimizer"])
+        saved = [{k: v for k, v in g.items() if k not in ("params", "lr")} for g in opt.param_groups]
+        if saved != fresh:
+            raise ValueError("its parameter groups' settings (base lr, weight decay, betas) are not this run's")
+        for group in opt.param_groups:
+            for p in group["params"]:
+                for k, v in opt.state.get(p, {}).items():
+                    fits = isinstance(v, torch.Tensor) and (not v.ndim or v.shape == p.shape)
+                    if not fits or not torch.isfinite(v).all():
+                        raise ValueError(f"its {k} does not fit a parameter of shape {tuple(p.shape)}")
+    except Exception as e:  # torch's own checks (group and parameter counts), and ours
+        raise CheckpointError(f"resume: {path}: its optimizer state is not this run's ({_first_line(e)})") from None
+    try:
+        _set_rng_state(ck["rng"])
+    except Exception as e:  # a state torch or NumPy refuses, or not a state at all
+        raise CheckpointError(f"resume: {path}: its RNG state cannot be restored ({_first_line(e)})") from None
+
+
+def _best_weights(ck, path, model, identity, manifest_digest, best):
+    """best.pt's weights, checked against the model (names and shapes) and the run's record
+    of its best evaluation."""
+    if not isinstance(ck, dict) or not isinstance(ck.get("model"), dict):
+        raise CheckpointError(f"resume: {path}: not a best-weights checkpoint")
+    if ck.get("model_config") != identity or ck.get("manifest_digest") != manifest_digest or \
+            ck.get("step") != best.get("step"):
+        raise CheckpointError(f"resume: {path}: is not the best checkpoint of this run (its model, data or step "
+                              f"differ from last.pt's record)")
+    want = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    got = {k: tuple(v.shape) if isinstance(v, torch.Tensor) else None for k, v in ck["model"].items()}
+    if got != want:
+        raise CheckpointError(f"resume: {path}: its weights do not fit the model")
+    return ck["model"]
+
+
+def _first_line(e):
+    return " ".join(str(e).split())[:200] or type(e).__name__
 
 
 def load_checkpoint(path, map_location="cpu"):
@@ -318,9 +449,9 @@ def load_checkpoint(path, map_location="cpu"):
     except pickle.UnpicklingError as e:
         found = re.search(r"(?:[Uu]nsupported global:? GLOBAL|unsupported GLOBAL) ([\w.]+)", str(e))
         what = f"it holds {found.group(1)}" if found else "it holds more than tensors and plain data"
-        raise LongsynthError(f"{path}: not loaded: {what}, and loading it could run code") from None
+        raise CheckpointError(f"{path}: not loaded: {what}, and loading it could run code") from None
     except (OSError, RuntimeError, EOFError) as e:  # missing, truncated or not a checkpoint
-        raise LongsynthError(f"{path}: not a readable checkpoint ({str(e).splitlines()[0][:200]})") from None
+        raise CheckpointError(f"{path}: not a readable checkpoint ({(str(e).splitlines() or [''])[0][:200]})") from None
 
 
 def load_model(path, map_location="cpu"):
@@ -359,7 +490,11 @@ class Progress:
 def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
           test_batches=None, *, device="cpu", checkpoint_dir=None, resume=None,
           manifest_digest=None, stop_at_step=None, progress=False, identity=None, notify=None):
-    """Train; returns {"history", "val" (best), "best_step", "test", "final_val", "steps", "model"}.
+    """Train; returns {"history", "val" (best), "best_step", "test", "final_val", "steps", "model",
+    "diverged"}. A training loss, validation or test record with a NaN or an infinity stops
+    the run there: "diverged" is then {"step", "where"} ("training loss", "validation",
+    "test"), "steps" the steps that finished, "test" None, and the history keeps only finite
+    records (docs/evaluate.md, "Diverged runs"); else "diverged" is None.
 
     ``model``: a reference ``ModelConfig``, or a function of no arguments that builds the
     ``nn.Module`` (called after seeding torch with ``train_cfg.seed``); ``identity``: the plain
@@ -384,13 +519,8 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
     history, best, start = {"train": [], "val": []}, None, 0
     if resume is not None:
         ck = load_checkpoint(resume, device)
-        if ck["model_config"] != identity:
-            raise LongsynthError(f"resume: {resume} holds a different model config")
-        if ck["manifest_digest"] != manifest_digest:
-            raise LongsynthError(f"resume: {resume} was trained on data with manifest digest {ck['manifest_digest']}")
-        model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optimizer"])
-        _set_rng_state(ck["rng"])
+        _check_checkpoint(ck, resume, identity, manifest_digest, train_cfg)
+        _restore(resume, ck, model, opt)
         history, best, start = ck["history"], ck["best"], ck["step"]
         if notify is not None:
             notify(f"resuming {resume} at step {start:,} of {train_cfg.steps:,}")
@@ -412,12 +542,14 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
     if best is not None:  # resumed after a validation: the best weights live in best.pt beside it
         best_file = os.path.join(os.path.dirname(os.path.abspath(resume)), "best.pt")
         if not os.path.exists(best_file):
-            raise LongsynthError(f"resume: {best_file} (the best-validation weights) is missing")
-        best_state = load_checkpoint(best_file, device)["model"]
+            raise CheckpointError(f"resume: {best_file} (the best-validation weights) is missing")
+        best_state = _best_weights(load_checkpoint(best_file, device), best_file, model, identity, manifest_digest,
+                                   best)
     if checkpoint_dir is not None:  # made with its first checkpoint: a run that fails before leaves none
         checkpoint_dir = Folder.of(checkpoint_dir)
     end = train_cfg.steps if stop_at_step is None else min(stop_at_step, train_cfg.steps)
     bar = Progress(train_cfg.steps, progress, start)
+    diverged = None  # {"step", "where"} once a loss or metric is NaN or infinite: the run stops there
     last_val = history["val"][-1][primary] if history["val"] else None
     model.train()
 
@@ -437,6 +569,10 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
         tot = all_sum(torch.tensor([float(loss_sum.detach()), float(count)], dtype=torch.float64,
                                    device=device if world > 1 and dist.get_backend() == "nccl" else "cpu"))
         loss = float(tot[0] / max(float(tot[1]), 1.0))
+        if not math.isfinite(loss):  # the same on every rank: the loss is summed over them
+            diverged = {"step": step + 1, "where": "training loss"}
+            end = step  # the steps that finished; the model keeps their (finite) weights
+            break
         opt.zero_grad(set_to_none=True)
         (loss_sum * (world / max(float(tot[1]), 1.0))).backward()
         if train_cfg.grad_clip is not None:
@@ -447,26 +583,35 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
         if val_batches is not None and (done % train_cfg.eval_every == 0 or done == train_cfg.steps):
             res = evaluate(model, val_batches(), train_cfg, device)
             res["step"] = done
+            if not finite(res):
+                diverged = {"step": done, "where": "validation"}
+                end = done
+                break
             history["val"].append(res)
             last_val = res[primary]
             if best is None or res[primary] > best[primary]:
                 best = res
                 best_state = copy.deepcopy(model.state_dict())
                 if checkpoint_dir is not None:
-                    with checkpoint_dir.create("best.pt") as f:
-                        torch.save({"model_config": identity, "manifest_digest": manifest_digest,
-                                    "step": done, "model": best_state}, f)
+                    write_checkpoint(checkpoint_dir, "best.pt", {"model_config": identity,
+                                                                 "manifest_digest": manifest_digest,
+                                                                 "step": done, "model": best_state}, done)
         evaluated = val_batches is not None and history["val"] and history["val"][-1].get("step") == done
         if evaluated or (train_cfg.checkpoint_every and done % train_cfg.checkpoint_every == 0):
             checkpoint("last.pt", done)  # at every evaluation (docs/evaluate.md), and every checkpoint_every
         bar.update(done, history["train"][-1]["loss"], primary, last_val)
     bar.close()
-    checkpoint("last.pt", end)
+    if diverged is None:  # a diverged run's last checkpoint stays the last finite one: a resume replays it
+        checkpoint("last.pt", end)
     result = {"history": history, "val": best, "best_step": best["step"] if best else None,
               "final_val": history["val"][-1] if history["val"] else None, "steps": end, "test": None,
-              "model": model}
-    if test_batches is not None and end == train_cfg.steps:
+              "model": model, "diverged": diverged}
+    if test_batches is not None and end == train_cfg.steps and diverged is None:
         if best_state is not None:
             model.load_state_dict(best_state)
-        result["test"] = evaluate(model, test_batches(), train_cfg, device)
+        test = evaluate(model, test_batches(), train_cfg, device)
+        if finite(test):
+            result["test"] = test
+        else:
+            result["diverged"] = {"step": end, "where": "test"}
     return result

@@ -82,6 +82,8 @@ def _job(target, model, scale, **train):
         from longsynth.store import open as open_dataset
 
         ds = open_dataset(target)
+        if ds.task.family not in STORED_FAMILIES:
+            raise LongsynthError(_no_stored_target(target, ds.task.name))
         return Job(model=model, protocol=protocol_for_dataset(ds), task=ds.task.name, scale=scale, data=ds.root,
                    **train)
     from longsynth.models_ref import field
@@ -99,6 +101,23 @@ def _job(target, model, scale, **train):
         raise LongsynthError(f"target: {t.name} is a {t.family} task; on-the-fly validation covers atomic tasks, "
                              "generate a dataset directory for it")
     return Job(model=model, protocol="atomic", task=t.name, scale=scale, **train)
+
+
+STORED_FAMILIES = ("atomic", "listops", "pathfinder")  # the tasks validate trains on from a dataset directory
+
+
+def _no_stored_target(root, task):
+    """The line for a dataset whose task validate cannot train on from its folder: which
+    targets exist for that task (token tasks train on fresh batches: models_ref/field.py)."""
+    from longsynth.models_ref import field
+
+    if task in field.VALIDATE:
+        there = f"its target is the task itself, on fresh batches: `longsynth validate {task}` " \
+                f"(protocol {field.VALIDATE[task][0]})"
+    else:
+        there = f"{task} has no validation target ({field.NO_CONTROL.get(task, 'no positive control')})"
+    return (f"{root}: a {task} dataset; validate trains from a dataset folder only on atomic, ListOps and Pathfinder "
+            f"tasks; {there}")
 
 
 def default_model(target):
@@ -223,7 +242,8 @@ def certificate(out, control):
         reasons.append(f"{out['model']} {verdict['split']} {verdict['metric']} {verdict['value']:.3f} is not within "
                        f"{TOLERANCE} of the paper's {verdict['paper']:.2f}")
     if control is not None and control.get("model") is not None and not control["learned"]:
-        reasons.append(f"the positive control {control['model']} reached R^2 {control['test']:.3f}, below "
+        reached = "no test result" if control["test"] is None else f"R^2 {control['test']:.3f}"  # it diverged
+        reasons.append(f"the positive control {control['model']} reached {reached}, below "
                        f"{control['threshold']:.2f} (the paper's {control['paper']:.2f} less {TOLERANCE})")
     can_fail = verdict is not None and (control is None or control.get("model") is not None)
     return {"passed": not reasons if verdict is not None else None, "reasons": reasons, "can_fail": can_fail}

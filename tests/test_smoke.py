@@ -4,7 +4,6 @@ here asserts what the command is for, on the smallest data that shows it; the fu
 the depth."""
 import json
 
-import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
