@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-import _authors
+from longsynth import crosscheck as _authors
 
 CASES = {  # name: (L, M, A, count, seed)
     "tiny": (4, 2, 6, 8, 0),

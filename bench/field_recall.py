@@ -3,7 +3,7 @@
     NUMBA_NUM_THREADS=1 python bench/field_recall.py --zoology PATH --safari PATH --s4 PATH
 
 PATHs are checkouts of HazyResearch/zoology @ d88d6f54, HazyResearch/safari @ 02220c69 and
-state-spaces/s4 @ e757cef5 (their code is run from there: bench/_authors.py). Per task and
+state-spaces/s4 @ e757cef5 (their code is run from there: longsynth/crosscheck.py). Per task and
 setting, samples per second of
     theirs   the authors' generator as their training code calls it: zoology's
              multiquery_ar for a segment; safari's per-example function and tokenizer (its
@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 import longsynth
-from _authors import s4_copying, safari, zoology
+from longsynth.crosscheck import s4_copying, safari, zoology
 from _common import finish, machine
 
 MQAR = [(64, 4), (128, 8), (256, 16), (512, 64)]

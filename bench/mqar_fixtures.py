@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-import _authors
+from longsynth import crosscheck as _authors
 
 CASES = {  # name: (vocab_size, input_seq_len, num_kv_pairs, num_passes, count, seed)
     "tiny": (20, 16, 2, 1, 16, 0),

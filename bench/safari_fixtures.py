@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-import _authors
+from longsynth import crosscheck as _authors
 
 RECALL = {  # name: (vocab_size, input_seq_len, num_keys, allow_dot, count, seed)
     "ar-h3": (10, 20, 1, False, 2000, 0),

@@ -342,10 +342,14 @@ def info(root, as_json, samples):
 @click.option("--deep", is_flag=True, help="also regenerate sampled indices and compare bytes")
 @click.option("--samples", type=click.IntRange(1), default=16, show_default=True,
               help="indices per split checked by --deep (>= 1)")
+@click.option("--authors", "checkout", type=click.Path(file_okay=False), default=None,
+              help="also make every split again with the authors' own code from CHECKOUT, a checkout of their "
+                   "repository at the commit docs/authors-data.md names, and compare every row (datasets made with "
+                   "--authors-stream). This RUNS that checkout's Python code in this process: name one you trust")
 @friendly
-def verify(root, deep, samples):
+def verify(root, deep, samples, checkout):
     """Check checksums, structure and digests of a stored dataset; an unfinished one is
-    told apart from a damaged one."""
+    told apart from a damaged one. With --authors, compare it with the authors' own code."""
     m = store.read_manifest(root)
     shards = sum(len(s["shards"]) for s in m["splits"].values())
     with Bar(total=shards, desc="verify", unit="shards") as bar:
@@ -366,6 +370,22 @@ def verify(root, deep, samples):
                                    f"written and intact; the same gen command resumes it{made}")
     click.echo(f"OK: {count(shards)} shards, {count(c.total)} samples"
                + (f", {samples} samples per split regenerated and identical" if deep else ""))
+    if checkout is not None:
+        _verify_authors(root, checkout)
+
+
+def _verify_authors(root, checkout):
+    """verify --authors: every row against the authors' code (longsynth.crosscheck)."""
+    from longsynth import crosscheck
+
+    click.echo(f"running the authors' code from {shown(os.path.abspath(checkout))} ...", err=True)
+    r = crosscheck.compare(root, checkout, progress=lambda split: click.echo(f"  {split}: compared", err=True))
+    if r.problems:
+        for p in r.problems:
+            click.echo(shown(p), err=True)
+        raise click.ClickException(f"{root}: differs from the authors' code: {len(r.problems)} row(s) shown above"
+                                   + (" (the first 10)" if len(r.problems) >= 10 else ""))
+    click.echo(f"OK: all {count(r.rows)} rows equal the authors' code's, element for element")
 
 
 def _make_show(task):
@@ -646,8 +666,11 @@ def _lrs(ctx, param, value):
 @click.option("--edited", type=click.Choice(["redo", "refuse"]), default="redo", show_default=True,
               help="a run in --out whose files changed since it finished (or whose checkpoint is damaged): train "
                    "it again, or stop with one line")
+@click.option("--dry-run", is_flag=True,
+              help="print the plan and an estimate of its wall time on --device (a few timed training steps per "
+                   "task), train nothing and write nothing into --out")
 @friendly
-def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, out, threads, edited):
+def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, out, threads, edited, dry_run):
     """Run MODEL through the papers' protocols and report it beside the papers' figures.
 
     MODEL is a built-in name (dlr, dss, s4, s4d, essm, attention, attention-ff, local-attention,
@@ -667,6 +690,12 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
     check_device(device)
     settings = Settings(scale=scale, steps=steps, lrs=lrs, seeds=seeds, device=device, jobs=jobs, dask=dask,
                         data=data, threads=threads, edited=edited)
+    if dry_run:
+        from longsynth.models_ref.evaluate import dry_run as estimate
+
+        click.echo(estimate(model, suite, out=out, settings=settings,
+                            notify=lambda line: click.echo(line, err=True)).text())
+        return
     try:
         report = run(model, suite, out=out, settings=settings, notify=lambda line: click.echo(line, err=True))
     except KeyboardInterrupt:

@@ -1,0 +1,82 @@
+"""Peak memory and time of ``gen TASK --authors-stream`` at two counts: the authors' stream is
+written shard by shard, so the peak must not grow with the split beyond the side arrays its
+draws keep (O(count x kv) for mqar: zoology draws every row's keys, then every row's values).
+
+    python bench/authors_memory.py [--counts 100000 400000] [--tasks mqar associative-recall]
+                                   [--json bench/results/authors_memory.json]
+
+Each run is a fresh ``python -m longsynth gen`` subprocess (Numba's cache warmed by a first
+tiny run); its peak RSS is the kernel's ru_maxrss of that child alone (os.wait4), its time the
+wall clock. The split digest is printed so two versions of the code can be compared byte for
+byte. docs/benchmarks.md, "gen --authors-stream: memory".
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from _common import finish, machine
+
+PARAMS = {"mqar": ["--input-seq-len", "64"], "associative-recall": [], "parity": [], "mad-recall": [],
+          "selective-copying": [], "word-problem": []}
+
+
+def gen(task, count, root, shard_size=None):
+    """(peak RSS bytes, seconds, split digest, shards) of one gen --authors-stream run."""
+    out = os.path.join(root, f"{task}-{count}")
+    cmd = [sys.executable, "-m", "longsynth", "gen", task, "--authors-stream", *PARAMS.get(task, []), "--seed", "0",
+           "--splits", f"train={count}", "--out", out, "--workers", "1"]
+    if shard_size:
+        cmd += ["--shard-size", str(shard_size)]
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(p.pid, 0)
+    dt = time.perf_counter() - t
+    err = p.stderr.read().decode(errors="replace")
+    p.stderr.close()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}):\n{err[-2000:]}")
+    with open(os.path.join(out, "manifest.json")) as f:
+        m = json.load(f)
+    shutil.rmtree(out)
+    return usage.ru_maxrss * 1024, dt, m["splits"]["train"]["digest"], len(m["splits"]["train"]["shards"])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--counts", type=int, nargs="+", default=[100_000, 400_000])
+    ap.add_argument("--tasks", nargs="+", default=["mqar", "associative-recall"])
+    ap.add_argument("--shard-size", type=int, default=None, help="default: the store's (128 MB shards)")
+    ap.add_argument("--json", default="bench/results/authors_memory.json")
+    a = ap.parse_args()
+    results = {"machine": machine(), "counts": a.counts, "runs": []}
+    root = tempfile.mkdtemp(prefix="authors-memory-")
+    try:
+        for task in a.tasks:
+            gen(task, 100, root)  # compiles and caches the kernels: the runs below load them
+            base = gen(task, 100, root)
+            print(f"{task}: 100 rows (the process's own footprint): {base[0] / 1e6:.0f} MB, {base[1]:.1f} s")
+            results["runs"].append({"task": task, "count": 100, "peak_rss_bytes": base[0], "seconds": base[1],
+                                    "digest": base[2], "shards": base[3]})
+            for count in a.counts:
+                rss, dt, digest, shards = gen(task, count, root, a.shard_size)
+                print(f"{task}: {count:,} rows in {shards} shard(s): peak RSS {rss / 1e6:.0f} MB, {dt:.1f} s "
+                      f"({count / dt:,.0f} rows/s), digest {digest[:16]}")
+                results["runs"].append({"task": task, "count": count, "peak_rss_bytes": rss, "seconds": dt,
+                                        "digest": digest, "shards": shards})
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    finish(results["machine"])
+    os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+    with open(a.json, "w") as f:
+        json.dump(results, f, indent=1)
+    print(f"written {a.json}")
+
+
+if __name__ == "__main__":
+    main()

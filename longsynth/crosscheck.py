@@ -1,0 +1,343 @@
+"""A dataset's rows made again by the authors' own code, from a checkout the user names
+(``longsynth verify DIR --authors CHECKOUT``; docs/authors-data.md, "Checking a dataset against
+the authors' code").
+
+This runs the checkout's Python code in this process: the user's choice, which the command's
+help says. Nothing of the authors' code is copied into longsynth; each loader below imports
+their module from the checkout and registers stand-ins only for imports their generator never
+uses. Each runner calls the authors' generator as the task's page says longsynth's
+``--authors-stream`` equals it, for the dataset's parameters, seed and split counts, and maps
+their output to our keys by the task's documented mapping (token ids as they are, -100 at
+unscored targets).
+
+    zoology(path)      -> zoology.data.multiquery_ar.multiquery_ar   (HazyResearch/zoology @ d88d6f54)
+    safari(path)       -> the module src.dataloaders.synthetics        (HazyResearch/safari @ 02220c69)
+    s4_copying(path)   -> src/dataloaders/datasets/copying.py          (state-spaces/s4 @ e757cef5)
+    mad(path)          -> mad.data.instances                           (athms/mad-lab @ 0f49a452)
+    word_problem(path) -> src/generate_data.py                          (jopetty/word-problem @ 8f910f92)
+    formal_language(path) -> FormLangDatasetGenerator                  (automl/unlocking_state_tracking @ df8f8407)
+"""
+import contextlib
+import csv
+import dataclasses
+import importlib.util
+import os
+import pathlib
+import sys
+import tempfile
+import types
+
+import numpy as np
+
+from longsynth import registry
+from longsynth.errors import LongsynthError
+
+IGNORE = -100
+_SEEN = {}  # (loader, checkout) -> module: a checkout is imported once per process
+
+
+# ---------------------------------------------------------------- loaders
+
+
+def _once(fn):
+    def load(path):
+        key = (fn.__name__, os.path.realpath(path))
+        if key not in _SEEN:
+            _SEEN[key] = fn(os.path.realpath(path))
+        return _SEEN[key]
+    load.__doc__ = fn.__doc__
+    load.__name__ = fn.__name__
+    return load
+
+
+_PATHS = []  # the checkout folders put on sys.path here
+
+
+def _fresh(path, *packages):
+    """Put ``path`` first on sys.path in place of any checkout put there before, and forget the
+    modules of ``packages`` imported from it."""
+    for name in [m for m in sys.modules if m in packages or m.startswith(tuple(p + "." for p in packages))]:
+        del sys.modules[name]
+    while _PATHS:
+        old = _PATHS.pop()
+        if old in sys.path:
+            sys.path.remove(old)
+    sys.path.insert(0, path)
+    _PATHS.append(path)
+    importlib.invalidate_caches()
+
+
+def _by_path(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or not os.path.isfile(path):
+        raise LongsynthError(f"--authors: {path} not found: is it a checkout of the right repository?")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@_once
+def zoology(path):
+    """zoology's package imports ``wandb`` (logging); an empty stand-in when it is not installed."""
+    _fresh(path, "zoology")
+    try:
+        import wandb  # noqa: F401
+    except ImportError:
+        sys.modules["wandb"] = types.ModuleType("wandb")
+    from zoology.data.multiquery_ar import multiquery_ar
+
+    return multiquery_ar
+
+
+@_once
+def safari(path):
+    """safari's ``src`` and ``src.dataloaders`` without their ``__init__`` (which imports every
+    dataset: torchvision, einops, ...), and a stand-in ``src.dataloaders.base`` with an empty
+    ``SequenceDataset``."""
+    _fresh(path, "src")
+    for name, sub in (("src", "src"), ("src.dataloaders", os.path.join("src", "dataloaders"))):
+        pkg = types.ModuleType(name)
+        pkg.__path__ = [os.path.join(path, sub)]
+        sys.modules[name] = pkg
+    base = types.ModuleType("src.dataloaders.base")
+    base.SequenceDataset = type("SequenceDataset", (), {})
+    sys.modules["src.dataloaders.base"] = base
+    from src.dataloaders import synthetics
+
+    return synthetics
+
+
+@_once
+def s4_copying(path):
+    """S4's copying module, loaded by path; ``src.utils.distributed`` (unused by it) a stand-in."""
+    for name in ("src", "src.utils"):
+        sys.modules.setdefault(name, types.ModuleType(name))
+    sys.modules["src.utils.distributed"] = sys.modules["src.utils"].distributed = types.ModuleType("distributed")
+    return _by_path("s4_copying", os.path.join(path, "src", "dataloaders", "datasets", "copying.py"))
+
+
+@_once
+def mad(path):
+    """MAD's instance functions (NumPy only), loaded by path."""
+    return _by_path("mad_instances", os.path.join(path, "mad", "data", "instances.py"))
+
+
+@_once
+def word_problem(path):
+    """The word-problem repository's ``generate_data`` (needs polars, fire, pyrootutils and
+    jopetty/abstract_algebra installed)."""
+    _fresh(os.path.join(path, "src"), "generate_data")
+    import generate_data
+
+    return generate_data
+
+
+@_once
+def formal_language(path):
+    """unlocking_state_tracking's formal-language dataset (needs torch and torchmetrics)."""
+    _fresh(path, "xlstm")
+    from xlstm.experiments.data.formal_language.formal_language_dataset import (
+        FormLangDatasetConfig,
+        FormLangDatasetGenerator,
+    )
+
+    return FormLangDatasetConfig, FormLangDatasetGenerator
+
+
+# ---------------------------------------------------------------- runners: (checkout, cfg, seed, counts, split, stream)
+
+
+def _mqar(path, cfg, seed, counts, split, stream):
+    from longsynth.generators.mqar import AUTHORS_SEED_OFFSET
+
+    seg = zoology(path)(vocab_size=cfg.vocab_size, num_examples=counts[split], input_seq_len=cfg.input_seq_len,
+                        seed=seed + AUTHORS_SEED_OFFSET[split], power_a=cfg.power_a, num_kv_pairs=cfg.num_kv_pairs,
+                        num_passes=cfg.num_passes, random_non_queries=False)
+    return {"inputs": seg.inputs.numpy(), "targets": seg.labels.numpy()}
+
+
+def _safari(task):
+    def run(path, cfg, seed, counts, split, stream):
+        from longsynth.generators.safari import AUTHORS_SEED_OFFSET, _authors_rows
+
+        syn = safari(path)
+        special = {"copy_prefix": "=>", "noop": "."}
+        vocab = syn.Vocab(cfg.vocab_size - len(special), special_vocabs=special)
+        tok, rng = syn.Tokenizer(vocab), np.random.default_rng(seed + AUTHORS_SEED_OFFSET[split])
+        if task == "associative-recall":
+            make = lambda: syn.generate_assoc_recall(vocab, cfg.input_seq_len, cfg.num_keys, rng,  # noqa: E731
+                                                     allow_dot=cfg.allow_dot)
+            answer = 1
+        else:
+            make = lambda: syn.generate_induction_head(vocab, cfg.input_seq_len, "=>", cfg.induction_len,  # noqa: E731
+                                                       cfg.induction_num_triggers, rng)
+            answer = cfg.induction_len
+        rows = [tok.tokenize(make())["input_ids"] for _ in range(counts[split])]
+        return _authors_rows(rows, len(rows[0]) if rows else 0, split, answer)
+    return run
+
+
+def _copying(path, cfg, seed, counts, split, stream):
+    import torch
+
+    torch.manual_seed(seed + {"train": 0, "val": 1, "test": 2}[split])
+    x, y = s4_copying(path).torch_copying_data(cfg.L, cfg.M, cfg.A, variable=True, batch_shape=(counts[split],))
+    targets = np.full(tuple(x.shape), IGNORE, dtype=np.int64)
+    targets[:, cfg.L + cfg.M:] = y.numpy()
+    return {"inputs": x.numpy(), "targets": targets}
+
+
+_MAD_FUNCTIONS = {
+    "mad-recall": "generate_in_context_recall_instance",
+    "mad-noisy-recall": "generate_noisy_in_context_recall_instance",
+    "mad-fuzzy-recall": "generate_fuzzy_in_context_recall_instance",
+    "mad-selective-copying": "generate_selective_copying_instance",
+    "mad-compression": "generate_compression_instance",
+    "mad-memorization": "generate_memorization_instance",
+}
+_MAD_OURS_ONLY = ("blank_after_last", "ignore_noise_targets")
+
+
+def _mad(task):
+    def run(path, cfg, seed, counts, split, stream):
+        """MAD's instance function on one ``default_rng(seed)`` after ``np.random.seed(seed)``:
+        through every split before this one (train, val, test) for the pipeline (its
+        generate_data), from a fresh generator for the per-split stream."""
+        from longsynth.generators.mad_authors import PIPELINE_ORDER
+
+        inst = mad(path)
+        fn = getattr(inst, _MAD_FUNCTIONS[task])
+        kw = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in _MAD_OURS_ONLY and k != "kv_map_seed"}
+        if task == "mad-memorization":
+            kw["kv_map_seed"] = cfg.kv_map_seed
+            if stream == "authors-pipeline":  # MADConfig's map: vocab_size - 1 tokens
+                kw["kv_map"] = inst.generate_kv_map(vocab_size=cfg.vocab_size - 1, k_motif_size=1, v_motif_size=1,
+                                                    seed=cfg.kv_map_seed)
+        state = np.random.get_state()
+        try:
+            np.random.seed(seed)
+            rng = np.random.default_rng(seed)
+            ahead = PIPELINE_ORDER[: PIPELINE_ORDER.index(split)] if stream == "authors-pipeline" else ()
+            for s in ahead:
+                for _ in range(counts.get(s, 0)):
+                    fn(rng=rng, is_training=s == "train", **kw)
+            pairs = [fn(rng=rng, is_training=split == "train", **kw) for _ in range(counts[split])]
+        finally:
+            np.random.set_state(state)
+        return {"inputs": np.stack([p[0] for p in pairs]), "targets": np.stack([p[1] for p in pairs])}
+    return run
+
+
+def _word_problem(path, cfg, seed, counts, split, stream):
+    from longsynth.generators.word_problem import cayley_table, group_order, parse_group, prefix_products
+
+    group = cfg.group if "_x_" in cfg.group else cfg.group.replace("x", "_x_")
+    with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(sys.stderr):
+        word_problem(path).main(group=group, k=cfg.k, samples=counts[split], data_dir=pathlib.Path(tmp), seed=seed,
+                                overwrite=True)
+        with open(os.path.join(tmp, f"{group}={cfg.k}.csv")) as f:
+            rows = list(csv.DictReader(f))
+    seqs = np.array([r["input"].split() for r in rows], dtype=np.int64).reshape(len(rows), cfg.k)
+    order = group_order(parse_group(cfg.group))
+    bos = np.full((len(rows), 1), order + 1, dtype=np.int64)  # the vocabulary's BOS: |G| + 1
+    prods = prefix_products(cayley_table(cfg.group), seqs)
+    theirs = np.array([r["target"].split() for r in rows], dtype=np.int64).reshape(len(rows), cfg.k)
+    if not np.array_equal(prods, theirs):
+        raise LongsynthError("--authors: the authors' CSV holds other prefix products than the group's table: "
+                             "the checkout's group definitions differ from longsynth's")
+    return {"inputs": np.concatenate([bos, seqs], axis=1), "targets": np.concatenate([bos, theirs], axis=1)}
+
+
+_FORMAL_TYPE = {"parity": "parity", "modular-arithmetic": "modular_arithmetic"}
+_THEIR_SPLIT = {"train": "train", "val": "validation", "test": "test"}
+
+
+def _formal(task):
+    def run(path, cfg, seed, counts, split, stream):
+        Config, Generator = formal_language(path)
+        lang = _FORMAL_TYPE[task] + ("_with_brackets" if getattr(cfg, "brackets", False) else "")
+        test = {"min_sequence_length": cfg.test_min_sequence_length,
+                "max_sequence_length": cfg.test_max_sequence_length}
+        kw = {"synth_lang_type": lang, "vocab_size": cfg.vocab_size, "seed": seed, "enable_mask": True,
+              "context_length": cfg.context_length, "min_sequence_length": cfg.min_sequence_length,
+              "max_sequence_length": cfg.max_sequence_length,
+              "count": {_THEIR_SPLIT[s]: counts.get(s, 0) for s in _THEIR_SPLIT},
+              "subpar": {"validation": dict(test), "test": dict(test)}}
+        if getattr(cfg, "mult", False):
+            kw["mult"] = True
+        gen = Generator(Config(**kw))
+        part = {"train": gen.train_split, "val": gen.validation_split["validation"],
+                "test": gen.test_split["test"]}[split]
+        pairs = [part[i] for i in range(counts[split])]
+        targets = np.stack([p[1].numpy() for p in pairs]).astype(np.int64)
+        return {"inputs": np.stack([p[0].numpy() for p in pairs]), "targets": np.where(targets == -1, IGNORE, targets)}
+    return run
+
+
+RUNNERS = {
+    "mqar": _mqar,
+    "associative-recall": _safari("associative-recall"),
+    "induction-head": _safari("induction-head"),
+    "selective-copying": _copying,
+    "word-problem": _word_problem,
+    "parity": _formal("parity"),
+    "modular-arithmetic": _formal("modular-arithmetic"),
+    **{name: _mad(name) for name in _MAD_FUNCTIONS},
+}
+
+
+# ---------------------------------------------------------------- the check
+
+
+@dataclasses.dataclass
+class Result:
+    """What ``compare`` found: rows compared and the splits' first differing rows."""
+
+    rows: int
+    problems: list
+
+
+def compare(root, checkout, progress=None):
+    """Make every split of the dataset in ``root`` again with the authors' code in ``checkout``
+    and compare it with the stored rows, element for element (their streams are sequential, so a
+    split is made whole). ``progress(split)`` after each split."""
+    from longsynth.store import open as open_dataset
+
+    ds = open_dataset(root)
+    try:
+        m = ds.manifest
+        stream = m.get("stream", "longsynth")
+        if stream == "longsynth":
+            raise LongsynthError(f"{root}: made with longsynth's law, not the authors' stream (gen --authors-stream): "
+                                 "no authors' code makes these rows; verify --deep checks them against ours")
+        if ds.task.name not in RUNNERS:
+            raise LongsynthError(f"--authors: no check against the authors' code for {ds.task.name} "
+                                 f"(tasks: {', '.join(sorted(RUNNERS))})")
+        if not os.path.isdir(checkout):
+            raise LongsynthError(f"--authors: {checkout} is not a folder (a checkout of the authors' repository)")
+        cfg = registry.get(ds.task.name).make_config(**m["params"])
+        counts = dict(m["counts"])
+        problems, rows = [], 0
+        for split, sp in ds.splits.items():
+            try:
+                theirs = RUNNERS[ds.task.name](checkout, cfg, m["seed"], counts, split, stream)
+            except LongsynthError:
+                raise
+            except Exception as e:  # their code, or a missing dependency of it
+                raise LongsynthError(f"--authors: the authors' code failed on {split}: {type(e).__name__}: "
+                                     f"{' '.join(str(e).split())[:200]}") from e
+            for i in range(len(sp)):
+                stored = sp[i]
+                for k in ("inputs", "targets"):
+                    if not np.array_equal(np.asarray(stored[k], dtype=np.int64), np.asarray(theirs[k][i])):
+                        problems.append(f"{split}[{i}]: {k} differs from the authors' row")
+                        break
+                if len(problems) >= 10:
+                    break
+            rows += len(sp)
+            if progress is not None:
+                progress(split)
+        return Result(rows, problems)
+    finally:
+        ds.close()

@@ -1,0 +1,100 @@
+"""verify --authors: a dataset's rows made again by the authors' code from a checkout
+(longsynth/crosscheck.py). The real checkouts are not at hand in CI: a stand-in zoology whose
+``multiquery_ar`` returns the rows a test chooses shows the command's plumbing, its verdicts
+and its one-line failures (docs/authors-data.md records the runs against the real code)."""
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from longsynth.cli.main import cli
+
+PARAMS = ["--input-seq-len", "32", "--num-kv-pairs", "2", "--vocab-size", "64"]
+
+ZOOLOGY = textwrap.dedent('''
+    import numpy as np
+    import torch
+    import longsynth
+    from longsynth.generators.mqar import AUTHORS_SEED_OFFSET
+
+    CALLS = []
+
+
+    class Segment:
+        def __init__(self, inputs, labels):
+            self.inputs, self.labels = torch.tensor(inputs), torch.tensor(labels)
+
+
+    def multiquery_ar(vocab_size, num_examples, input_seq_len, seed, power_a, num_kv_pairs, num_passes,
+                      random_non_queries):
+        split = {v: k for k, v in AUTHORS_SEED_OFFSET.items()}[seed % 100]
+        rows = longsynth.authors_stream("mqar", num_examples, seed=seed - AUTHORS_SEED_OFFSET[split], split=split,
+                                        vocab_size=vocab_size, input_seq_len=input_seq_len,
+                                        num_kv_pairs=num_kv_pairs, power_a=power_a)
+        CALLS.append(seed)
+        inputs = rows["inputs"]
+        if SPOIL:
+            inputs = inputs.copy()
+            inputs[-1, 0] += 1
+        return Segment(inputs, rows["targets"])
+''')
+
+
+def _checkout(tmp_path, spoil, name="zoology-co"):
+    pkg = tmp_path / name / "zoology" / "data"
+    pkg.mkdir(parents=True)
+    (tmp_path / name / "zoology" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "multiquery_ar.py").write_text(ZOOLOGY + f"\nSPOIL = {spoil}\n")
+    return tmp_path / name
+
+
+def _gen(tmp_path, *extra):
+    out = tmp_path / "mqar"
+    r = CliRunner().invoke(cli, ["gen", "mqar", *PARAMS, "--seed", "100", "--splits", "train=20,test=6",
+                                 "--out", str(out), *extra])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_rows_equal_to_the_authors_pass(tmp_path):
+    out = _gen(tmp_path, "--authors-stream")
+    r = CliRunner().invoke(cli, ["verify", str(out), "--authors", str(_checkout(tmp_path, False))])
+    assert r.exit_code == 0, r.output
+    assert "all 26 rows equal the authors' code's" in r.output
+
+
+def test_one_token_off_fails_naming_the_row(tmp_path):
+    out = _gen(tmp_path, "--authors-stream")
+    r = CliRunner().invoke(cli, ["verify", str(out), "--authors", str(_checkout(tmp_path, True, "spoilt"))])
+    assert r.exit_code != 0
+    assert "train[19]: inputs differs from the authors' row" in r.output
+    assert "test[5]: inputs differs" in r.output and "differs from the authors' code: 2 row(s)" in r.output
+
+
+@pytest.mark.parametrize("case", ["law", "no-folder", "wrong-repo", "their-error"])
+def test_what_cannot_be_compared_is_one_line(tmp_path, case):
+    out = _gen(tmp_path, *([] if case == "law" else ["--authors-stream"]))
+    checkout = _checkout(tmp_path, False)
+    if case == "no-folder":
+        checkout = tmp_path / "missing"
+    elif case == "wrong-repo":
+        checkout = tmp_path / "empty"
+        checkout.mkdir()
+    elif case == "their-error":
+        (checkout / "zoology" / "data" / "multiquery_ar.py").write_text(
+            "def multiquery_ar(**kw):\n    raise ValueError('boom')\n")
+    r = CliRunner().invoke(cli, ["verify", str(out), "--authors", str(checkout)])
+    assert r.exit_code != 0 and "Traceback" not in r.output
+    last = r.output.strip().splitlines()[-1]
+    want = {"law": "made with longsynth's law", "no-folder": "is not a folder",
+            "wrong-repo": "the authors' code failed on train: ModuleNotFoundError",
+            "their-error": "the authors' code failed on train: ValueError: boom"}[case]
+    assert want in last, r.output
+
+
+def test_the_runners_cover_every_task_with_an_authors_stream():
+    from longsynth import crosscheck, registry
+
+    have = {n for n, t in registry.all_tasks().items() if t.authors is not None}
+    assert have == set(crosscheck.RUNNERS)
