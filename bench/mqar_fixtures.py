@@ -9,7 +9,9 @@ when wandb is not installed. Needs numpy, torch and pydantic.
 The file holds, per case ``c`` of CASES: ``c/params`` (vocab_size, input_seq_len,
 num_kv_pairs, num_passes, count, seed; power_a is 0.01), ``c/inputs`` and ``c/labels``
 (int16), for tests/test_mqar.py: ``longsynth.authors_stream`` must equal them exactly
-(CASES with count >= 2,000 also feed the statistics test of the default law).
+(CASES with count >= 2,000 also feed the statistics test of the default law); and
+``pipeline/...``: the segments of zoology's own ``prepare_data`` (PIPELINE), which
+``zoology_segment_seeds`` must seed.
 """
 import argparse
 import os
@@ -29,6 +31,30 @@ CASES = {  # name: (vocab_size, input_seq_len, num_kv_pairs, num_passes, count, 
 }
 
 
+# zoology's prepare_data over a DataConfig of these segments (random_non_queries off, as
+# mqar_configs_random_false.py): (vocab_size, input_seq_len, num_kv_pairs, count) each, seed 123
+PIPELINE = {"train": [(64, 32, 2, 20), (128, 64, 4, 12)], "test": [(64, 32, 2, 8), (64, 32, 4, 8), (128, 64, 8, 6)]}
+
+
+def pipeline(zoology, arrays):
+    """``pipeline/{split}/{j}/inputs|labels|params``: segment j of zoology's own prepare_data."""
+    _authors.zoology(zoology)
+    from zoology.config import DataConfig
+    from zoology.data.multiquery_ar import MQARConfig
+    from zoology.data.utils import prepare_data
+
+    configs = {split: [MQARConfig(vocab_size=V, input_seq_len=L, num_kv_pairs=kv, num_examples=n,
+                                  random_non_queries=False) for V, L, kv, n in segs]
+               for split, segs in PIPELINE.items()}
+    loaders = prepare_data(DataConfig(train_configs=configs["train"], test_configs=configs["test"], batch_size=4))
+    for split, loader in zip(("train", "test"), loaders):
+        for j, seg in enumerate(loader.dataset.segments):
+            arrays[f"pipeline/{split}/{j}/params"] = np.array(PIPELINE[split][j], dtype=np.int64)
+            arrays[f"pipeline/{split}/{j}/inputs"] = seg.inputs.numpy().astype(np.int16)
+            arrays[f"pipeline/{split}/{j}/labels"] = seg.labels.numpy().astype(np.int16)
+    print(f"pipeline: {len(PIPELINE['train'])} train and {len(PIPELINE['test'])} test segments (DataConfig seed 123)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("zoology", help="path of a zoology checkout (HazyResearch/zoology @ d88d6f54)")
@@ -45,6 +71,7 @@ def main():
         arrays[f"{name}/inputs"] = seg.inputs.numpy().astype(np.int16)
         arrays[f"{name}/labels"] = seg.labels.numpy().astype(np.int16)
         print(f"{name}: {count} rows of {L}")
+    pipeline(args.zoology, arrays)
     np.savez_compressed(args.out, **arrays)
     print(f"wrote {os.path.abspath(args.out)} ({os.path.getsize(args.out):,} bytes)")
 

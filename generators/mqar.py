@@ -33,6 +33,7 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.errors import LongsynthError
+from longsynth.generators._authors import Authors, Stream, block_rows
 from longsynth.generators._tokens import IGNORE, REVISION, token_dtype
 from longsynth.rng import randint, stream, uniform
 from longsynth.task import KeySpec, Task, param
@@ -267,10 +268,10 @@ def legacy_choice_p(p, size, doubles, used, out):
     return used
 
 
-def authors_rows(cfg, count, seed, split):
+def _authors_open(cfg, count, seed, split):
     """zoology's ``multiquery_ar(vocab_size, count, input_seq_len, seed', power_a, num_kv_pairs,
     num_passes, random_non_queries=False)`` inputs and labels, int64 [count, L] each, where
-    seed' = seed + AUTHORS_SEED_OFFSET[split].
+    seed' = seed + AUTHORS_SEED_OFFSET[split], as a Stream (generators/_authors.py).
 
     The same legacy ``np.random`` calls in the same order (np.random.seed; per row a
     ``permutation(V/2 - 1)`` for the keys; per row one for the values; per row ``choice(S,
@@ -278,6 +279,9 @@ def authors_rows(cfg, count, seed, split):
     without ``apply_along_axis``; a private RandomState leaves the
     global one alone. zoology's code fails for num_passes > 1: refused. Its random_non_queries
     noise comes from torch's unseeded global generator, so no seed reproduces it: refused.
+    The keys' and values' passes cover every row before the first block: their results are
+    kept (int32 [count, kv] each, the stream's side arrays); the slots and the rows follow
+    block by block.
     """
     if cfg.random_non_queries:
         raise LongsynthError("random_non_queries: zoology draws that noise from torch's unseeded global generator, "
@@ -288,11 +292,17 @@ def authors_rows(cfg, count, seed, split):
     zseed = seed + AUTHORS_SEED_OFFSET[split]
     if not 0 <= zseed < 1 << 32:
         raise LongsynthError(f"seed: zoology's np.random.seed takes [0, 2**32); seed {seed} for {split} gives {zseed}")
+    L = cfg.input_seq_len
+    return Stream(count, _zoology_blocks(cfg, count, zseed, block_rows((L,))), (L,),
+                  side_bytes=2 * count * cfg.num_kv_pairs * 4)
+
+
+def _zoology_blocks(cfg, count, zseed, block):
     V, L, kv, passes, a = cfg.vocab_size, cfg.input_seq_len, cfg.num_kv_pairs, cfg.num_passes, cfg.power_a
     rs = np.random.RandomState(zseed)
     half = V // 2
-    keys = np.empty((count, kv), dtype=np.int64)
-    vals = np.empty((count, kv), dtype=np.int64)
+    keys = np.empty((count, kv), dtype=np.int32)  # V <= 2^24
+    vals = np.empty((count, kv), dtype=np.int32)
     for i in range(count):
         keys[i] = 1 + rs.permutation(half - 1)[:kv]
     for i in range(count):
@@ -301,28 +311,34 @@ def authors_rows(cfg, count, seed, split):
     space = (L - ctx) // 2
     p = a * np.arange(1, space + 1) ** (a - 1)
     p = p / p.sum()
-    gaps = np.empty((count, kv), dtype=np.int64)
     # the gaps' draws are the stream's last: legacy doubles (rand), consumed in order by
     # legacy_choice_p, drawn in chunks (the same sequence as one call) as it asks for more
     doubles = rs.random_sample(DOUBLES)
     used = 0
-    for i in range(count):
-        while True:  # a row needs <= kv (kv + 1) / 2 doubles; each refill doubles what is unread
-            used_after = legacy_choice_p(p, kv, doubles, used, gaps[i])
-            if used_after >= 0:
-                used = used_after
-                break
-            doubles = np.concatenate([doubles[used:], rs.random_sample(doubles.size)])
-            used = 0
-    inputs = np.zeros((count, L), dtype=np.int64)
-    targets = np.full((count, L), IGNORE, dtype=np.int64)
-    for q in range(passes):
-        inputs[:, q * 2 * kv : (q + 1) * 2 * kv : 2] = keys
-        inputs[:, q * 2 * kv + 1 : (q + 1) * 2 * kv : 2] = vals
-    rows = np.arange(count)[:, None]
-    inputs[rows, ctx + 2 * gaps] = keys
-    targets[rows, ctx + 2 * gaps] = vals
-    return {"inputs": inputs, "targets": targets}
+    for lo in range(0, count, block):
+        n = min(block, count - lo)
+        gaps = np.empty((n, kv), dtype=np.int64)
+        for i in range(n):
+            while True:  # a row needs <= kv (kv + 1) / 2 doubles; each refill doubles what is unread
+                used_after = legacy_choice_p(p, kv, doubles, used, gaps[i])
+                if used_after >= 0:
+                    used = used_after
+                    break
+                doubles = np.concatenate([doubles[used:], rs.random_sample(doubles.size)])
+                used = 0
+        k, v = keys[lo : lo + n].astype(np.int64), vals[lo : lo + n].astype(np.int64)
+        inputs = np.zeros((n, L), dtype=np.int64)
+        targets = np.full((n, L), IGNORE, dtype=np.int64)
+        for q in range(passes):
+            inputs[:, q * 2 * kv : (q + 1) * 2 * kv : 2] = k
+            inputs[:, q * 2 * kv + 1 : (q + 1) * 2 * kv : 2] = v
+        rows = np.arange(n)[:, None]
+        inputs[rows, ctx + 2 * gaps] = k
+        targets[rows, ctx + 2 * gaps] = v
+        yield {"inputs": inputs, "targets": targets}
+
+
+authors_rows = Authors(_authors_open)  # called: the whole split, as zoology's function returns it
 
 
 TASK = Task(
@@ -342,3 +358,17 @@ TASK = Task(
          "each key once more at an even offset of the query region (power-law slots, a = power_a); the target "
          "at a query is its key's value, -100 elsewhere. zoology's multiquery_ar (HazyResearch/zoology).",
 )
+
+
+def zoology_segment_seeds(train_segments, test_segments, data_seed=123):
+    """(train seeds, test seeds): the seed zoology's ``prepare_data`` (zoology/data/utils.py @
+    d88d6f54) gives each data segment of a ``DataConfig`` with ``train_segments`` training and
+    ``test_segments`` test configs and ``seed=data_seed`` (zoology's default 123):
+    ``np.random.seed(data_seed)``, then ``randint(0, 2**31, size=train_segments)`` and
+    ``randint(2**31, 2**32, size=test_segments)``. Segment j is ``multiquery_ar(..., seed=s_j)``:
+    its rows are ``authors_stream("mqar", n, seed=s_j - AUTHORS_SEED_OFFSET[split], split=split)``
+    (docs/tasks/mqar.md, "zoology's pipeline")."""
+    rs = np.random.RandomState(data_seed)
+    train = rs.randint(0, 2**31, size=train_segments)
+    test = rs.randint(2**31, 2**32, size=test_segments)
+    return [int(s) for s in train], [int(s) for s in test]

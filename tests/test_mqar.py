@@ -8,6 +8,8 @@ import pytest
 from scipy import stats
 
 import longsynth
+from click.testing import CliRunner
+from longsynth.cli.main import cli
 import naive
 from longsynth import registry
 from longsynth.errors import LongsynthError
@@ -118,7 +120,7 @@ def test_golden_digests():
 def _fixture():
     z = np.load(FIXTURE)
     out = {}
-    for name in sorted({k.split("/")[0] for k in z.files}):
+    for name in sorted({k.split("/")[0] for k in z.files} - {"pipeline"}):
         V, L, kv, passes, count, seed = (int(v) for v in z[f"{name}/params"])
         params = dict(vocab_size=V, input_seq_len=L, num_kv_pairs=kv, num_passes=passes)
         out[name] = (params, count, seed, z[f"{name}/inputs"], z[f"{name}/labels"])
@@ -145,6 +147,32 @@ def test_authors_splits_map_to_zoology_seeds():
     same = longsynth.authors_stream("mqar", count, seed=0, split="val", **params)
     assert np.array_equal(val["inputs"], same["inputs"])
     assert not np.array_equal(val["inputs"], inputs)
+
+
+def test_zoology_pipeline_segments_from_their_seeds(tmp_path):
+    """zoology's current prepare_data (DataConfig seed 123): segment j of a split is
+    multiquery_ar at zoology_segment_seeds' seed; gen writes it with --seed s_j - offset."""
+    from longsynth.generators.mqar import AUTHORS_SEED_OFFSET, zoology_segment_seeds
+
+    z = np.load(FIXTURE)
+    n = {s: len({k.split("/")[2] for k in z.files if k.startswith(f"pipeline/{s}/")}) for s in ("train", "test")}
+    seeds = dict(zip(("train", "test"), zoology_segment_seeds(n["train"], n["test"])))
+    assert seeds["train"][0] == 843828734 and all(s >= 2**31 for s in seeds["test"])  # zoology's ranges
+    for split in ("train", "test"):
+        for j, s in enumerate(seeds[split]):
+            V, L, kv, count = (int(v) for v in z[f"pipeline/{split}/{j}/params"])
+            got = longsynth.authors_stream("mqar", count, seed=s - AUTHORS_SEED_OFFSET[split], split=split,
+                                           vocab_size=V, input_seq_len=L, num_kv_pairs=kv)
+            np.testing.assert_array_equal(got["inputs"], z[f"pipeline/{split}/{j}/inputs"], err_msg=f"{split} {j}")
+            np.testing.assert_array_equal(got["targets"], z[f"pipeline/{split}/{j}/labels"], err_msg=f"{split} {j}")
+    V, L, kv, count = (int(v) for v in z["pipeline/test/2/params"])
+    out = tmp_path / "seg"
+    r = CliRunner().invoke(cli, ["gen", "mqar", "--authors-stream", "--vocab-size", str(V), "--input-seq-len", str(L),
+                                 "--num-kv-pairs", str(kv), "--seed", str(seeds["test"][2] - 10),
+                                 "--splits", f"test={count}", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    ds = longsynth.open(out)
+    assert np.array_equal(np.stack([ds["test"][i]["inputs"] for i in range(count)]), z["pipeline/test/2/inputs"])
 
 
 def test_authors_stream_refusals():
