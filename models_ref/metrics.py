@@ -98,3 +98,98 @@ def macro_scores(logits, labels, num_classes=3):
     """Macro F1 and macro accuracy of one batch over ``num_classes`` classes (see
     ``macro_from_confusion``)."""
     return macro_from_confusion(confusion(logits, labels, num_classes))
+
+
+# ----------------------------------------------------------------- chance levels
+# The score a model that learned nothing about the task gets (docs/evaluate.md, "Reading a
+# report"): a uniform guess among the candidate answers of a token task, the mean
+# prediction (R^2 0) of a regression. A report draws it beside every task and says "at chance"
+# of a result within noise of it.
+
+
+def chance(task, params=None):
+    """(level, why) of a task with its resolved parameters (a dict; None: the task's defaults),
+    or (None, why) where no level is well defined (macro F1 depends on the class frequencies)."""
+    from longsynth import registry
+
+    t = registry.get(task)
+    if t.family == "atomic":
+        return 0.0, "R^2 of predicting the mean"
+    if task == "pathfinder-seg":
+        return None, "macro F1 of a guess depends on the class frequencies"
+    if task == "pathfinder":
+        return 0.5, "1 of 2 classes"
+    if t.family == "listops":
+        return 0.1, "1 of 10 values"
+    n, why = _candidates(task, t.make_config(**(params or {})))
+    return (None, why) if n is None else (n[0] / n[1] if isinstance(n, tuple) else 1.0 / n, why)
+
+
+def _candidates(task, cfg):
+    """(candidate answers, or (expected correct, positions) where positions differ, why) of a
+    token task's scored positions."""
+    if task == "mqar":  # values from [V/2, V)
+        n = cfg.vocab_size - cfg.vocab_size // 2
+        return n, f"1 of {n:,} values (V/2)"
+    if task == "associative-recall":  # values K+1..n of n = V - 2 ordinary tokens, "." too with allow_dot
+        ordinary = cfg.vocab_size - 2
+        n = ordinary - ordinary // 2 + (1 if cfg.allow_dot else 0)
+        return n, f"1 of {n:,} values"
+    if task == "induction-head":  # the copied tokens are ordinary ones
+        n = cfg.vocab_size - 2
+        return n, f"1 of {n:,} ordinary tokens"
+    if task == "selective-copying":  # data tokens 1..A-2
+        n = cfg.A - 2
+        return n, f"1 of {n:,} data tokens"
+    if task == "parity":  # the sum mod V - 1
+        n = cfg.vocab_size - 1
+        return n, f"1 of {n:,} answers"
+    if task == "modular-arithmetic":  # residues mod M
+        n = cfg.vocab_size - (7 if cfg.brackets else 5)
+        return n, f"1 of {n:,} residues"
+    if task == "word-problem":  # BOS (scored, always the same) and k prefix products of |G|
+        from longsynth.generators.word_problem import group_order, parse_group
+
+        g = group_order(parse_group(cfg.group))
+        return (1 + cfg.k / g, cfg.k + 1), f"BOS right, each of the {cfg.k} products 1 of {g:,}"
+    if task in ("mad-recall", "mad-noisy-recall"):
+        ns = cfg.vocab_size - cfg.noise_vocab_size - (0 if cfg.multi_query else 1)
+        n = ns - ns // 2
+        return n, f"1 of {n:,} value tokens"
+    if task == "mad-fuzzy-recall":
+        ns = cfg.vocab_size - cfg.noise_vocab_size - (1 if cfg.multi_query else 2)
+        n = ns - ns // 2
+        return n, f"1 of {n:,} value tokens"
+    if task == "mad-selective-copying":
+        n = cfg.vocab_size - 2
+        return n, f"1 of {n:,} data tokens"
+    if task == "mad-compression":
+        n = cfg.vocab_size - cfg.noise_vocab_size - 1
+        return n, f"1 of {n:,} data tokens"
+    if task == "mad-memorization":
+        ns = cfg.vocab_size - cfg.noise_vocab_size - 1
+        n = ns - ns // 2
+        return n, f"1 of {n:,} values"
+    return None, "no chance level computed for this task"
+
+
+def answer_chance(task, params=None):
+    """The chance level of one scored answer where it differs from the task's over all its scored
+    positions (word problems: 1 / |G| per prefix product, their BOS aside), else ``chance``'s."""
+    if task == "word-problem":
+        from longsynth import registry
+        from longsynth.generators.word_problem import group_order, parse_group
+
+        return 1.0 / group_order(parse_group(registry.get(task).make_config(**(params or {})).group))
+    return chance(task, params)[0]
+
+
+def plateau(task, params=None):
+    """(level, name) of a known plateau a model sits on before it learns the task, or None:
+    MQAR's copy plateau, 1 / pairs (a value of the context, not its key's: docs/validation.md)."""
+    if task != "mqar":
+        return None
+    from longsynth import registry
+
+    cfg = registry.get(task).make_config(**(params or {}))
+    return 1.0 / cfg.num_kv_pairs, "the copy plateau"

@@ -10,7 +10,10 @@ Three tables, each entry citing its source (docs/models.md "Presets" says how th
 - ``ARCHITECTURES[(protocol, scale, model)]``: a built-in model's ``ModelConfig`` fields
   (the data's channels come from the ModelSpec), its learning rate and, where its layers
   match another column of the paper than the protocol's, the protocol of those ``figures``.
-- ``PAPER[protocol][column]``: the papers' test figures, per task for the atomic suite.
+- ``PAPER[protocol][column]``: the papers' test figures, per task for the atomic suite; a column's
+  key is the built-in that reproduces it, ``PAPER_NAMES[protocol][column]`` the row as the paper
+  names it and ``PAPER_FROM[protocol][column]`` where the figure comes from (``column_name``,
+  ``column_source``: what a report prints).
 
 ``protocol`` names: ``atomic`` (every atomic task, on-the-fly data), ``listops-subtrees``,
 ``pathfinder-seg-128`` / ``-256`` / ``-512``, ``lra-pathfinder`` (32 px), ``path-x``
@@ -236,7 +239,8 @@ _T1_512 = {  # Table 1's L = 512 columns (six DLR layers, two attention layers) 
     "attention-ff": (1, None, None, 1, .96, .32, 0, .64, .51, .05, None),
 }
 _T1_COLUMNS["attention-ff"] = (.69, None, None, 0, 0, .04, 0, 0, 0, 0, None)  # Table 4, one layer at L = 4096
-TABLE1 = "DLR paper Table 1 (R^2, single layers at L = 4096; dlr-6: six layers) and Table 4 (attention-ff)"
+TABLE1 = ("DLR paper Table 1 (validation R^2 at L = 4096: single layers, and six DLR layers) and Table 4 (ATTENTION "
+          "+ 2 FF)")
 
 
 def _by_task(columns):
@@ -276,6 +280,52 @@ PAPER_SOURCE = {
     "pathfinder-seg-512": "DLR paper Table 3 (macro F1 / macro accuracy)",
 }
 COLUMNS = ("dlr", "dss", "attention")  # the paper columns a report shows beside the user's model
+# The papers' own names of those columns, and where each figure comes from (each checked against the paper:
+# the DLR paper's Tables 1-4, the DSS paper's Table 1)
+_DLR_T1 = "DLR paper Table 1 (validation R^2; a table)"
+PAPER_NAMES = {
+    "atomic": {"dlr": "DLR (1 layer, L 2^12)", "dss": "DSS_EXP (1 layer, L 2^12)",
+               "attention": "ATTENTION (1 layer, L 2^12)", "dlr-6": "DLR (6 layers, L 2^12)",
+               "attention-ff": "ATTENTION + 2 FF (1 layer, L 2^12)"},
+    "atomic-512": {"dlr": "DLR (6 layers, L 2^9)", "dlr-6": "DLR (6 layers, L 2^9)",
+                   "attention": "ATTENTION (2 layers, L 2^9)", "attention-ff": "ATTENTION + 2 FF (2 layers, L 2^9)"},
+    **{name: {"dss": "DSS_EXP", "dlr": "DLR", "dlr-prod": "DLR-prod", "dlr-real": "DLR-R"} for name in SHIFT_LENGTHS},
+    "listops-subtrees": {"dlr": "DLR", "dss": "DSS_EXP"},
+    **{f"pathfinder-seg-{side}": {"dlr": "DLR", "dss": "DSS_EXP", "local-attention": "LOCALATTENTION"}
+       for side in (128, 256, 512)},
+    **{name: {"dss": "DSSexp"} for name in ("lra-listops", "lra-pathfinder", "path-x")},
+}
+PAPER_FROM = {
+    "atomic": {"dlr": _DLR_T1, "dss": _DLR_T1, "attention": _DLR_T1, "dlr-6": _DLR_T1,
+               "attention-ff": "DLR paper Table 4 (validation R^2; a table)"},
+    "atomic-512": {"dlr": _DLR_T1, "dlr-6": _DLR_T1, "attention": _DLR_T1,
+                   "attention-ff": "DLR paper Table 4 (validation R^2; a table)"},
+    **{name: {c: "DLR paper Table 2 (validation R^2; a table)" for c in PAPER[name]} for name in SHIFT_LENGTHS},
+    "listops-subtrees": {c: "DLR paper Table 3 (test token accuracy; a table)" for c in ("dlr", "dss")},
+    **{f"pathfinder-seg-{side}": {c: "DLR paper Table 3 (test macro F1 / macro accuracy; a table)"
+                                  for c in ("dlr", "dss", "local-attention")} for side in (128, 256, 512)},
+    **{name: {"dss": "DSS paper Table 1 (a table)"} for name in ("lra-listops", "lra-pathfinder", "path-x")},
+}
+DEFAULT_NAMES = {"dlr": "DLR", "dss": "DSS_EXP", "attention": "ATTENTION"}  # a column no protocol here has
+
+
+def column_name(protocol, column):
+    """The paper's name of a column of a protocol's figures (the attention column of a protocol
+    without one: its LOCALATTENTION), else a generic one."""
+    names = PAPER_NAMES.get(protocol, {})
+    if column == "attention" and "attention" not in PAPER.get(protocol, {}) and "local-attention" in names:
+        column = "local-attention"
+    return names.get(column) or DEFAULT_NAMES.get(column, column)
+
+
+def column_source(protocol, column):
+    """Where a column's figure of a protocol comes from: paper, table or figure, and whether it
+    was read off a plot (None where the protocol has no figure there)."""
+    if column == "attention" and "attention" not in PAPER.get(protocol, {}):
+        column = "local-attention"
+    if column not in PAPER.get(protocol, {}):
+        return None
+    return PAPER_FROM.get(protocol, {}).get(column) or PAPER_SOURCE.get(protocol)
 
 
 def paper_split(protocol):
@@ -355,6 +405,8 @@ PROTOCOLS.update(_field.PROTOCOLS)
 ARCHITECTURES.update(_field.ARCHITECTURES)
 PAPER.update(_field.PAPER)
 PAPER_SOURCE.update(_field.PAPER_SOURCE)
+PAPER_NAMES.update(_field.PAPER_NAMES)
+PAPER_FROM.update(_field.PAPER_FROM)
 SUITES.update(_field.SUITES)
 
 
@@ -436,6 +488,10 @@ for _proto, _figs in {"lra-listops": (.5960, .6047, .6220), "lra-pathfinder": (.
                       "path-x": (.9635, .9195, .9276)}.items():
     for _model, _v in zip(("s4", "s4d", "essm"), _figs):
         PAPER[_proto][_model] = {"accuracy": _v}
+    PAPER_NAMES[_proto].update({"s4": "S4", "s4d": "S4D", "essm": "eSSM"})
+    PAPER_FROM[_proto].update({"s4": "S4 paper Table 4 (updated results; a table)",
+                               "s4d": "eSSM paper Table 2 (its S4D row, citing the S4D paper; a table)",
+                               "essm": "eSSM paper Table 2 (a table)"})
     PAPER_SOURCE[_proto] += "; S4 paper Table 4 (S4, updated results); eSSM paper Table 2 (S4D, eSSM)"
 EXTRA_COLUMNS = ("s4", "s4d", "essm")  # shown after COLUMNS in a report whose protocols have their figures
 
@@ -447,3 +503,36 @@ for _proto in _S4_LRA:
         _row = ARCHITECTURES[(_proto, _scale, "dss")]
         ARCHITECTURES[(_proto, _scale, "dss")] = dict(_row, arch=dict(_row["arch"], init="skew-hippo"),
                                                       source=_row["source"] + "; DSS_exp with the Skew-HiPPO init")
+
+# ----------------------------------------------------------------- newer baselines (docs/models.md)
+# deltanet(-signed): fla's DeltaNet LM as Grazzi et al. train it (automl/unlocking_state_tracking
+# xlstm/experiments/parity_delta_net.yaml, parity_delta_net_2.yaml; main.py 113-121): two blocks of
+# RMSNorm, DeltaNet (4 heads, short convs of 4), RMSNorm and SwiGLU MLP; width 128 (64 at tiny scale);
+# sigmoid_scale 1 or 2. s6-nogate, s4d-nogate: Mamba Table 1's "No gate" rows, the s6 and s4d presets
+# of selective copying with the block's gate dropped. base-conv, hyena, h3: zoology's Figure 2
+# LanguageModel with its mixer (configs.py 62-89, 138-146), as zoology-attention's rows.
+for _name, _ in SUITES["state-tracking"]:
+    for _scale, _H in (("paper", 128), ("tiny", 64)):
+        _lr = PROTOCOLS[(_name, _scale)]["lr"]
+        for _model, _signed, _column in (("deltanet", False, "deltanet [0,1]"), ("deltanet-signed", True,
+                                                                                  "deltanet [-1,1]")):
+            ARCHITECTURES[(_name, _scale, _model)] = dict(
+                arch=dict(layer="deltanet", H=_H, n_layers=2, prenorm=True, norm="rms", mlp="swiglu", heads=4,
+                          d_conv=4, chunk=64, signed=_signed), lr=_lr, column=_column,
+                source=f"fla's DeltaNet as Grazzi et al. run it (parity_delta_net{'_2' if _signed else ''}.yaml: "
+                       f"2 layers, 4 heads, sigmoid_scale {2 if _signed else 1}), width {_H}, lr {_lr:g}")
+for _scale in ("paper", "tiny"):
+    for _model, _base, _column in (("s6-nogate", "s6", "s6 no gate"), ("s4d-nogate", "s4d", "s4 no gate")):
+        _row = ARCHITECTURES[("selective-copying", _scale, _base)]
+        ARCHITECTURES[("selective-copying", _scale, _model)] = dict(
+            _row, arch=dict(_row["arch"], layer=_base, no_gate=True, glu=False), column=_column,
+            source=f"{_row['source']}; Mamba Table 1's \"No gate\" block around {_base}")
+for (_name, _scale), _row in list(PROTOCOLS.items()):
+    if _row["task"] == "mqar":
+        _H, _L = (64 if _scale == "tiny" else 128), _row["data"]["input_seq_len"]
+        for _model, _key in (("base-conv", "base_conv"), ("hyena", "hyena"), ("h3", "h3")):
+            ARCHITECTURES[(_name, _scale, _model)] = dict(
+                arch=dict(d_model=_H, n_layers=2, max_position_embeddings=0, sequence_mixer=_model, l_max=_L),
+                lr=_row["lr"], **({"column": f"{_key} (d 64)"} if _scale == "tiny" else {}),
+                source=f"zoology's Figure 2 {_key} model (configs.py 62-89, 138-146; models_ref/zoology_mixers.py), "
+                       f"two blocks of width {_H} unless the grid sets it, lr {_row['lr']:g} ({_row['source']})")

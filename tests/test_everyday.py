@@ -23,7 +23,7 @@ def test_evaluate_plans_up_front_and_says_when_it_resumes(tmp_path):
     out = tmp_path / "rep"
     r = invoke("evaluate", "dlr", "--suite", "cumsum,select", "--steps", "2", "--threads", "2", "--out", out)
     assert r.exit_code == 0, r.output
-    assert "plan: 2 run(s) on 2 task(s), 4 training steps in all, one after another on cpu" in r.output
+    assert "plan: 2 runs on 2 tasks, 4 training steps in all, one after another on cpu" in r.output
     assert re.search(r"\[1/2\] cumsum lr 0.002 seed 0: test r2 -?\d\.\d{4} \(\d+ s\); about \d+ s left for the other "
                      r"1 run\(s\)", r.output), r.output
     rep = json.loads((out / "report.json").read_text())
@@ -33,10 +33,10 @@ def test_evaluate_plans_up_front_and_says_when_it_resumes(tmp_path):
     os.remove(metrics)
     r = invoke("evaluate", "dlr", "--suite", "cumsum,select", "--steps", "2", "--out", out)
     assert r.exit_code == 0, r.output
-    assert "1 of 2 runs already finished" in r.output and "plan: 1 run(s) on 1 task(s), 2 training steps" in r.output
+    assert "1 of 2 runs already finished" in r.output and "plan: 1 run on 1 task, 2 training steps" in r.output
     assert f"resuming {os.path.dirname(metrics)}/checkpoints/last.pt at step 2 of 2" in r.output
     r = invoke("evaluate", "dlr", "--suite", "cumsum,select", "--steps", "2", "--out", out)
-    assert r.exit_code == 0 and "plan:" not in r.output, r.output  # not "plan: 0 run(s) on 0 task(s)"
+    assert r.exit_code == 0 and "plan:" not in r.output, r.output  # not "plan: 0 runs on 0 tasks"
     assert f"all 2 run(s) already finished in {out}; nothing to train: the report is rebuilt" in r.output
 
 
@@ -104,10 +104,14 @@ def test_the_report_text_is_made_from_the_numbers_of_its_table():
     rep = Report(identity={"model": "/home/me/models/mygru.py:build", "sha256": None}, suite="cumsum", scale="tiny",
                  settings={"seeds": 1}, runs=[_run("cumsum", 0.7, figures)])
     (row,) = rep.rows()
-    # a column the table shows, read on validation as Table 1's figures are
-    assert row["verdict"] == "validation 0.700: -0.10 against the paper's best (attention 0.80)"
+    # read on validation as Table 1's figures are; 100 of the tiny protocol's 600 steps is no verdict
+    assert row["verdict"] == "validation 0.700: budget cut to 17% of the protocol's 600 steps: not a verdict"
+    # the figures are the tables' own (models_ref/presets.py), whatever copy a certificate carries, each
+    # named as the paper names it
+    assert row["paper"] == {"dlr": 1, "dss": 1, "attention": 1} and row["paper_names"]["dlr"] == "DLR (1 layer, L 2^12)"
     md = rep.to_markdown()
-    assert "0.99" not in md and "cumsum at L = 512, 100 steps" in md and "600 steps" not in md
+    tiny = next(line for line in md.splitlines() if line.startswith("The tiny scale"))
+    assert "0.99" not in md and "cumsum at L = 512, 100 steps" in tiny and "600 steps" not in tiny
     assert rep.table().splitlines()[0].split()[2] == "mygru.py:build"  # the name, not the path's tail
 
 

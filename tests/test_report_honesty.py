@@ -1,0 +1,229 @@
+"""A report read without the docs must not mislead (docs/evaluate.md, "Reading a report"): a run cut
+short is not a verdict, chance and known plateaus are said and drawn, an incomparable task stays out of
+the means with its caveat beside it, every paper column carries its paper's name and source, and no
+title holds the path of the user's machine."""
+import json
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from longsynth.models_ref import field, presets  # noqa: E402
+from longsynth.models_ref.report import Report  # noqa: E402
+
+
+def _cert(protocol, acc, *, scale="tiny", steps=None, protocol_steps=None, task=None, count=1024, width=None):
+    """A finished run's certificate as the harness writes it, with what a report reads."""
+    row = presets.PROTOCOLS[(protocol, scale)]
+    protocol_steps = protocol_steps or row["steps"]
+    steps = protocol_steps if steps is None else steps
+    return {"task": task or row["task"], "family": "tokens", "protocol": protocol, "model": "m", "scale": scale,
+            "lr": row["lr"], "weight_decay": None, "width": width, "seed": 0, "primary_metric": "accuracy",
+            "best": {"accuracy": acc}, "test": {"accuracy": acc, "exact": {"accuracy": acc, "count": count}},
+            "paper_columns": presets.PAPER.get(protocol, {}), "wall_time_s": 1.0, "train_tokens_per_s": 1.0,
+            "spec": {"seq_len": 64}, "steps": steps, "data": {"params": dict(row["data"])},
+            "schedule": {"steps": steps, "protocol": {"steps": protocol_steps}}}
+
+
+def _report(runs, model="m", suite="s", sha=None):
+    return Report(identity={"model": model, "sha256": sha}, suite=suite, scale="tiny", settings={}, runs=runs)
+
+
+def _close(fig):
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- budgets, chance, plateaus
+
+
+def test_a_run_cut_short_with_steps_is_not_a_verdict_and_never_differs():
+    """s6 at 200 of the tiny protocol's 2,000 steps on selective copying: 0.078, chance 1/14."""
+    rep = _report([_cert("selective-copying", 0.078, steps=200)], model="s6")
+    (row,) = rep.rows()
+    assert row["budget"] == pytest.approx(0.1) and row["protocol_steps"] == 2000
+    assert row["verdict"].startswith("budget cut to 10% of the protocol's 2,000 steps: not a verdict")
+    assert "at chance (0.07)" in row["verdict"]
+    md, text = rep.to_markdown(), rep.table()
+    assert "**Budget cut**: selective-copying trained 200 of its protocol's 2,000 steps (10%)" in md
+    for shown in (md, text, json.dumps(rep.to_json()["rows"])):
+        assert "not a verdict" in shown and "differs" not in shown
+    fig = rep.figure()
+    try:
+        assert "not a verdict" in fig.axes[0].get_yticklabels()[0].get_text()
+    finally:
+        _close(fig)
+    # the same figure over the whole budget is a verdict, at chance; far from it and from the paper: differs
+    full = _report([_cert("selective-copying", 0.078)], model="s6").rows()[0]["verdict"]
+    assert full.startswith("at chance (0.07); the paper's Mamba (Mamba arch., S6 layer): 1.00")
+    assert "differs" not in full and "not a verdict" not in full
+    half = _report([_cert("selective-copying", 0.5)], model="s6").rows()[0]["verdict"]
+    assert half == "differs from the paper's Mamba (Mamba arch., S6 layer): 1.00"
+
+
+def test_evaluate_with_fewer_steps_than_the_protocol_reports_no_verdict(tmp_path):
+    import torch
+
+    import longsynth
+
+    def factory(spec):
+        return torch.nn.Linear(spec.d_input, spec.d_output)
+
+    rep = longsynth.evaluate(factory, "cumsum", out=str(tmp_path / "r"), steps=3, progress=False)
+    verdict = json.loads((tmp_path / "r" / "report.json").read_text())["rows"][0]["verdict"]
+    assert verdict.startswith("validation ") and "budget cut to 0.5% of the protocol's 600 steps: not a verdict" \
+        in verdict
+    assert "differs" not in (tmp_path / "r" / "report.md").read_text() and rep.rows()[0]["chance"] == 0.0
+
+
+def test_mqar_on_its_copy_plateau_says_so_rather_than_differs():
+    verdict = _report([_cert("mqar-64", 0.253, width=64)], model="dlr").rows()[0]["verdict"]
+    assert verdict.startswith("on the copy plateau (0.25") and "differs" not in verdict
+    verdict = _report([_cert("mqar-64", 0.60, width=64)], model="dlr").rows()[0]["verdict"]
+    assert verdict.startswith("-0.38 against the paper's best (Attention (every width): 0.98)")
+
+
+@pytest.mark.parametrize("protocol, level", [("selective-copying", 1 / 14), ("mqar-64", 1 / 64), ("parity", 1 / 2),
+                                             ("modular-arithmetic", 1 / 5), ("h3-recall", 1 / 4),
+                                             ("mad-selective-copying", 1 / 14)])
+def test_chance_is_in_the_json_the_markdown_and_drawn_as_a_line(protocol, level):
+    rep = _report([_cert(protocol, 0.9, width=64 if protocol == "mqar-64" else None)])
+    (row,) = rep.to_json()["rows"]
+    assert row["chance"] == pytest.approx(level) and row["chance_why"]
+    md = rep.to_markdown()
+    head, cells = [line for line in md.splitlines() if line.startswith("| ")][:2]
+    assert head.split(" | ")[3] == "chance" and cells.split(" | ")[3] == f"{level:.3f}"
+    fig = rep.figure()
+    try:
+        lines = [c for c in fig.axes[0].collections if str(c.get_label()).startswith("chance")]
+        assert len(lines) == 1
+        # one dashed line across the row's bars at its chance level (MAD: its task score, then their mean)
+        segments = lines[0].get_segments()
+        assert len(segments) == (2 if protocol in field.GROUPS else 1)
+        assert all(x == pytest.approx(level) for segment in segments for x, _ in segment)
+    finally:
+        _close(fig)
+
+
+def test_the_lengths_figure_draws_the_chance_of_one_answer():
+    cert = {**_cert("word-problem-a5", 0.26), "depth": 1,
+            "test": {"accuracy": 0.26, "by_position": {"0": {"accuracy": 1.0, "count": 8},
+                                                       "4": {"accuracy": 0.02, "count": 8}}}}
+    rep = _report([cert], model="gru")
+    (row,) = rep.rows()
+    assert row["chance"] == pytest.approx((1 + 8 / 60) / 9)  # BOS right, each of 8 products 1 of 60
+    fig = rep.lengths_figure()
+    try:
+        chance = [ln for ln in fig.axes[0].lines if str(ln.get_label()).startswith("chance")]
+        assert len(chance) == 1 and chance[0].get_ydata()[0] == pytest.approx(1 / 60)
+    finally:
+        _close(fig)
+
+
+# ---------------------------------------------------------------- MAD: an incomparable task, paper bars
+
+
+def _mad(scores):
+    return [_cert(task, acc) for task, acc in scores.items()]
+
+
+def test_the_mad_mean_leaves_compression_out_and_the_report_says_why():
+    scores = {"mad-recall": 0.9, "mad-noisy-recall": 0.8, "mad-fuzzy-recall": 0.2, "mad-selective-copying": 0.5,
+              "mad-compression": 1.0, "mad-memorization": 0.7}
+    rep = _report(_mad(scores), suite="mad")
+    summary = {s["group"]: s for s in rep.summary()}
+    fair = [v for t, v in scores.items() if t != "mad-compression"]
+    assert summary["mean"]["score"] == pytest.approx(sum(fair) / 5) and summary["mean"]["tasks"] == 5
+    assert summary["mean"]["excluded"] == ["mad-compression"] and summary["mad-compression"]["caveat"]
+    # the papers' mean is taken over the same five tasks; their own six-task MAD score is said beside it
+    t = {g: field.GROUP_PAPER[g]["transformer"] for g in scores if g != "mad-compression"}
+    assert summary["mean"]["paper"]["transformer"] == pytest.approx(sum(t.values()) / 5)
+    md = rep.to_markdown()
+    assert "| mad-compression (not comparable: see Caveats; not in the mean) | 1 of 11 |" in md
+    assert "| mean of 5 task(s) (mad-compression apart) | 5 of 55 |" in md
+    caveats = md.split("## Caveats")[1]
+    assert "AutoEncoder" in caveats and "position-wise copy" in caveats
+    assert "fewer settings than MAD averages" in md and "mad-recall 1 of 11" in md
+    text = rep.table()
+    assert "MAD score: mean over the 5 comparable task(s) here (mad-compression apart: not comparable)" in text
+    assert "[not comparable with the paper's" in text.split("task score mad-compression")[1].splitlines()[0]
+
+
+def test_the_mad_figure_draws_the_papers_task_scores_and_chance():
+    rep = _report(_mad({"mad-recall": 0.9, "mad-compression": 1.0}), suite="mad")
+    fig = rep.figure()
+    try:
+        ax = fig.axes[0]
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        assert labels[0].startswith("mad-recall\n(1 of MAD's 11 settings)")
+        assert "not comparable" in labels[1] and labels[2].startswith("mean of 1 task(s)")
+        bars = {c.get_label(): c for c in ax.containers}
+        for name in field.GROUP_NAMES.values():  # every paper column drawn, as many bars as task scores
+            assert len(bars[f"paper: {name}"]) == 3
+        assert bars["paper: Transformer"][0].get_width() == pytest.approx(.941)
+        (chance,) = [c for c in ax.collections if str(c.get_label()).startswith("chance")]
+        assert len(chance.get_segments()) == 3
+    finally:
+        _close(fig)
+
+
+# ---------------------------------------------------------------- the papers' names and sources
+
+
+def test_every_paper_column_has_its_papers_name_and_a_source():
+    for protocol, figures in presets.PAPER.items():
+        for column in figures:
+            assert presets.PAPER_NAMES[protocol][column], (protocol, column)
+            source = presets.column_source(protocol, column)
+            assert source and ("a table" in source or "read off the plot (+-0.03)" in source), (protocol, column)
+
+
+def test_columns_are_named_as_the_papers_name_the_row_with_their_sources():
+    rep = _report([_cert("selective-copying", 0.998), _cert("parity", 0.51)], model="s6")
+    md = rep.to_markdown()
+    head = md.split("\n| task")[1].splitlines()[0]
+    assert "paper: Mamba (Mamba arch., S6 layer)" in head and "paper: Mamba [0, 1]" in head
+    assert "paper: Hyena (H3 arch., Hyena layer)" in head and "paper: Mamba arch., Hyena layer" in head
+    assert "paper: s6" not in head and "paper: hyena" not in head
+    assert "Mamba paper Table 1 (a table)" in md and "Grazzi et al. Table 3" in md
+    rows = {r["task"]: r for r in rep.rows()}
+    # the built-in s6 is judged against its own column in each paper, under that paper's name
+    assert rows["selective-copying"]["verdict"] == "consistent with the paper's Mamba (Mamba arch., S6 layer): 1.00"
+    assert rows["parity"]["verdict"] == "at chance (0.50); consistent with the paper's Mamba [0, 1]: 0.50"
+    assert rows["selective-copying"]["paper_names"]["hyena"] == "Hyena (H3 arch., Hyena layer)"
+    columns = rep.to_json()["paper_columns"]
+    assert {"column": "s6", "name": "Mamba [0, 1]", "source": presets.PAPER_FROM["parity"]["s6"]} in columns
+    assert all(c["name"] and c["source"] for c in columns)
+    mqar = _report([_cert("mqar-64", 0.99, width=64)], model="attention").to_markdown()
+    assert "Attention (every width), H3, d_model 64" in mqar and "read off the plot (+-0.03)" in mqar
+
+
+def test_the_corrected_paper_figures():
+    """Mamba Table 1: the Hyena model (H3 arch., Hyena layer) 30.1, Mamba arch. with Hyena 28.4, H3 with S6
+    99.7; Table 11: Hyena is perfect at 2^9 and 44.1% at 2^10."""
+    copying = presets.PAPER["selective-copying"]
+    assert copying["hyena"]["accuracy"] == .301 and copying["mamba hyena"]["accuracy"] == .284
+    assert copying["h3 s6"]["accuracy"] == .997 and copying["s6"]["accuracy"] == .998
+    assert "Hyena 100% at 2^9, 44.1% at 2^10" in presets.PAPER_SOURCE["induction-heads"]
+
+
+# ---------------------------------------------------------------- no path of the user's machine
+
+
+def test_titles_and_headers_name_the_file_and_its_hash_not_its_path():
+    path = "/home/someone/private/tinytf.py:build"
+    cert = {**_cert("parity", 0.9), "model": path,
+            "test": {"accuracy": 0.9, "by_length": {"20": {"accuracy": 0.9, "count": 4}}}}
+    rep = _report([cert], model=path, sha="1a2b3c4d" + "0" * 56)
+    assert rep.name == "tinytf.py:build (sha256 1a2b3c4d)"
+    md = rep.to_markdown()
+    assert md.splitlines()[0] == "# `tinytf.py:build (sha256 1a2b3c4d)` on `s` (tiny scale)"
+    assert "/home/someone" not in md and "/home/someone" not in rep.table()
+    for fig in (rep.figure(), rep.lengths_figure()):
+        try:
+            texts = [fig.axes[0].get_title()] + [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+            assert not any("/home/someone" in t for t in texts) and any("tinytf.py:build" in t for t in texts)
+        finally:
+            _close(fig)
+    assert _report([_cert("parity", 0.9)], model="gru").name == "gru"  # a built-in keeps its name
