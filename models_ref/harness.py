@@ -27,6 +27,7 @@ from longsynth import plot, registry
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
 from longsynth.models_ref import factories
+from longsynth.models_ref.report import display_name
 from longsynth.models_ref.presets import PAPER_SOURCE, TOLERANCE, own_figures, paper_figures, paper_split
 from longsynth.models_ref.protocol import (manifest_digest, on_the_fly_sources, protocol_for_dataset, resolve,
                                            longest_test_input, stored_sources, test_set_sources)
@@ -397,7 +398,8 @@ def _write_certificate(out, res, p, out_dir):
 def _write_files(out, res, p, out_dir):
     out_dir.write_json("history.json", res["history"], indent=None)
     out_dir.save_png("curves.png", curves(res["history"], out["primary_metric"], None,
-                                          f"{out['task']} / {out['model']} / {out['scale']}"), plot.DPI)
+                                          f"{out['task']} / {display_name(out['model_identity'])} / {out['scale']}"),
+                      plot.DPI)
     if out["task"] == "pathfinder-seg":
         xv, yv = p.sources[1]()[0][:2]
         model = res["model"]

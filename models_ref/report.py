@@ -141,6 +141,17 @@ def display_name(identity):
     return f"{model} (sha256 {sha[:8]})" if isinstance(sha, str) and sha else model
 
 
+def _shared(run):
+    """A run's record as a shared report holds it: the model by ``display_name``, never the path
+    of the user's machine (the run folder's own metrics.json keeps it)."""
+    ident = run.get("model_identity") if isinstance(run.get("model_identity"), dict) else {"model": run.get("model")}
+    name = display_name({"model": ident.get("model") or run.get("model"), "sha256": None})
+    out = {**run, "model": name, "model_identity": {**ident, "model": name}}
+    if isinstance(run.get("model_config"), dict) and "model" in run["model_config"]:  # a user's model's config
+        out["model_config"] = {**run["model_config"], "model": name}
+    return out
+
+
 def _figures(run):
     """{column: {metric: value}} of the papers for a run: the current tables (models_ref/presets.py,
     field.py), so that a report rebuilt from finished runs carries the corrected figures; the
@@ -632,12 +643,13 @@ class Report:
 
     def to_json(self):
         rows = self.rows()
-        return {"model": self.identity, "name": self.name, "suite": self.suite, "scale": self.scale,
+        return {"model": {**self.identity, "model": display_name({"model": self.identity.get("model")})},
+                "name": self.name, "suite": self.suite, "scale": self.scale,
                 "settings": self.settings, "rows": rows, "summary": self.summary(),
                 "paper_columns": [{"column": c, "name": n, "source": next(
                     (r["paper_sources"][c] for r in rows if r["paper_names"].get(c) == n), None)}
                     for c, n in self.headers(rows)],
-                "runs": self.runs}
+                "runs": [_shared(r) for r in self.runs]}
 
     def _bars(self):
         """(items, headers) the figure draws: one item per row, or for a suite scored by task
