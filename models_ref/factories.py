@@ -5,10 +5,12 @@ A factory is ``factory(spec: longsynth.ModelSpec) -> torch.nn.Module`` (docs/eva
 
 - a built-in name (``dlr``, ``dss``, ``s4``, ``s4d``, ``essm`` and the DLR paper's baselines
   ``attention``, ``attention-ff``, ``local-attention``, ``dlr-prod``, ``dlr-real``, ``dlr-6``, and
-  the recurrent ``s6`` (Mamba), ``s6-signed``, ``gru``): the reference model stack with the preset of
-  ``presets.architecture`` for the spec's protocol and scale (the recurrent ones run causal on every
-  protocol: they have no bidirectional form); ``zoology-attention``, zoology's Figure 2 attention
-  model (models_ref/zoology.py), on the ``mqar`` protocols only;
+  the recurrent ``s6`` (Mamba), ``s6-signed``, ``gru``, ``deltanet``, ``deltanet-signed``, and Mamba
+  Table 1's "No gate" blocks ``s6-nogate``, ``s4d-nogate``): the reference model stack with the preset
+  of ``presets.architecture`` for the spec's protocol and scale (the recurrent ones and the "No gate"
+  blocks run causal on every protocol: they have no bidirectional form); ``zoology-attention``,
+  zoology's Figure 2 attention model (models_ref/zoology.py), and the same LanguageModel with Figure 2's
+  ``base-conv``, ``hyena``, ``h3`` mixers (models_ref/zoology_mixers.py), on the ``mqar`` protocols only;
 - ``path/to/file.py:function``: a function in a Python file (the user's code, run as the
   user asked);
 - ``package.module:function``: a function of an importable module.
@@ -59,7 +61,7 @@ class Reference:
             arch["H"] = spec.d_model
         if spec.n_layers is not None:  # a point of its depth grid (word problems)
             arch["n_layers"] = spec.n_layers
-        bidirectional = not spec.causal and arch["layer"] in BIDIRECTIONAL
+        bidirectional = not spec.causal and arch["layer"] in BIDIRECTIONAL and not arch.get("no_gate")
         return ModelConfig(bidirectional=bidirectional, **io, **arch)
 
     def lr(self, spec):
@@ -73,7 +75,9 @@ class Zoology(Reference):
     """``zoology-attention``: zoology's Figure 2 model (models_ref/zoology.py), not the reference stack.
     Its preset (models_ref/field.py) fixes two one-head blocks and the position table; the width is
     the protocol's grid point (``spec.d_model``) where it sets one. Causal token protocols only: the
-    head is tied to the word embeddings, so the logits are the vocabulary."""
+    head is tied to the word embeddings, so the logits are the vocabulary. ``base-conv``, ``hyena``,
+    ``h3``: the same model with Figure 2's mixer (its preset's ``sequence_mixer``, no position table,
+    the mixers' ``l_max`` the input length)."""
 
     def config(self, spec):
         row = self.preset(spec)  # refuses, in one line, a protocol without a preset (every non-mqar one)
@@ -85,9 +89,10 @@ class Zoology(Reference):
             arch["d_model"] = spec.d_model
         if spec.n_layers is not None:
             arch["n_layers"] = spec.n_layers
-        if spec.longest > arch["max_position_embeddings"]:
-            raise LongsynthError(f"model: {self.name} has {arch['max_position_embeddings']} positions, "
-                                 f"{spec.protocol} feeds {spec.longest}")
+        longest = arch["l_max"] if arch.get("sequence_mixer", "attention") != "attention" else (
+            arch["max_position_embeddings"])
+        if spec.longest > longest:
+            raise LongsynthError(f"model: {self.name} has {longest} positions, {spec.protocol} feeds {spec.longest}")
         return ZoologyConfig(vocab_size=spec.vocab_size, **arch)
 
     def __call__(self, spec):
@@ -96,8 +101,10 @@ class Zoology(Reference):
 
 BUILTIN = {name: Reference(name) for name in ("dlr", "dss", "s4", "s4d", "essm", "dlr-prod", "dlr-real", "dlr-6",
                                                "dlr-d1", "attention", "attention-ff", "local-attention", "s6",
-                                               "s6-signed", "gru")}
-BUILTIN["zoology-attention"] = Zoology("zoology-attention")
+                                               "s6-signed", "gru", "deltanet", "deltanet-signed", "s6-nogate",
+                                               "s4d-nogate")}
+for _name in ("zoology-attention", "base-conv", "hyena", "h3"):
+    BUILTIN[_name] = Zoology(_name)
 
 
 def _sha256(path):

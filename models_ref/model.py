@@ -10,7 +10,8 @@ A block (S4-style): z = layer(norm(x) if prenorm else x); z = dropout(z); x = x 
 x = norm(x) if post-norm. With ``glu`` the layer's output Linear(H, H) becomes
 Linear(H, 2H) + GLU (the official ``postact: glu``; kernel.py). The norm is LayerNorm over
 H per position, or BatchNorm per channel over batch and positions (S4's `norm: batch`,
-which its LRA Pathfinder setting uses).
+which its LRA Pathfinder setting uses), or RMSNorm (``norm="rms"``, fla's DeltaNet blocks). With ``mlp``
+("swiglu", fla's DeltaNetBlock) a second residual sublayer follows: x = x + MLP(norm2(x)) (prenorm).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from torch.utils.checkpoint import checkpoint
 
 from longsynth.errors import LongsynthError
 from longsynth.models_ref.layers.attention import Attention
+from longsynth.models_ref.layers.deltanet import DeltaNet, SwiGLU
 from longsynth.models_ref.layers.dlr import DLR, DLRReal
 from longsynth.models_ref.layers.dss import INITS as DSS_INITS
 from longsynth.models_ref.layers.dss import DSSExp
@@ -31,13 +33,15 @@ from longsynth.models_ref.layers.essm import ESSM
 from longsynth.models_ref.layers.gru import GRU
 from longsynth.models_ref.layers.s4 import S4
 from longsynth.models_ref.layers.kernel import SKIPS
+from longsynth.models_ref.layers.nogate import S4DNoGate
 from longsynth.models_ref.layers.s4d import INITS, S4D
 from longsynth.models_ref.layers.s6 import S6
 
-LAYERS = ("dlr", "dss", "s4", "s4d", "essm", "dlr-real", "attention", "local-attention", "s6", "gru")
-RECURRENT = ("s6", "gru")  # run left to right only, with their own output gate: no bidirectional, glu or skip
+LAYERS = ("dlr", "dss", "s4", "s4d", "essm", "dlr-real", "attention", "local-attention", "s6", "gru", "deltanet")
+RECURRENT = ("s6", "gru", "deltanet")  # run left to right only, with their own output: no bidirectional, glu or skip
 KERNELS = ("real", "prod")
-NORMS = ("layer", "batch")
+NORMS = ("layer", "batch", "rms")
+MLPS = (None, "swiglu")
 
 
 @dataclass
@@ -49,8 +53,9 @@ class ModelConfig:
     n_layers: int = 1
     layer: str = "dlr"  # "dlr" | "dss" | "s4" | "s4d" | "essm" | "dlr-real" | "attention" | "local-attention"
     #                     | "s6" (Mamba; N its d_state, chunk its scan chunk) | "gru"
+    #                     | "deltanet" (heads its heads, d_conv its short convolutions, chunk its chunk length)
     kernel: str = "real"  # DLR kernel cast: "real" (Re K) | "prod" (Re K * Im K)
-    bidirectional: bool = False  # all layers but dss, s6 and gru; attention: not causal
+    bidirectional: bool = False  # all layers but dss, s6, gru, deltanet and no_gate; attention: not causal
     max_kernel_length: int | None = None
     dt_min: float = 5e-4
     dt_max: float = 5e-1
@@ -61,17 +66,21 @@ class ModelConfig:
     dropout: float = 0.0
     chunk: int | None = None  # kernel chunk length (None: automatic)
     norm: str = "layer"  # "layer": LayerNorm over H per position | "batch": BatchNorm over (B, L) per channel
+    #                      | "rms": RMSNorm over H per position, eps 1e-6 (fla's DeltaNet blocks)
     init: str = "legs"  # s4d: "legs" (S4D-LegS) | "lin" (S4D-Lin); dss: "lin" | "skew-hippo" ("legs" = "lin" for dss)
     skip: str = "learned"  # D u: D learned from N(0, 1) (the official code) | "one": D = 1 (the DLR paper's prose)
-    heads: int = 1  # essm only: s, the number of diagonal blocks (heads); divides H
+    heads: int = 1  # essm: s, the number of diagonal blocks (heads); deltanet: its heads; divides H
     attention_heads: int = 4  # attention heads (the paper's ATTENTION block: 4)
     attention_chunk: int = 1024  # local-attention: chunk length (the paper's LOCALATTENTION: 1024)
     ff_layers: int = 0  # attention only: feed-forward sublayers inside each block (Table 4's ATTENTION + 2xFF: 2)
     ff_width: int = 2048  # their hidden width
-    expand: int = 2  # s6 only: E, the inner width E H (Mamba's expand)
-    d_conv: int = 4  # s6 only: taps of the causal depthwise convolution
+    expand: int = 2  # s6 (and s4d with no_gate): E, the inner width E H (Mamba's expand)
+    d_conv: int = 4  # s6, s4d with no_gate, deltanet: taps of the causal depthwise convolution(s)
     dt_rank: int | None = None  # s6 only: rank R of Delta's projection (None: ceil(H / 16), Mamba's "auto")
-    signed: bool = False  # s6 only: Abar = 2 exp(Delta A) - 1 in (-1, 1] (Grazzi et al. 2025; built-in s6-signed)
+    signed: bool = False  # s6: Abar = 2 exp(Delta A) - 1 in (-1, 1] (Grazzi et al. 2025; built-in s6-signed);
+    #                       deltanet: beta = 2 sigmoid in [0, 2], eigenvalues in [-1, 1] (built-in deltanet-signed)
+    no_gate: bool = False  # s6, s4d: Mamba Table 1's "No gate" block around the SSM (built-ins s6-nogate, s4d-nogate)
+    mlp: str | None = None  # "swiglu": a second prenorm sublayer per block, fla's DeltaNetMLP (built-in deltanet)
 
     def __post_init__(self):
         if self.layer not in LAYERS:
@@ -99,15 +108,23 @@ class ModelConfig:
             raise LongsynthError(f"ff_layers: the feed-forward sublayers are attention's (Table 4), not {self.layer}'s")
         if self.layer in RECURRENT:
             why = {"bidirectional": "is causal only: its recurrence runs left to right",
-                   "glu": "has no output Linear to gate" if self.layer == "gru" else "gates its output by SiLU(z)",
-                   "skip": "has no D u skip" if self.layer == "gru" else "learns D from 1 (Mamba's)"}
+                   "glu": {"gru": "has no output Linear to gate", "s6": "gates its output by SiLU(z)"}.get(
+                       self.layer, "ends in its own RMSNorm and W_o"),
+                   "skip": "learns D from 1 (Mamba's)" if self.layer == "s6" else "has no D u skip"}
             for name, off in (("bidirectional", False), ("glu", False), ("skip", "learned")):
                 if getattr(self, name) != off:
                     raise LongsynthError(f"{name}: {self.layer} {why[name]} (docs/models.md); use {name}={off!r}")
         if self.dt_rank is not None and self.dt_rank < 1:
             raise LongsynthError(f"dt_rank: must be >= 1 or None (ceil(H / 16)), got {self.dt_rank}")
-        if self.signed and self.layer != "s6":
-            raise LongsynthError(f"signed: the signed transition is s6's, not {self.layer}'s")
+        if self.signed and self.layer not in ("s6", "deltanet"):
+            raise LongsynthError(f"signed: the signed transition is s6's and deltanet's, not {self.layer}'s")
+        if self.no_gate and self.layer not in ("s6", "s4d"):
+            raise LongsynthError(f"no_gate: Mamba's \"No gate\" block is around s6 or s4d, not {self.layer}")
+        if self.no_gate and self.layer == "s4d" and (self.bidirectional or self.glu or self.skip != "learned"):
+            raise LongsynthError("no_gate: the \"No gate\" block is causal and ends in its own W_out; use "
+                                 "bidirectional=False, glu=False, skip='learned' (docs/models.md)")
+        if self.mlp not in MLPS:
+            raise LongsynthError(f"mlp: must be one of {MLPS}, got {self.mlp!r}")
         if self.heads < 1 or self.H % self.heads:
             raise LongsynthError(f"heads: must be >= 1 and divide H = {self.H}, got {self.heads}")
         for name in ("d_input", "d_output", "H", "N", "n_layers", "expand", "d_conv"):
@@ -163,6 +180,8 @@ class ChannelBatchNorm(nn.Module):
 
 
 def make_norm(cfg: ModelConfig):
+    if cfg.norm == "rms":  # fla's RMSNorm(hidden_size, eps=norm_eps 1e-6) (configuration_delta_net.py 34)
+        return nn.RMSNorm(cfg.H, eps=1e-6)
     return nn.LayerNorm(cfg.H) if cfg.norm == "layer" else ChannelBatchNorm(cfg.H)
 
 
@@ -178,6 +197,9 @@ def make_layer(cfg: ModelConfig):
         return DSSExp(cfg.H, cfg.N, init="skew-hippo" if cfg.init == "skew-hippo" else "lin", **ssm)
     if cfg.layer == "s4":  # the S4 family (docs/models.md): s4, s4d, essm
         return S4(cfg.H, cfg.N, bidirectional=cfg.bidirectional, **ssm)
+    if cfg.layer == "s4d" and cfg.no_gate:  # Mamba Table 1's "No gate" block around S4D (layers/nogate.py)
+        return S4DNoGate(cfg.H, cfg.N, expand=cfg.expand, d_conv=cfg.d_conv, init=cfg.init, dt_min=cfg.dt_min,
+                         dt_max=cfg.dt_max, lr=cfg.ssm_lr, chunk=cfg.chunk)
     if cfg.layer == "s4d":
         return S4D(cfg.H, cfg.N, init=cfg.init, bidirectional=cfg.bidirectional, **ssm)
     if cfg.layer == "essm":
@@ -186,7 +208,9 @@ def make_layer(cfg: ModelConfig):
         return ESSM(cfg.H, cfg.N, heads=cfg.heads, bidirectional=cfg.bidirectional, **ssm)
     if cfg.layer == "s6":  # Mamba (docs/models.md "S6"): N is d_state, chunk the scan's chunk length
         return S6(cfg.H, cfg.N, expand=cfg.expand, d_conv=cfg.d_conv, dt_rank=cfg.dt_rank, dt_min=cfg.dt_min,
-                  dt_max=cfg.dt_max, signed=cfg.signed, lr=cfg.ssm_lr, chunk=cfg.chunk)
+                  dt_max=cfg.dt_max, signed=cfg.signed, lr=cfg.ssm_lr, chunk=cfg.chunk, gate=not cfg.no_gate)
+    if cfg.layer == "deltanet":  # docs/models.md "DeltaNet": chunk is its chunk length (fla's 64)
+        return DeltaNet(cfg.H, cfg.heads, d_conv=cfg.d_conv, signed=cfg.signed, chunk=cfg.chunk or 64)
     if cfg.layer == "gru":
         return GRU(cfg.H)
     chunk = cfg.attention_chunk if cfg.layer == "local-attention" else None
@@ -201,12 +225,18 @@ class Block(nn.Module):
         self.prenorm = cfg.prenorm
         self.norm = make_norm(cfg)
         self.dropout = nn.Dropout(cfg.dropout)
+        if cfg.mlp == "swiglu":  # fla's DeltaNetBlock: a second residual sublayer (modeling_delta_net.py 118-134)
+            self.mlp, self.mlp_norm = SwiGLU(cfg.H, cfg.n_layers), make_norm(cfg)
 
     def forward(self, x):  # x [B, L, H]
         z = self.layer(self.norm(x) if self.prenorm else x)  # [B, L, H]
         z = self.dropout(z)  # [B, L, H]
         x = x + z  # [B, L, H]
-        return x if self.prenorm else self.norm(x)  # [B, L, H]
+        x = x if self.prenorm else self.norm(x)  # [B, L, H]
+        if hasattr(self, "mlp"):
+            z = self.dropout(self.mlp(self.mlp_norm(x) if self.prenorm else x))  # [B, L, H]
+            x = x + z if self.prenorm else self.mlp_norm(x + z)  # [B, L, H]
+        return x  # [B, L, H]
 
 
 class Model(nn.Module):

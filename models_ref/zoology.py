@@ -18,6 +18,12 @@ by LN_f's input): the quirk of zoology's prenorm stream with an Identity state m
 (model.py 127-182): every Linear and Embedding N(0, 0.02), biases 0, W_o N(0, 0.02 / sqrt(2 n_layers)),
 LayerNorms (1, 0). At this commit ``LanguageModel.forward`` returns the hidden states unless
 ``return_embeddings=False`` (model.py 315-321); the figure's runs are the lm_head path, which this is.
+
+The same LanguageModel with Figure 2's gated convolutions as ``sequence_mixer`` ("base-conv", "hyena",
+"h3": models_ref/zoology_mixers.py) is the built-ins ``base-conv``, ``hyena``, ``h3``: no position table
+(configs.py 142: ``max_position_embeddings=0`` but for attention, model.py 69-74, 117), the mixers' l_max
+the input length (configs.py 65, 71, 76, 85), every Linear inside the mixers initialised as above too
+(model.py 144-150 apply to every module; Hyena's ``out_proj`` is the depth-scaled one, 172-177).
 """
 from __future__ import annotations
 
@@ -30,12 +36,15 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from longsynth.errors import LongsynthError
+from longsynth.models_ref.zoology_mixers import make_mixer
+
+MIXERS = ("attention", "base-conv", "hyena", "h3")
 
 
 @dataclass
 class ZoologyConfig:
     vocab_size: int  # V, zoology's vocab_size (the logits' width: the head is tied to E)
-    max_position_embeddings: int  # rows of P: the input length (configs.py 142)
+    max_position_embeddings: int  # rows of P: the input length for attention, 0 (none) for the others (configs.py 142)
     d_model: int = 64  # D
     n_layers: int = 2
     num_heads: int = 1  # configs.py 59
@@ -43,12 +52,24 @@ class ZoologyConfig:
     embed_dropout: float = 0.1  # config.py 107: block 0's dropout1
     resid_dropout: float = 0.0  # config.py 106: the other dropouts
     layer_norm_epsilon: float = 1e-5  # config.py 109 (ln_f's; norm1 and norm2 keep LayerNorm's 1e-5)
-    layer: str = "zoology-attention"  # what trainer.load_model rebuilds
+    sequence_mixer: str = "attention"  # MIXERS: MHA, or Figure 2's BaseConv, Hyena, H3 (configs.py 54-89)
+    l_max: int = 0  # the mixers' l_max: the input length (configs.py 65, 71, 76, 85); attention: unused
+    layer: str = "zoology-attention"  # what trainer.load_model rebuilds: zoology's LanguageModel, any mixer
 
     def __post_init__(self):
-        for name in ("vocab_size", "max_position_embeddings", "d_model", "n_layers", "num_heads"):
+        if self.sequence_mixer not in MIXERS:
+            raise LongsynthError(f"sequence_mixer: must be one of {MIXERS}, got {self.sequence_mixer!r}")
+        attention = self.sequence_mixer == "attention"
+        for name in ("vocab_size", "d_model", "n_layers", "num_heads") + (
+                ("max_position_embeddings",) if attention else ("l_max",)):
             if getattr(self, name) < 1:
                 raise LongsynthError(f"{name}: must be >= 1, got {getattr(self, name)}")
+        if self.max_position_embeddings < 0:
+            raise LongsynthError(f"max_position_embeddings: must be >= 0, got {self.max_position_embeddings}")
+        if self.sequence_mixer == "base-conv" and self.n_layers > 4:  # base_conv.py 38-41: a kernel size per layer
+            raise LongsynthError(f"n_layers: base-conv has kernel sizes for 4 layers, got {self.n_layers}")
+        if self.sequence_mixer == "h3" and self.d_model % 2:
+            raise LongsynthError(f"d_model: h3's head_dim 2 must divide it, got {self.d_model}")
         if self.d_model % self.num_heads:
             raise LongsynthError(f"num_heads: must divide d_model = {self.d_model}, got {self.num_heads}")
 
@@ -87,7 +108,8 @@ class Block(nn.Module):
         super().__init__()
         self.drop1 = nn.Dropout(cfg.embed_dropout if i == 0 else cfg.resid_dropout)  # model.py 198
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)  # model.py 200, 203
-        self.mixer = MHA(cfg.d_model, cfg.num_heads, cfg.attn_dropout)
+        self.mixer = (MHA(cfg.d_model, cfg.num_heads, cfg.attn_dropout) if cfg.sequence_mixer == "attention"
+                      else make_mixer(cfg.sequence_mixer, cfg.d_model, cfg.l_max, i))  # model.py 190-193
         self.drop2 = nn.Dropout(cfg.resid_dropout)  # model.py 201 (drop_path 0: StochasticDepth is the identity)
 
     def forward(self, h, r):  # h [B, T, D], r [B, T, D] or None
@@ -98,7 +120,7 @@ class Block(nn.Module):
 
 
 class ZoologyAttention(nn.Module):
-    """zoology's LanguageModel (model.py 294-321) on the Figure 2 attention config: x [B, T] -> [B, T, V]."""
+    """zoology's LanguageModel (model.py 294-321) on a Figure 2 config (``sequence_mixer``): x [B, T] -> [B, T, V]."""
 
     decays_every_parameter = True  # train.py 185-189: AdamW(model.parameters(), weight_decay): embeddings, norms too
 
@@ -106,24 +128,28 @@ class ZoologyAttention(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.word = nn.Embedding(cfg.vocab_size, cfg.d_model)  # E [V, D]  model.py 49-52
-        self.position = nn.Embedding(cfg.max_position_embeddings, cfg.d_model)  # P [T_max, D]  model.py 71-74
+        if cfg.max_position_embeddings > 0:  # model.py 69-74: none for the convolutions (configs.py 142)
+            self.position = nn.Embedding(cfg.max_position_embeddings, cfg.d_model)  # P [T_max, D]
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layers))
         self.drop_f = nn.Dropout(cfg.resid_dropout)  # model.py 243
         self.ln_f = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_epsilon)  # model.py 244
         for module in self.modules():  # model.py 144-150 (applied twice there, the same law)
             if isinstance(module, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(module.weight, std=0.02)
-            if isinstance(module, nn.Linear):
+            if isinstance(module, nn.Linear) and module.bias is not None:
                 nn.init.zeros_(module.bias)
-        for block in self.blocks:  # model.py 172-177: "out_proj.weight", scaled for depth
-            nn.init.normal_(block.mixer.out_proj.weight, std=0.02 / math.sqrt(2 * cfg.n_layers))
+        for name, p in self.named_parameters():  # model.py 172-177: "out_proj.weight" (MHA's, Hyena's), scaled
+            if "out_proj.weight" in name or "fc2.weight" in name:
+                nn.init.normal_(p, std=0.02 / math.sqrt(2 * cfg.n_layers))
 
     def forward(self, x):  # x [B, T] int64
         T = x.shape[1]
-        if T > self.cfg.max_position_embeddings:
-            raise ValueError(f"zoology-attention: {T} positions, its position table has "
-                             f"{self.cfg.max_position_embeddings}")
-        h = self.word(x) + self.position(torch.arange(T, device=x.device))  # [B, T, D]  model.py 114-123
+        longest = self.cfg.max_position_embeddings if self.cfg.sequence_mixer == "attention" else self.cfg.l_max
+        if T > longest:
+            raise ValueError(f"zoology {self.cfg.sequence_mixer}: {T} positions, it has {longest}")
+        h = self.word(x)  # [B, T, D]  model.py 114
+        if self.cfg.max_position_embeddings > 0:
+            h = h + self.position(torch.arange(T, device=x.device))  # [B, T, D]  model.py 117-123
         r = None
         for block in self.blocks:
             h, r = block(h, r)  # [B, T, D], [B, T, D]

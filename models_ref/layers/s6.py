@@ -10,6 +10,9 @@ R = dt_rank = ceil(H / 16). Per position t, as state-spaces/mamba mamba_simple.p
     Abar = exp(Delta A),  Bbar x = Delta B x           A = -exp(A_log) [EH, N], A_log = log(1..N) (S4D-real)
     h_t = Abar_t h_{t-1} + Bbar_t x_t,  y_t = C_t h_t + D x_t,   out = (y * SiLU(z)) W_out
 
+``gate=False``: Mamba Table 1's "No gate" architecture, the block without z and its SiLU(z) product
+(x = u W_in, W_in [EH, H]; out = y W_out), built-in ``s6-nogate`` (docs/models.md "No gate").
+
 ``signed``: Abar = 2 exp(Delta A) - 1, in (-1, 1] (Grazzi et al. 2025, automl/unlocking_state_tracking
 mamba_mod.py ``PositiveNegativeMambaBlock``); Bbar unchanged. The recurrence is ``scan``: chunks of Q
 positions, no logarithm or division, so negative Abar scans as positive. Only torch is imported here.
@@ -85,11 +88,11 @@ class S6(nn.Module):
     """
 
     def __init__(self, H, N=16, *, expand=2, d_conv=4, dt_rank=None, dt_min=1e-3, dt_max=1e-1, signed=False,
-                 lr=None, chunk=None):
+                 lr=None, chunk=None, gate=True):
         super().__init__()
         EH, R = expand * H, dt_rank or math.ceil(H / 16)
-        self.N, self.R, self.signed, self.chunk = N, R, signed, chunk
-        self.in_proj = nn.Linear(H, 2 * EH, bias=False)  # W_in [2EH, H]
+        self.N, self.R, self.signed, self.chunk, self.gate = N, R, signed, chunk, gate
+        self.in_proj = nn.Linear(H, (2 if gate else 1) * EH, bias=False)  # W_in [2EH, H] ([EH, H] without z)
         self.conv1d = nn.Conv1d(EH, EH, d_conv, groups=EH, padding=d_conv - 1)  # [EH, 1, d_conv] + [EH]
         self.x_proj = nn.Linear(EH, R + 2 * N, bias=False)  # W_R, W_B, W_C [R + 2N, EH]
         self.dt_proj = nn.Linear(R, EH)  # W_Delta [EH, R], b_Delta [EH]
@@ -111,7 +114,8 @@ class S6(nn.Module):
 
     def forward(self, u):
         L = u.shape[1]
-        x, z = self.in_proj(u).chunk(2, dim=-1)  # [b, L, EH], [b, L, EH]
+        xz = self.in_proj(u)  # [b, L, 2EH] ([b, L, EH] without the gate)
+        x, z = xz.chunk(2, dim=-1) if self.gate else (xz, None)  # [b, L, EH], [b, L, EH]
         x = F.silu(self.conv1d(x.transpose(1, 2))[..., :L].transpose(1, 2))  # [b, L, EH]  taps t-d_conv+1..t
         dt, B, C = self.x_proj(x).split([self.R, self.N, self.N], dim=-1)  # [b, L, R], [b, L, N], [b, L, N]
         with torch.autocast(u.device.type, enabled=False):  # the scan in full precision
@@ -122,5 +126,5 @@ class S6(nn.Module):
             Bx = torch.matmul((Delta * x)[..., None], B[:, :, None, :])  # [b, L, EH, N]  Bbar x = Delta B x (outer)
             h = Scan.apply(Abar, Bx, self.chunk)  # [b, L, EH, N]
             y = torch.matmul(h, C[..., None])[..., 0] + self.D * x  # [b, L, EH]  C h + D x
-        y = y.to(z.dtype) * F.silu(z)  # [b, L, EH]
+        y = y.to(xz.dtype) * F.silu(z) if self.gate else y.to(xz.dtype)  # [b, L, EH]  (Table 1's "No gate": y)
         return self.out_proj(y)  # [b, L, H]
