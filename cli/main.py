@@ -293,7 +293,8 @@ cli.add_command(GenGroup("gen", make=_make_gen, help="Generate a dataset: longsy
               help="statistics over the first N samples of each split [default: every sample]")
 @friendly
 def info(root, as_json, samples):
-    """Configuration, counts, sizes, keys, value statistics and class balance of a dataset."""
+    """Configuration, counts, sizes, keys, and per split value statistics, class balance, token
+    marginals and (parity, modular arithmetic) sequence lengths of a dataset."""
     with Samples("info") as bar:
         s = store.info(root, samples=samples, progress=None if as_json else bar)
     if as_json:
@@ -311,23 +312,37 @@ def info(root, as_json, samples):
         per = ", ".join(f"{k} {count(v)}" for k, v in s["stats_per_split"].items())
         whole = all(v == s["splits"][k]["count"] for k, v in s["stats_per_split"].items())
         click.echo(f"statistics over {'all ' if whole else ''}{count(s['stats_samples'])} samples ({per}):")
+    splits = list(s["stats"])
     for k, spec in s["keys"].items():
         shape = ("[n, " if spec["ragged"] else "[") + ", ".join(map(str, spec["shape"])) + "]"
-        st = s["stats"].get(k)
-        stats = f"  min {st['min']:.4g} max {st['max']:.4g} mean {st['mean']:.4g} std {st['std']:.4g}" if st else ""
-        if st and st.get("nonfinite"):
-            stats += f"  ({', '.join(f'{count(n)} {what}' for what, n in st['nonfinite'].items() if n)}: left out)"
-        click.echo(f"  {k:16s} {spec['dtype']:8s} {shape:14s}{stats}")
+        head = f"  {k:16s} {spec['dtype']:8s} {shape:14s}"
+        rows = [(split, s["stats"][split].get(k)) for split in splits]
+        rows = [(split, st) for split, st in rows if st] or [(None, None)]
+        for i, (split, st) in enumerate(rows):  # a line per split: train's and test's values are not pooled
+            stats = (f"  {split:5s} min {st['min']:.4g} max {st['max']:.4g} mean {st['mean']:.4g} std {st['std']:.4g}"
+                     if st else "")
+            if st and st.get("nonfinite"):
+                stats += f"  ({', '.join(f'{count(n)} {what}' for what, n in st['nonfinite'].items() if n)}: left out)"
+            click.echo((head if i == 0 else " " * len(head)) + stats)
     if s.get("tokens"):
-        tk = s["tokens"]
-        sc = tk["scored_per_sample"]
-        click.echo(f"tokens: vocabulary {tk['vocab_size']}; scored positions per sample (targets != -100): "
-                   f"min {sc['min']} mean {sc['mean']:.2f} max {sc['max']}, {count(sc['total'])} in all")
-        for name in ("inputs", "targets"):
-            t = tk[name]
-            top = "  ".join(f"{i}: {100 * p:.2f}%" for i, p in t["top"])
-            out = f", {count(t['outside_vocab'])} outside the vocabulary" if t["outside_vocab"] else ""
-            click.echo(f"  {name:7s} {count(t['distinct'])} distinct ids{out}; most frequent: {top}")
+        first = next(iter(s["tokens"].values()))
+        click.echo(f"tokens: vocabulary {first['vocab_size']}; per split: scored positions per sample (targets != "
+                   f"-100), distinct ids and the most frequent")
+        for split, tk in s["tokens"].items():
+            sc = tk["scored_per_sample"]
+            click.echo(f"  {split:5s} scored per sample: min {sc['min']} mean {sc['mean']:.2f} max {sc['max']}, "
+                       f"{count(sc['total'])} in all")
+            for name in ("inputs", "targets"):
+                t = tk[name]
+                top = "  ".join(f"{i}: {100 * p:.2f}%" for i, p in t["top"])
+                out = f", {count(t['outside_vocab'])} outside the vocabulary" if t["outside_vocab"] else ""
+                click.echo(f"        {name:7s} {count(t['distinct'])} distinct ids{out}; most frequent: {top}")
+    if s.get("lengths"):
+        click.echo("sequence lengths n per split (as the authors count them, read from the scored target's "
+                   "position: docs/tasks/state-tracking.md):")
+        for split, ln in s["lengths"].items():
+            click.echo(f"  {split:5s} min {ln['min']} median {ln['median']:g} mean {ln['mean']:.1f} max {ln['max']} "
+                       f"({len(ln['counts'])} distinct lengths)")
     if s.get("balance"):
         click.echo("class balance of targets (share of each value):")
         for split, shares in s["balance"].items():
@@ -454,6 +469,11 @@ def _show_dir(root, split, index, count, out, stats):
     if stats:
         if ds.task.show_dataset is None:
             raise click.ClickException(f"{ds.task.name} has no dataset figure")
+        if ds.task.family == "tokens":  # every split, side by side: it reads them all, with a bar
+            with Samples("show --stats") as bar:
+                text = _drawn(root, functools.partial(ds.task.show_dataset, progress=bar), ds, split, out)
+            _emit(text, out)
+            return
         _emit(_drawn(root, ds.task.show_dataset, ds, split, out), out)
         return
     if ds.task.show is None:
@@ -490,7 +510,8 @@ SHOW_DIR = _ShowDirCommand(
     params=[click.Argument(["root"], type=click.Path(exists=True, file_okay=False))] + _show_options("preview")
     + [click.Option(["--split"], default="train", show_default=True,
                     help="split to read (val; validation is accepted)"),
-       click.Option(["--stats"], is_flag=True, help="dataset-level figure (e.g. length histograms) instead")],
+       click.Option(["--stats"], is_flag=True, help="dataset-level figure instead: ListOps' length histograms of "
+                    "--split; token tasks' scored targets, token shares and lengths, every split side by side")],
     help="Preview samples of a stored dataset.")
 
 
@@ -645,7 +666,8 @@ def _lrs(ctx, param, value):
 @click.option("--scale", type=click.Choice(["tiny", "paper"]), default="tiny", show_default=True,
               help="tiny: the protocols shrunk to minutes on a CPU; paper: the papers' Tables 5/6")
 @click.option("--steps", type=click.IntRange(1, limits.MAX_STEPS), default=None,
-              help="training steps [default: the protocol's]")
+              help="training steps per run [default: the protocol's]; the lr schedule, warmup and evaluations "
+                   "scale with it, the batch and data do not (docs/evaluate.md)")
 @click.option("--lr", "lrs", callback=_lrs, default=None,
               help="learning rates to sweep, comma-separated; the best by validation is reported "
                    "[default: the built-in model's, else the protocol's]")

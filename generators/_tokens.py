@@ -108,3 +108,102 @@ def preview(samples, cfg, path, vocab_size):
     _finish(fig, path, f"{n} sample{'s' if n != 1 else ''} at {params}\ncolour = token id; "
                        f"outlined = scored targets (the others are -100){every}", top=0.9)
     return f"{n} samples, {scored} scored positions ({scored / n:.1f} per sample), vocabulary {vocab_size}"
+
+
+MAX_ID_BARS = 256  # token ids drawn one bar each up to this vocabulary; a larger one is binned
+
+
+def _id_bins(vocab_size):
+    """Edges [K + 1] of the token-id axis: one bin per id up to MAX_ID_BARS ids, else
+    MAX_ID_BARS equal bins of consecutive ids."""
+    if vocab_size <= MAX_ID_BARS:
+        return np.arange(vocab_size + 1) - 0.5
+    return np.linspace(0, vocab_size, MAX_ID_BARS + 1) - 0.5
+
+
+def _binned(counts, edges):
+    """counts per id [V] summed into the bins of ``edges``."""
+    ids = np.arange(counts.size)
+    return np.histogram(ids, bins=edges, weights=counts)[0]
+
+
+def _integer_edges(values):
+    """Edges of one bin per integer over the range of ``values`` (at most 200 bins)."""
+    lo, hi = (int(values.min()), int(values.max())) if values.size else (0, 1)
+    if hi - lo < 4:  # a few values (one scored target per row): room on either side for integer ticks
+        lo, hi = lo - 2, hi + 2
+    step = max(1, -(-(hi - lo + 1) // 200))
+    return np.arange(lo, hi + step + 1, step) - 0.5
+
+
+def show_dataset(dataset, split, path, progress=None):
+    """A token dataset's statistics, every split side by side (a column each, x axes shared
+    down a row so train's and test's ranges compare): scored targets per row, the share of
+    each token id among inputs and among scored targets, and, for the tasks whose rows vary
+    in length (parity, modular arithmetic; longsynth.store.checks.row_lengths), the rows'
+    lengths. ``split`` is not used: the point is the splits against each other. Reads every
+    sample (``progress`` follows the store's protocol). Returns a one-line summary."""
+    from longsynth.plot import COLORS, _figure, _finish, _integer_ticks, _thousands
+    from longsynth.store.checks import split_statistics
+
+    per = split_statistics(dataset, progress=progress)
+    splits = [s for s, st in per.items() if st.samples]
+    if not splits:
+        raise ValueError("no samples in any split")
+    V = int(dataset.task.vocab_size(dataset.config))
+    scored = {s: np.concatenate(per[s].tokens.scored) for s in splits}
+    lengths = {s: per[s].lengths for s in splits} if per[splits[0]].lengths is not None else None
+    ids = _id_bins(V)
+    id_label = "token id" + (f" (bins of {V / MAX_ID_BARS:.3g} ids)" if V > MAX_ID_BARS else "")
+    per_row = _integer_edges(np.concatenate(list(scored.values())))
+    rows = [("scored targets per row", "scored targets in a row", "rows", per_row,
+             {s: np.histogram(scored[s], bins=per_row)[0] for s in splits}),
+            ("inputs: share of each id", id_label, "share",
+             ids, {s: _share(_binned(per[s].tokens.counts["inputs"], ids)) for s in splits}),
+            ("scored targets: share of each id", id_label, "share",
+             ids, {s: _share(_binned(per[s].tokens.counts["targets"], ids)) for s in splits})]
+    if lengths is not None:
+        edges = _integer_edges(np.concatenate(list(lengths.values())))
+        rows.append(("sequence length n (from the scored position)", "length n", "rows", edges,
+                     {s: np.histogram(lengths[s], bins=edges)[0] for s in splits}))
+    fig = _figure(1200, 200 * len(rows) + 60)
+    axes = fig.subplots(len(rows), len(splits), squeeze=False, sharex="row")
+    for r, (title, xlabel, ylabel, edges, counts) in enumerate(rows):
+        for c, s in enumerate(splits):
+            ax = axes[r][c]
+            ax.bar(edges[:-1], counts[s], width=np.diff(edges), align="edge", linewidth=0,
+                   color=np.array(COLORS[c % len(COLORS)]) / 255)
+            pad = (edges[-1] - edges[0]) * 0.01  # a bar at either end clear of the axis line
+            ax.set_xlim(edges[0] - pad, edges[-1] + pad)
+            _integer_ticks(ax.xaxis)
+            log = ""
+            if ylabel == "rows":
+                _integer_ticks(ax.yaxis)
+                ax.yaxis.set_major_formatter(_thousands())
+            elif _skewed(counts[s]):  # a filler id (MQAR's 0) would flatten every other bar
+                ax.set_yscale("log")
+                log = " (log scale)"
+            ax.set_title(f"{s}: {title}{log}", loc="left", fontsize=9)
+            ax.set_xlabel(xlabel, fontsize=8)
+            if c == 0:
+                ax.set_ylabel(ylabel, fontsize=8)
+            ax.grid(True, axis="y", color="0.85", lw=0.6)
+            ax.tick_params(labelsize=8)
+    counts = ", ".join(f"{s} {per[s].samples:,}" for s in splits)
+    _finish(fig, path, f"{dataset.task.name}: statistics per split ({counts} rows), vocabulary {V}; "
+                       f"scored: targets != -100", top=0.95)
+    parts = [f"{s}: {per[s].samples:,} rows, {scored[s].mean():.2f} scored targets per row"
+             + (f", lengths {lengths[s].min()}-{lengths[s].max()}" if lengths is not None and lengths[s].size else "")
+             for s in splits]
+    return "; ".join(parts)
+
+
+def _skewed(shares):
+    """Whether one bar dwarfs the rest: the largest share over 20 times the median nonzero one."""
+    nonzero = shares[shares > 0]
+    return nonzero.size > 2 and nonzero.max() > 20 * np.median(nonzero)
+
+
+def _share(counts):
+    total = counts.sum()
+    return counts / total if total else counts.astype(np.float64)

@@ -51,8 +51,27 @@ def field_kind(f):
     return base + (" | None" if "None" in kind else "")
 
 
+_KIND_TEXT = {"int": "an integer", "float": "a finite number", "bool": "true or false", "str": "a string"}
+
+
+def _value_text(v):
+    """A value as a type error names it: the string '64', the float 64.5, the bool True."""
+    shown = repr(v) if len(repr(v)) <= 60 else repr(v)[:57] + "..."
+    if isinstance(v, str):
+        return f"the string {shown}"
+    if isinstance(v, (bool, np.bool_)):
+        return f"the bool {v}"
+    if isinstance(v, (float, np.floating)):
+        return f"the float {shown}"
+    if v is None:
+        return "None"
+    return f"{shown} of type {type(v).__name__}"
+
+
 def check_fields(cfg):
-    """Type and range checks from the field metadata; ValueError naming the field."""
+    """Type and range checks from the field metadata; LongsynthError naming the field. A value
+    of the wrong type says so ("must be an integer in [4, 1048576], got the string '64'"),
+    apart from one of the right type outside the range ("must be in [4, 1048576], got 2")."""
     for f in dataclasses.fields(cfg):
         v = getattr(cfg, f.name)
         kind = field_kind(f)
@@ -68,7 +87,15 @@ def check_fields(cfg):
         else:
             ok = isinstance(v, str)
         m = f.metadata
-        if ok and m.get("choices") is not None:
+        if not ok:
+            base = kind.split(" ")[0]
+            allowed = _allowed(f)
+            within = ("" if allowed.startswith("of type") else f", {allowed}" if allowed.startswith("one of")
+                      else f" {allowed}")
+            if base == "float" and isinstance(v, (float, np.floating)):  # a float, but NaN or infinite
+                raise LongsynthError(f"{f.name}: must be a finite number{within}, got {v!r}")
+            raise LongsynthError(f"{f.name}: must be {_KIND_TEXT[base]}{within}, got {_value_text(v)}")
+        if m.get("choices") is not None:
             ok = v in m["choices"]
         if ok and m.get("lo") is not None:
             ok = v >= m["lo"]
@@ -126,10 +153,12 @@ class Task:
     revision: int = 1  # draw-order revision: raised whenever the samples of a (config, seed) change
     # token tasks (family "tokens", docs/adding-a-task.md "Token tasks"): ids lie in [0, vocab_size(cfg))
     vocab_size: Callable[[Any], int] | None = None
-    # the authors' own stream: (cfg, count, seed, split name) -> {"inputs", "targets": int64 [count, L]}
+    # the authors' own stream: (cfg, count, seed, split name) -> {"inputs", "targets": int64 [count, L]};
+    # an Authors (generators/_authors.py) also opens it as a Stream, made block by block
     authors: Callable | None = None
     # where the authors' data sets draw every split from one generator (MAD's generate_data):
-    # (cfg, seed, counts {split: count}, split name) -> that split's rows; what gen --authors-stream writes
+    # (cfg, seed, counts {split: count}, split name) -> that split's rows (an Authors too); what
+    # gen --authors-stream writes
     authors_pipeline: Callable | None = None
     citation: str = ""  # BibTeX of the paper that defines the task (dataset cards); empty: the DLR paper
 
@@ -139,12 +168,19 @@ class Task:
                 raise TypeError(f"task {self.name}: a token task needs vocab_size(cfg)")
             if self.show is None:
                 self.show = self._show_tokens
+            if self.show_dataset is None:
+                self.show_dataset = self._show_token_dataset
             self.keys = functools.partial(_token_bounds, self.keys, self.vocab_size)
 
     def _show_tokens(self, samples, cfg, path):
         from longsynth.generators._tokens import preview
 
         return preview(samples, cfg, path, self.vocab_size(cfg))
+
+    def _show_token_dataset(self, dataset, split, path, progress=None):
+        from longsynth.generators._tokens import show_dataset
+
+        return show_dataset(dataset, split, path, progress=progress)
 
     def __repr__(self):
         return f"<longsynth.Task {self.name} ({self.family}): {self.summary}>"

@@ -174,15 +174,32 @@ def _factory(model):
     return model, {"model": text, "sha256": None}, text
 
 
-def plan(model, suite, settings, out, notify, progress=False):
-    """(jobs with their run directories, factory, identity): every task checked before training."""
+def sweep(probe, protocol, settings, lrs):
+    """(job, its run folder's name prefix) of each point of one suite member's sweep: learning
+    rates ``lrs`` x the protocol's weight decays, widths and depths x ``settings.seeds``."""
+    every = min(protocol.eval_every, settings.steps or protocol.steps)
+    grid = itertools.product(lrs, protocol.weight_decays or (None,), protocol.widths or (None,),
+                             protocol.depths or (None,), range(settings.seeds))
+    for lr, wd, width, depth, seed in grid:
+        job = dataclasses.replace(probe, lr=float(lr), seed=seed, steps=settings.steps, checkpoint_every=every,
+                                  weight_decay=wd, width=width, depth=depth)
+        prefix = (f"lr{lr:g}-" + ("" if wd is None else f"wd{wd:g}-") + ("" if width is None else f"d{width}-")
+                  + ("" if depth is None else f"n{depth}-") + f"seed{seed}-")
+        yield job, prefix
+
+
+def plan(model, suite, settings, out, notify, progress=False, on_member=None):
+    """(jobs with their run directories, factory, identity): every task checked before training.
+    ``on_member(prepared, factory, jobs)``: called for each suite member once its model passed
+    the checks, with its prepared data (harness.prepare) and its jobs."""
     _check_settings(settings)
     factory, identity, text = _factory(model)
     planned, changed, unstored = [], 0, []
     members = suite_tasks(suite, settings.scale)
     _count_runs(members, settings)
     if len(members) > 1:  # a forward pass on a real batch per task: a minute or two for the atomic suite
-        notify(f"checking {text} on the {len(members)} tasks of {suite} before anything trains")
+        what = members_text(members)  # "2 tasks", "4 cells of mqar (...)"
+        notify(f"checking {text} on the {what}{'' if ' of ' in what else f' of {suite}'} before anything trains")
     for proto_name, task in members:
         protocol = resolve(proto_name, settings.scale, task=task)
         if settings.data is not None and not protocol.stored:
@@ -194,20 +211,17 @@ def plan(model, suite, settings, out, notify, progress=False):
         torch.manual_seed(0)
         dev = torch.device(settings.device)  # on the run's device: a paper-scale model is slow on a CPU
         check_model(build(factory, prepared.spec), prepared.spec, prepared.sources[0](0)[0][:2].to(dev))
-        every = min(protocol.eval_every, settings.steps or protocol.steps)
         lrs = settings.lrs or protocol.lrs or (_default_lr(factory, proto_name, settings.scale, task),)
-        grid = itertools.product(lrs, protocol.weight_decays or (None,), protocol.widths or (None,),
-                                 protocol.depths or (None,), range(settings.seeds))
-        for lr, wd, width, depth, seed in grid:
-            job = dataclasses.replace(probe, lr=float(lr), seed=seed, steps=settings.steps, checkpoint_every=every,
-                                      weight_decay=wd, width=width, depth=depth)
-            prefix = (f"lr{lr:g}-" + ("" if wd is None else f"wd{wd:g}-") + ("" if width is None else f"d{width}-")
-                      + ("" if depth is None else f"n{depth}-") + f"seed{seed}-")
+        mine = []
+        for job, prefix in sweep(probe, protocol, settings, lrs):
             parent = Folder.of(out).sub("runs", member_name(proto_name, task, registry.get(task).family))
             run_dir = parent.sub(prefix + _config_hash(job, identity, protocol))
             if not run_dir.exists():  # a link on the way is refused, never entered
                 changed += any(d.startswith(prefix) for d in parent.listdir())
-            planned.append((job, run_dir))
+            mine.append((job, run_dir))
+        if on_member is not None:  # evaluate --dry-run times this member's steps while its data is at hand
+            on_member(prepared, factory, [job for job, _ in mine])
+        planned += mine
     if unstored:
         notify(f"--data is ignored for {', '.join(unstored)}: {'it is' if len(unstored) == 1 else 'they are'} "
                f"generated on the fly (--data serves the suites that train on a stored dataset)")
@@ -313,14 +327,205 @@ def execute(job, run_dir, factory=None, threads=1, progress=False, edited="redo"
         torch.set_num_threads(old)
 
 
+def _plural(n, word):
+    return f"{n:,} {word if n == 1 else word + 's'}"
+
+
+def members_text(keys):
+    """The suite members of (protocol, task) pairs in words: "2 tasks", "4 cells of mqar
+    (mqar-64, ...)" where one task runs under several protocols (the field's grids,
+    models_ref/field.py), "66 cells of 6 tasks" for several of both."""
+    keys = list(dict.fromkeys(keys))
+    by_task = {}
+    for proto, task in keys:
+        by_task.setdefault(task, []).append(proto)
+    if len(keys) == len(by_task):
+        return _plural(len(keys), "task")
+    if len(by_task) == 1:
+        (task, protos), = by_task.items()
+        names = f" ({', '.join(protos)})" if len(protos) <= 6 else ""
+        return f"{len(protos)} cells of {task}{names}"
+    return f"{len(keys)} cells of {len(by_task)} tasks"
+
+
+def _steps_of(job):
+    return job.steps or resolve(job.protocol, job.scale, task=job.task).steps
+
+
 def plan_line(todo, settings):
-    """The plan, up front: how many runs, how many training steps in all, how they run."""
-    steps = sum(job.steps or resolve(job.protocol, job.scale, task=job.task).steps for job, _ in todo)
+    """The plan, up front: how many runs on which suite members, how many training steps in
+    all, how they run."""
+    steps = sum(_steps_of(job) for job, _ in todo)
     how = (f"as Dask tasks on {settings.dask}" if settings.dask else f"{settings.jobs} at a time" if settings.jobs > 1
            else "one after another")
-    tasks = len({job.task for job, _ in todo})
-    return (f"plan: {len(todo)} run(s) on {tasks} task(s), {steps:,} training steps in all, {how} on "
+    members = members_text((job.protocol, job.task) for job, _ in todo)
+    return (f"plan: {_plural(len(todo), 'run')} on {members}, {steps:,} training steps in all, {how} on "
             f"{settings.device}; each run's progress shows its rate and time left")
+
+
+CPU_STEPS_WARNING = 1_000_000  # training steps on a CPU past which evaluate warns before it starts (days)
+
+
+def cpu_warning(todo, settings):
+    """A warning line before a sweep that should take days on a CPU (the paper scale, or more
+    than CPU_STEPS_WARNING steps), else None: timing it costs minutes, so the line says
+    how to get the estimate (``evaluate --dry-run``)."""
+    if settings.device != "cpu":
+        return None
+    steps = sum(_steps_of(job) for job, _ in todo)
+    if settings.scale != "paper" and steps <= CPU_STEPS_WARNING:
+        return None
+    what = "paper scale on a CPU" if settings.scale == "paper" else "a long sweep on a CPU"
+    return (f"warning: {what}: {steps:,} training steps in total, which can take days or weeks; the same command with "
+            f"--dry-run estimates the time from a few timed steps (Ctrl-C stops; rerunning resumes)")
+
+
+def duration(seconds):
+    """A wall time in words: 40 s, 12 min, 5.2 h, 3.1 days, 11 weeks."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    hours = seconds / 3600
+    if hours < 48:
+        return f"{hours:.1f} h"
+    days = hours / 24
+    if days < 28:
+        return f"{days:.1f} days"
+    return f"{days / 7:.0f} weeks ({days:,.0f} days)"
+
+
+DAY_S = 86_400.0
+
+
+@dataclasses.dataclass
+class DryRun:
+    """``evaluate --dry-run``'s answer: the plan, a line per suite member with its estimate,
+    the total in seconds (None when nothing is left to run) and warnings."""
+
+    plan: str | None
+    members: list
+    seconds: float | None
+    total: str
+    warnings: list
+
+    def text(self):
+        lines = ([self.plan] if self.plan else []) + self.members + [self.total] + self.warnings
+        return "\n".join(lines + ["nothing written (--dry-run)"])
+
+
+def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed):
+    """Seconds of each job of one suite member (training steps, evaluations and the test),
+    from a few timed steps of a throwaway model per grid point (width, depth): the learning
+    rate, weight decay and seed do not change a step's cost. Adds (job, seconds, s/step) to ``timed``."""
+    from numba import set_num_threads
+
+    from longsynth.models_ref.harness import resolve_lr
+    from longsynth.models_ref.trainer import step_seconds
+
+    protocol, dev = prepared.protocol, torch.device(settings.device)
+    cost = {}
+    old = torch.get_num_threads()
+    torch.set_num_threads(settings.threads)  # as execute runs each job
+    set_num_threads(1)
+    try:
+        for job in jobs:
+            shape = (job.width, job.depth)
+            if shape not in cost:
+                spec = dataclasses.replace(prepared.spec, d_model=job.width, n_layers=job.depth)
+                cfg = protocol.train_config(lr=resolve_lr(job, factory, spec, protocol), seed=0, steps=job.steps,
+                                            amp=dev.type == "cuda", weight_decay=job.weight_decay)
+                grid = "".join(f" {k} {v}" for k, v in (("width", job.width), ("depth", job.depth)) if v is not None)
+                notify(f"timing {member_name(job.protocol, job.task, registry.get(job.task).family)}{grid}: "
+                       f"up to {timing_steps} training steps after a warm-up step, batch {prepared.batch_size}, "
+                       f"on {settings.device}")
+                step_s, eval_s = step_seconds(lambda: build(factory, spec), cfg, prepared.sources[0],
+                                              prepared.sources[1], device=settings.device, steps=timing_steps)
+                evaluations = cfg.steps // cfg.eval_every + (cfg.steps % cfg.eval_every != 0) + 1  # + the test
+                cost[shape] = (cfg.steps * step_s + evaluations * cfg.eval_batches * eval_s, step_s)
+            timed.append((job, *cost[shape]))
+    finally:
+        torch.set_num_threads(old)
+
+
+def dry_run(model, suite, *, out, settings=None, notify=None, timing_steps=3):
+    """``evaluate --dry-run``: the plan of ``evaluate(model, suite, out=out, settings=settings)``
+    and an estimate of its wall time on ``settings.device``, from ``timing_steps`` training steps
+    (after a warm-up step) and a few evaluation batches of a throwaway model per suite member and
+    grid point, times each run's steps and evaluations. The model is checked on every member as
+    evaluate checks it; runs already finished in ``out`` are left out. Nothing is written into
+    ``out`` (nor is it made); a suite on stored datasets generates them into the cache as evaluate
+    would. Returns a DryRun (``.text()``: what the command prints)."""
+    settings = settings or Settings()
+    notify = notify or (lambda line: None)
+    if isinstance(timing_steps, bool) or not isinstance(timing_steps, int) or not 1 <= timing_steps <= 100:
+        raise LongsynthError(f"timing_steps: must be an integer from 1 to 100, got {timing_steps!r}")
+    out = Folder.of(safe.check_out_path(out))
+    timed = []
+    planned, _, _ = plan(model, suite, settings, out, notify, on_member=lambda prepared, factory, jobs: _time_member(
+        prepared, factory, jobs, settings, timing_steps, notify, timed))
+    seconds = {run_key(job.to_dict()): (s, per) for job, s, per in timed}
+    todo = []
+    for job, run_dir in planned:
+        try:
+            done = _finished(job, run_dir, lambda line: None, "refuse") is not None
+        except LongsynthError:  # an edited run: evaluate would train it again
+            done = False
+        if not done:
+            todo.append((job, run_dir))
+    finished = len(planned) - len(todo)
+    if finished:
+        notify(f"{finished} of {len(planned)} runs already finished in {out}; the estimate is for the other "
+               f"{len(todo)}")
+    if not todo:
+        return DryRun(None, [], None, f"all {len(planned)} run(s) already finished in {out}; nothing to train",
+                      [])
+    members = {}
+    for job, _ in todo:
+        name = member_name(job.protocol, job.task, registry.get(job.task).family)
+        members.setdefault(name, []).append((job, *seconds[run_key(job.to_dict())]))
+    parallel = 1 if settings.dask else settings.jobs
+    lines, total = [], 0.0
+    width = max(len(n) for n in members)
+    for name, rows in members.items():
+        s = sum(r[1] for r in rows)
+        total += s
+        steps = sorted({_steps_of(r[0]) for r in rows})
+        per = sorted(r[2] for r in rows)
+        each = f"{steps[0]:,}" if len(steps) == 1 else f"{steps[0]:,}-{steps[-1]:,}"
+        lines.append(f"  {name:{width}s}  {_plural(len(rows), 'run')} x {each} steps, {_rates(per, rows)}: "
+                     f"{duration(s)}")
+    how = ("one run after another on each Dask worker: divide by the workers" if settings.dask
+           else f"{settings.jobs} runs at a time" if parallel > 1 else "one run after another")
+    wall = total / parallel
+    skipped = " (tested lengths beyond training's not counted)" if any(
+        resolve(job.protocol, job.scale, task=job.task).test_sets for job, _ in todo) else ""
+    text = (f"estimate: about {duration(wall)} on {settings.device}, {how}; training steps, evaluations and "
+            f"the test{skipped}, from up to {timing_steps} timed steps per task and grid point (a guide, not a "
+            f"promise)")
+    warnings = []
+    if wall > DAY_S:
+        warnings.append(f"warning: that is {duration(wall)}: a GPU (--device cuda), fewer steps (--steps), fewer "
+                        f"--lr or --seeds, --jobs, or --scale tiny shorten it")
+    if settings.scale == "paper" and settings.device == "cpu":
+        warnings.append("warning: --scale paper on a CPU: the papers trained these protocols on GPUs")
+    return DryRun(plan_line(todo, settings), lines, wall, text, warnings)
+
+
+def _rate(seconds):
+    return f"{seconds:.3g} s" if seconds >= 0.01 else f"{seconds * 1000:.3g} ms"
+
+
+def _rates(per, rows):
+    """Seconds per step of a member's runs: "0.12 s/step", or "5.64-16.6 s/step (by width)"
+    where its grid points differ."""
+    lo, hi = _rate(per[0]), _rate(per[-1])
+    if lo == hi:
+        return f"{lo}/step"
+    varies = [name for name in ("width", "depth") if len({getattr(r[0], name) for r in rows}) > 1]
+    by = " and ".join(varies) or "grid point"
+    same = lo.split()[1] == hi.split()[1]
+    return (f"{lo.split()[0]}-{hi}" if same else f"{lo}-{hi}") + f"/step (by {by})"
 
 
 class _Remaining:
@@ -460,6 +665,9 @@ def _evaluate(model, suite, out, settings, progress, notify):
         if results:
             notify(f"{len(results)} of {len(planned)} runs already finished in {out}; running the other {len(todo)}")
         notify(plan_line(todo, settings))
+        warning = cpu_warning(todo, settings)
+        if warning:
+            notify(warning)
     sent = None if isinstance(model, str) else _sendable(factory) if settings.jobs > 1 or settings.dask else factory
     left = _Remaining(todo, settings)
     for i, cert in enumerate(_run_all(todo, sent, settings, progress), 1):

@@ -467,6 +467,60 @@ def load_model(path, map_location="cpu"):
     return model, ck
 
 
+def step_seconds(build, cfg: TrainConfig, train_batch, val_batches=None, *, device="cpu", steps=3, budget_s=5.0):
+    """(seconds per training step, seconds per evaluation batch or 0.0 without ``val_batches``)
+    of a throwaway model ``build()``: one warm-up step (allocation, first kernels), then up to
+    ``steps`` timed steps as ``train`` takes them (its batch source, loss, backward, AdamW
+    step; the batch's generation counts), fewer once ``budget_s`` seconds have passed (at
+    least one; none when the warm-up step alone took longer, which is then the estimate: a
+    paper-scale step on a CPU takes seconds), and a forward pass over the first evaluation
+    batch (the model is warm by then). ``evaluate --dry-run`` multiplies them out
+    (docs/evaluate.md, "Dry run")."""
+    import time
+
+    torch.manual_seed(cfg.seed)
+    model = build().to(device)
+    opt = build_optimizer(model, cfg)
+    model.train()
+    dev = torch.device(device)
+
+    def sync():
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+
+    def one(step):
+        x, y, _ = _unpack(train_batch(step), device)
+        with _autocast(device, cfg):
+            _, loss_sum, count = _forward(model, x, y, cfg)
+        opt.zero_grad(set_to_none=True)
+        (loss_sum / max(count, 1)).backward()
+        opt.step()
+
+    t0 = time.perf_counter()
+    one(0)
+    sync()
+    per_step = time.perf_counter() - t0
+    if per_step < budget_s:  # a warm-up past the budget is the estimate: its one-time costs are small beside it
+        t0 = time.perf_counter()
+        done = 0
+        while done < steps and (done == 0 or time.perf_counter() - t0 < budget_s):
+            done += 1
+            one(done)
+            sync()
+        per_step = (time.perf_counter() - t0) / done
+    per_batch = 0.0
+    batch = next(iter(val_batches()), None) if val_batches is not None else None
+    if batch is not None:
+        x, y, _ = _unpack(batch, device)
+        model.eval()
+        with torch.no_grad(), _autocast(device, cfg):
+            t0 = time.perf_counter()
+            _forward(model, x, y, cfg)
+            sync()
+        per_batch = time.perf_counter() - t0
+    return per_step, per_batch
+
+
 class Progress:
     """Training progress on the shared bar: steps, steps/s, ETA, the last loss and the
     last validation metric (longsynth.progress: a bar on a terminal, lines in a log)."""

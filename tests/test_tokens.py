@@ -132,11 +132,13 @@ def test_authors_stream_refusals(tmp_path):
 def test_info_reports_tokens(dirs):
     ours, _ = dirs
     text = run("info", ours)
-    assert "tokens: vocabulary 100; scored positions per sample (targets != -100): min 4 mean 4.00 max 4" in text
+    assert "tokens: vocabulary 100; per split: scored positions per sample (targets != -100)" in text
+    assert "  train scored per sample: min 4 mean 4.00 max 4, 120 in all" in text
     assert "class balance" not in text
     s = json.loads(run("info", ours, "--json"))
-    tk = s["tokens"]
-    assert tk["scored_per_sample"]["total"] == 4 * 42 and tk["inputs"]["outside_vocab"] == 0
+    assert list(s["tokens"]) == list(s["splits"])  # per split, never pooled
+    tk = s["tokens"]["train"]
+    assert tk["scored_per_sample"]["total"] == 4 * 30 and tk["inputs"]["outside_vocab"] == 0
     assert tk["inputs"]["top"][0][0] == 0  # the filler is the commonest input token
     assert all(50 <= i < 100 for i, _ in tk["targets"]["top"])  # scored targets are values
 

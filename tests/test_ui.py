@@ -28,10 +28,13 @@ def test_info_statistics_cover_every_sample_and_say_so(pathfinder):
     assert r.exit_code == 0, r.output
     assert "statistics over all 500 samples (train 400, val 50, test 50):" in r.output
     ds = store.open(str(pathfinder))
-    dist = np.concatenate([ds[s].column("distractors") for s in ds.splits])
-    line = next(x for x in r.output.splitlines() if x.strip().startswith("distractors"))
-    assert f"min {dist.min()} max {dist.max()} mean {dist.mean():.4g}" in line, line
-    assert dist.max() > 1  # the 4-sample preview of old said "max 1"
+    lines = r.output.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.strip().startswith("distractors"))
+    for i, split in enumerate(ds.splits):  # a line per split, never pooled over splits
+        dist = ds[split].column("distractors")
+        want = f"{split:5s} min {dist.min()} max {dist.max()} mean {dist.mean():.4g} std {dist.std():.4g}"
+        assert lines[at + i].endswith(want), (want, lines[at + i])
+    assert ds["train"].column("distractors").max() > 1  # the 4-sample preview of old said "max 1"
     for split in ds.splits:  # LRA Pathfinder's label balance, per split
         t = ds[split].column("targets")
         want = f"0: {100 * np.mean(t == 0):.1f}%  1: {100 * np.mean(t == 1):.1f}%"

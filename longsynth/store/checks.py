@@ -172,10 +172,13 @@ def _deep_check(root, m, task, cfg, samples):
 
 def info(root, samples=None, progress=None):
     """Summary of a dataset: configuration, counts, sizes, key shapes/dtypes, and value
-    statistics over every sample (streamed block by block, each block checked), or over
-    the first ``samples`` of each split when given. Integer ``targets`` also get their
-    class balance per split (share of each value; negative values mark unlabelled
-    positions and are left out). ``progress`` follows the store's protocol."""
+    statistics per split over every sample (streamed block by block, each block checked),
+    or over the first ``samples`` of each split when given: ``stats[split][key]``. Integer
+    ``targets`` also get their class balance per split (share of each value; negative values
+    mark unlabelled positions and are left out), token tasks their marginals and scored
+    positions per split (``tokens[split]``), and parity and modular arithmetic their sequence
+    lengths per split (``lengths[split]``, ``row_lengths``). ``progress`` follows the store's
+    protocol."""
     if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 1):
         raise LongsynthError(f"samples: must be an integer >= 1, got {samples!r}")
     m = read_manifest(root)
@@ -248,40 +251,119 @@ class _Moments:
         return out
 
 
-def _statistics(ds, samples, progress):
-    """Value statistics over the dataset (or ``samples`` per split) and class balance."""
+# The tasks whose stored rows hold sequences of varying length, and how a row's length n is
+# read back: the one scored target sits at index n - 2 (parity, modular arithmetic: the word
+# and its answer, shifted by one), n - 3 with brackets (the expression, '=', the answer and one
+# [PAD]; n = max(uniform length, 5)); docs/tasks/state-tracking.md, "parity and modular-arithmetic".
+LENGTH_DEFINITION = ("n, the raw sequence's length as the authors count it (the word and its answer; with brackets "
+                     "also the [PAD] after the answer), read from the scored target's index: n - 2 (n - 3 with "
+                     "brackets); docs/tasks/state-tracking.md")
+
+
+def row_lengths(task, cfg):
+    """``lengths(targets [n, L]) -> int64 [n]`` (-1 for a row without a scored target) for the
+    tasks whose rows vary in length by split (parity, modular-arithmetic: ``LENGTH_DEFINITION``),
+    else None (every row of the others has one length)."""
+    if task.name not in ("parity", "modular-arithmetic"):
+        return None
+    extra = 3 if getattr(cfg, "brackets", False) else 2
+
+    def lengths(targets):
+        t = np.asarray(targets)
+        t = t.reshape(t.shape[0], -1)
+        scored = t != -100
+        last = t.shape[1] - 1 - np.argmax(scored[:, ::-1], axis=1)  # [n]  the last scored index
+        return np.where(scored.any(axis=1), last + extra, -1).astype(np.int64)
+
+    return lengths
+
+
+class SplitStatistics:
+    """What ``info`` and ``show DIR --stats`` read from one split: value moments per key,
+    token marginals and scored targets per row (token tasks), target class counts (integer
+    targets of the other families) and row lengths (``row_lengths``)."""
+
+    def __init__(self, ds):
+        specs = ds.task.keys(ds.config)
+        self.moments = {k: _Moments() for k in specs}
+        target = specs.get("targets")
+        self.tokens = _Tokens(ds.task.vocab_size(ds.config)) if ds.task.family == "tokens" else None
+        self.counts = (np.zeros(256, dtype=np.int64) if target is not None and np.dtype(target.dtype).kind in "iub"
+                       and self.tokens is None else None)
+        self._lengths_of = row_lengths(ds.task, ds.config)
+        self._lengths = []
+        self.samples = 0
+
+    def add(self, block):
+        for k, col in block.items():
+            self.moments[k].add(col.values if isinstance(col, Ragged) else col)
+        n = next(len(c.offsets) - 1 if isinstance(c, Ragged) else c.shape[0] for c in block.values())
+        self.samples += n
+        if self.tokens is not None:
+            self.tokens.add(block["inputs"], block["targets"])
+        if self.counts is not None:
+            t = block["targets"]
+            v = np.asarray(t.values if isinstance(t, Ragged) else t).astype(np.int64).ravel()
+            v = v[(v >= 0) & (v < self.counts.size)]
+            self.counts += np.bincount(v, minlength=self.counts.size)
+        if self._lengths_of is not None:
+            self._lengths.append(self._lengths_of(block["targets"]))
+        return n
+
+    @property
+    def lengths(self):
+        """int64 [rows]: the rows' lengths (rows without a scored target left out); None where undefined."""
+        if self._lengths_of is None:
+            return None
+        v = np.concatenate(self._lengths) if self._lengths else np.zeros(0, dtype=np.int64)
+        return v[v >= 0]
+
+    def balance(self):
+        if self.counts is None or not self.counts.sum():
+            return None
+        return {int(c): float(self.counts[c] / self.counts.sum()) for c in np.flatnonzero(self.counts)}
+
+    def length_summary(self):
+        v = self.lengths
+        if v is None or not v.size:
+            return None
+        values, counts = np.unique(v, return_counts=True)
+        return {"min": int(v.min()), "median": float(np.median(v)), "mean": float(v.mean()), "max": int(v.max()),
+                "counts": {int(a): int(c) for a, c in zip(values, counts)}}
+
+
+def split_statistics(ds, samples=None, progress=None):
+    """{split: SplitStatistics} over every sample of each split of the open dataset ``ds``
+    (or its first ``samples``), streamed block by block (each block checked); ``progress``
+    follows the store's protocol."""
     take = {s: len(sp) if samples is None else min(samples, len(sp)) for s, sp in ds.splits.items()}
     if progress is not None:
         progress(None, total=sum(take.values()))
-    specs = ds.task.keys(ds.config)
-    moments = {k: _Moments() for k in specs}
-    target = specs.get("targets")
-    tokens = _Tokens(ds.task.vocab_size(ds.config)) if ds.task.family == "tokens" else None
-    balance_of = target is not None and np.dtype(target.dtype).kind in "iub" and tokens is None
-    balance = {}
+    out = {}
     for split, sp in ds.splits.items():
-        counts = np.zeros(256, dtype=np.int64)
+        st = out[split] = SplitStatistics(ds)
         for _, block in sp.iter_blocks(chunk=256, stop=take[split]):
-            for k, col in block.items():
-                moments[k].add(col.values if isinstance(col, Ragged) else col)
-            n = next(len(c.offsets) - 1 if isinstance(c, Ragged) else c.shape[0] for c in block.values())
-            if tokens is not None:
-                tokens.add(block["inputs"], block["targets"])
-            if balance_of:
-                t = block["targets"]
-                v = np.asarray(t.values if isinstance(t, Ragged) else t).astype(np.int64).ravel()
-                v = v[(v >= 0) & (v < counts.size)]
-                counts += np.bincount(v, minlength=counts.size)
+            n = st.add(block)
             if progress is not None:
                 progress(n)
-        if balance_of and counts.sum():
-            balance[split] = {int(c): float(counts[c] / counts.sum()) for c in np.flatnonzero(counts)}
-    result = {"stats_samples": sum(take.values()), "stats_per_split": take,
-              "stats": {k: mo.summary() for k, mo in moments.items() if mo.n or any(mo.nonfinite.values())}}
-    if balance_of:
-        result["balance"] = balance
-    if tokens is not None:
-        result["tokens"] = tokens.summary()
+    return out
+
+
+def _statistics(ds, samples, progress):
+    """Value statistics, token marginals, class balance and lengths, each per split (a split
+    of other lengths or scored positions is not pooled with the others)."""
+    per = split_statistics(ds, samples, progress)
+    result = {"stats_samples": sum(st.samples for st in per.values()),
+              "stats_per_split": {s: st.samples for s, st in per.items()},
+              "stats": {s: {k: mo.summary() for k, mo in st.moments.items() if mo.n or any(mo.nonfinite.values())}
+                        for s, st in per.items()}}
+    if any(st.counts is not None for st in per.values()):
+        result["balance"] = {s: b for s, st in per.items() if (b := st.balance()) is not None}
+    if ds.task.family == "tokens":
+        result["tokens"] = {s: st.tokens.summary() for s, st in per.items()}
+    if row_lengths(ds.task, ds.config) is not None:
+        result["length_definition"] = LENGTH_DEFINITION
+        result["lengths"] = {s: L for s, st in per.items() if (L := st.length_summary()) is not None}
     return result
 
 

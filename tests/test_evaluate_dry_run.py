@@ -1,0 +1,126 @@
+"""evaluate --dry-run (docs/evaluate.md, "Dry run"): the plan and an estimate of its wall time
+from a few timed steps, nothing trained and nothing written; the plan line counts a task run
+under several protocols by its cells; a paper-scale sweep on a CPU warns before it starts."""
+import os
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from longsynth.cli.main import cli
+
+torch = pytest.importorskip("torch")
+
+
+def invoke(*args):
+    r = CliRunner().invoke(cli, [str(a) for a in args])
+    torch.set_num_threads(1)  # Numba's OpenMP pool resets the shared thread count
+    return r
+
+
+def test_dry_run_prints_the_plan_and_an_estimate_and_writes_nothing(tmp_path, monkeypatch):
+    from longsynth.models_ref import evaluate, trainer
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("--dry-run trained a run")
+
+    monkeypatch.setattr(evaluate, "execute", no_training)
+    monkeypatch.setattr(trainer, "train", no_training)
+    forwards = []
+    real = trainer._forward
+    monkeypatch.setattr(trainer, "_forward", lambda *a: forwards.append(1) or real(*a))
+    out = tmp_path / "nested" / "rep"
+    r = invoke("evaluate", "dlr", "--suite", "cumsum,select", "--steps", "50", "--dry-run", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert "plan: 2 runs on 2 tasks, 100 training steps in all, one after another on cpu" in r.output
+    for task in ("cumsum", "select"):
+        assert f"timing {task}: up to 3 training steps after a warm-up step" in r.output
+        assert re.search(rf"^  {task}\s+1 run x 50 steps, [\d.]+ m?s/step: \d+ s$", r.output, re.M), r.output
+    assert re.search(r"^estimate: about \d+ s on cpu, one run after another", r.output, re.M), r.output
+    assert "warning" not in r.output  # minutes, at the tiny scale
+    assert r.output.rstrip().endswith("nothing written (--dry-run)")
+    # per task: a warm-up step, 1 to 3 timed ones and an evaluation forward; no more
+    assert 2 * 3 <= len(forwards) <= 2 * 5, len(forwards)
+    assert not out.exists() and not (tmp_path / "nested").exists()
+
+
+def test_dry_run_warns_of_days_and_of_the_paper_scale_on_a_cpu(tmp_path, monkeypatch):
+    from longsynth.models_ref import trainer
+    from longsynth.models_ref.evaluate import duration
+    from longsynth.models_ref.protocol import resolve
+
+    monkeypatch.setattr(trainer, "step_seconds", lambda *a, **k: (2.5, 0.5))  # a paper-scale step on a CPU
+    r = invoke("evaluate", "dlr", "--suite", "cumsum", "--scale", "paper", "--dry-run", "--out", tmp_path / "rep")
+    assert r.exit_code == 0, r.output
+    assert "plan: 1 run on 1 task, 40,000 training steps in all" in r.output
+    # 40,000 steps of 2.5 s, and the evaluations (and the test) of eval_batches batches of 0.5 s
+    cfg = resolve("atomic", "paper", task="cumsum").train_config(lr=1e-3, seed=0)
+    evaluations = -(-cfg.steps // cfg.eval_every) + 1
+    want = duration(cfg.steps * 2.5 + evaluations * cfg.eval_batches * 0.5)
+    assert want.endswith(" h") and float(want[:-2]) > 24, want
+    assert f"  cumsum  1 run x 40,000 steps, 2.5 s/step: {want}\n" in r.output, r.output
+    assert f"\nwarning: that is {want}: a GPU (--device cuda)" in r.output, r.output
+    assert "warning: --scale paper on a CPU" in r.output
+    assert not (tmp_path / "rep").exists()
+
+
+def test_dry_run_leaves_out_the_runs_already_finished(report):
+    before = sorted((p, os.stat(os.path.join(p, f)).st_mtime_ns) for p, _, fs in os.walk(report) for f in fs)
+    r = invoke("evaluate", "dlr", "--suite", "cumsum", "--steps", "2", "--dry-run", "--out", report)
+    assert r.exit_code == 0, r.output
+    assert "all 1 run(s) already finished" in r.output and "plan:" not in r.output
+    after = sorted((p, os.stat(os.path.join(p, f)).st_mtime_ns) for p, _, fs in os.walk(report) for f in fs)
+    assert after == before  # no lock, no report, nothing touched
+
+
+def _paper_sweep(suite):
+    from longsynth.models_ref.evaluate import Settings, suite_tasks, sweep
+    from longsynth.models_ref.harness import Job
+    from longsynth.models_ref.protocol import resolve
+
+    settings = Settings(scale="paper")
+    todo = []
+    for proto, task in suite_tasks(suite, "paper"):
+        protocol = resolve(proto, "paper", task=task)
+        probe = Job(model="dlr", protocol=proto, task=task, scale="paper")
+        todo += [(job, None) for job, _ in sweep(probe, protocol, settings, protocol.lrs or (1e-3,))]
+    return todo, settings
+
+
+def test_the_plan_line_counts_the_cells_of_mqar():
+    from longsynth.models_ref.evaluate import Settings, cpu_warning, plan_line
+
+    todo, settings = _paper_sweep("mqar")  # Figure 2: 4 cells x 4 learning rates x 4 widths
+    line = plan_line(todo, settings)
+    # 64 * 100,000 / B steps per run at B 512, 512, 256, 128, 16 runs a cell
+    assert line.startswith("plan: 64 runs on 4 cells of mqar (mqar-64, mqar-128, mqar-256, mqar-512), "
+                           "1,600,000 training steps in all, one after another on cpu"), line
+    warning = cpu_warning(todo, settings)
+    assert warning.startswith("warning: paper scale on a CPU: 1,600,000 training steps in total") and \
+        "--dry-run estimates the time" in warning
+    assert cpu_warning(todo, Settings(scale="paper", device="cuda")) is None
+    todo, settings = _paper_sweep("state-tracking")  # one task under two protocols, and another task
+    assert plan_line(todo, settings).startswith("plan: 3 runs on 3 cells of 2 tasks, ")
+    todo, settings = _paper_sweep("h3-synthetics")
+    assert plan_line(todo, settings).startswith("plan: 2 runs on 2 tasks, ")
+
+
+def test_evaluate_warns_before_a_paper_scale_sweep_on_a_cpu(tmp_path, monkeypatch):
+    from longsynth.models_ref import evaluate
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt  # the plan and its warning are out; nothing trains
+
+    monkeypatch.setattr(evaluate, "execute", stop)
+    r = invoke("evaluate", "dlr", "--suite", "cumsum", "--scale", "paper", "--out", tmp_path / "rep")
+    assert r.exit_code == 130, r.output
+    plan = r.output.index("plan: 1 run on 1 task, 40,000 training steps")
+    warning = r.output.index("warning: paper scale on a CPU: 40,000 training steps in total")
+    assert plan < warning < r.output.index("interrupted")
+
+
+def test_durations_read_in_words():
+    from longsynth.models_ref.evaluate import duration
+
+    assert [duration(s) for s in (42, 720, 5.25 * 3600, 3.1 * 86400, 77 * 86400)] == \
+        ["42 s", "12 min", "5.2 h", "3.1 days", "11 weeks (77 days)"]
