@@ -234,7 +234,7 @@ def on_the_fly_sources(protocol, batch_size, seed=0, rank=0, world=1):
         train = make("train")
     else:
         train = fixed_train(protocol.task, params, protocol.train_samples, batch_size, seed, rank, world)
-    val, test = (_eval_list(_grouped(make(s), protocol.breakdown), n) for s in ("val", "test"))
+    val, test = (_eval_list(_grouped(make(s), protocol.breakdown, length_offset(protocol)), n) for s in ("val", "test"))
     return train, val, test, params
 
 
@@ -253,7 +253,7 @@ def test_set_sources(protocol, batch_size, rank=0, world=1):
     out = {}
     for label, change in (protocol.test_sets or {}).items():
         stream = OnTheFly(protocol.task, _task_params(protocol, change), 0, batch_size, "test", rank, world)
-        out[label] = _eval_list(_grouped(stream, protocol.breakdown), protocol.eval_batches)
+        out[label] = _eval_list(_grouped(stream, protocol.breakdown, length_offset(protocol)), protocol.eval_batches)
     return out
 
 
@@ -263,30 +263,37 @@ def test_set_sources(protocol, batch_size, rank=0, world=1):
 BREAKDOWNS = {  # how a token suite's test accuracy is grouped (models_ref/metrics.token_accuracy groups)
     "length": "the length n of a sample's sequence, counted as the authors count it (the word and its answer): "
               "its one scored target sits at index n - 2 (parity, modular arithmetic: targets are inputs shifted "
-              "by one)",
+              "by one), n - 3 with brackets (their n also counts the [PAD] after the answer: "
+              "docs/tasks/state-tracking.md, 'Lengths from stored rows')",
     "position": "the index of each scored target, the number of elements in its prefix (word problems: BOS at 0, "
                 "the prefix product of elements 1..t at t)",
 }
 
 
-def groups(y, kind):
-    """The breakdown groups of labels y [B, T] (``BREAKDOWNS``): long [B, T], -1 where unscored."""
+def length_offset(protocol):
+    """n minus the scored target's index for the "length" breakdown: 3 with brackets, else 2."""
+    return 3 if (protocol.data or {}).get("brackets") else 2
+
+
+def groups(y, kind, offset=2):
+    """The breakdown groups of labels y [B, T] (``BREAKDOWNS``): long [B, T], -1 where unscored.
+    ``offset``: ``length_offset`` of the protocol."""
     scored = y != IGNORE_INDEX  # [B, T]
     index = torch.arange(y.shape[1], device=y.device).expand_as(y)  # [B, T]  0-based target positions
     if kind == "length":
         last = torch.where(scored, index, torch.full_like(index, -2)).amax(dim=1, keepdim=True)  # [B, 1]
-        index = (last + 2).expand_as(y)  # [B, T]  n: the word and its answer
+        index = (last + offset).expand_as(y)  # [B, T]  n: the word and its answer
     return torch.where(scored, index, torch.full_like(index, -1))  # [B, T]
 
 
-def _grouped(source, kind):
+def _grouped(source, kind, offset=2):
     """A batch source whose batches carry {kind: groups} extras (unchanged when kind is None)."""
     if kind is None:
         return source
 
     def batch(step):
         x, y = source(step)[:2]
-        return x, y, {kind: groups(y, kind)}
+        return x, y, {kind: groups(y, kind, offset)}
     return batch
 
 

@@ -353,6 +353,10 @@ class Report:
             column, own, shown = found
             ok = abs(test - own) <= TOLERANCE
             figure = f"{row['own']['name']}: {own:.2f}" + ("" if shown else " (not a column of this table)")
+            if self.scale == "tiny":  # a shrunk recipe: what it showed, beside a figure of a larger setting
+                rel = "near" if ok else ("below" if test < own else "above")
+                return (f"{said}{state + '; ' if state else ''}tiny setting: {rel} the paper's {figure} "
+                        f"(at the paper's own setting)" + caveat)
             if state:
                 return f"{said}{state}; " + (f"consistent with the paper's {figure}" if ok
                                              else f"the paper's {figure}") + caveat

@@ -83,6 +83,19 @@ def test_groups_give_each_scored_token_its_sequences_length_or_its_position():
     y = torch.from_numpy(b["targets"].astype("int64"))
     n = (torch.from_numpy(b["inputs"].astype("int64")) != 0).sum(1) + 1  # the word's bits, then its answer
     assert groups(y, "length").amax(1).tolist() == n.tolist() and 3 <= int(n.min()) and int(n.max()) <= 9
+    # with brackets the authors' n also counts the [PAD] after the answer: the target sits at n - 3
+    from longsynth.models_ref.field import PROTOCOLS
+    from longsynth.models_ref.protocol import length_offset, resolve
+
+    params = dict(brackets=True, context_length=32, min_sequence_length=6, max_sequence_length=14,
+                  test_min_sequence_length=6, test_max_sequence_length=14)
+    b = batch("modular-arithmetic", 0, 256, split="test", **params)
+    x, y = (torch.from_numpy(b[k].astype("int64")) for k in ("inputs", "targets"))
+    offset = length_offset(resolve("modular-arithmetic-brackets", "tiny", task="modular-arithmetic"))
+    n = groups(y, "length", offset).amax(1)
+    assert offset == 3 and int(n.min()) == 6 and int(n.max()) == 14  # the drawn range exactly, both ends
+    assert n.tolist() == ((x != 11).sum(1) + 1).tolist()  # its tokens before the padding [PAD] (11), and that one
+    assert PROTOCOLS[("parity", "tiny")]["breakdown"] == "length"
 
 
 def test_by_length_sums_correct_answers_over_seeds_and_bins_many_lengths():

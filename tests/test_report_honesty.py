@@ -27,8 +27,8 @@ def _cert(protocol, acc, *, scale="tiny", steps=None, protocol_steps=None, task=
             "schedule": {"steps": steps, "protocol": {"steps": protocol_steps}}}
 
 
-def _report(runs, model="m", suite="s", sha=None):
-    return Report(identity={"model": model, "sha256": sha}, suite=suite, scale="tiny", settings={}, runs=runs)
+def _report(runs, model="m", suite="s", sha=None, scale="tiny"):
+    return Report(identity={"model": model, "sha256": sha}, suite=suite, scale=scale, settings={}, runs=runs)
 
 
 def _close(fig):
@@ -56,10 +56,13 @@ def test_a_run_cut_short_with_steps_is_not_a_verdict_and_never_differs():
         _close(fig)
     # the same figure over the whole budget is a verdict, at chance; far from it and from the paper: differs
     full = _report([_cert("selective-copying", 0.078)], model="s6").rows()[0]["verdict"]
-    assert full.startswith("at chance (0.07); the paper's Mamba (Mamba arch., S6 layer): 1.00")
+    assert full.startswith("at chance (0.07); tiny setting: below the paper's Mamba (Mamba arch., S6 layer): 1.00")
     assert "differs" not in full and "not a verdict" not in full
     half = _report([_cert("selective-copying", 0.5)], model="s6").rows()[0]["verdict"]
-    assert half == "differs from the paper's Mamba (Mamba arch., S6 layer): 1.00"
+    assert half == "tiny setting: below the paper's Mamba (Mamba arch., S6 layer): 1.00 (at the paper's own setting)"
+    # at the paper's scale the same number is a verdict against the paper
+    paper = _report([_cert("selective-copying", 0.5)], model="s6", scale="paper").rows()[0]["verdict"]
+    assert paper == "differs from the paper's Mamba (Mamba arch., S6 layer): 1.00"
 
 
 def test_evaluate_with_fewer_steps_than_the_protocol_reports_no_verdict(tmp_path):
@@ -189,8 +192,10 @@ def test_columns_are_named_as_the_papers_name_the_row_with_their_sources():
     assert "Mamba paper Table 1 (a table)" in md and "Grazzi et al. Table 3" in md
     rows = {r["task"]: r for r in rep.rows()}
     # the built-in s6 is judged against its own column in each paper, under that paper's name
-    assert rows["selective-copying"]["verdict"] == "consistent with the paper's Mamba (Mamba arch., S6 layer): 1.00"
-    assert rows["parity"]["verdict"] == "at chance (0.50); consistent with the paper's Mamba [0, 1]: 0.50"
+    assert rows["selective-copying"]["verdict"] == ("tiny setting: near the paper's Mamba (Mamba arch., S6 layer): "
+                                                    "1.00 (at the paper's own setting)")
+    assert rows["parity"]["verdict"] == ("at chance (0.50); tiny setting: near the paper's Mamba [0, 1]: 0.50 (at "
+                                         "the paper's own setting)")
     assert rows["selective-copying"]["paper_names"]["hyena"] == "Hyena (H3 arch., Hyena layer)"
     columns = rep.to_json()["paper_columns"]
     assert {"column": "s6", "name": "Mamba [0, 1]", "source": presets.PAPER_FROM["parity"]["s6"]} in columns
