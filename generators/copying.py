@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.errors import LongsynthError
+from longsynth.generators._authors import Authors, Stream, block_rows
 from longsynth.generators._tokens import IGNORE, REVISION, token_dtype
 from longsynth.rng import below, stream
 from longsynth.task import KeySpec, Task, param
@@ -95,29 +96,45 @@ def _fill(cfg, seed, split, start, out, fixed):
     copying_fill(seed, split, start, cfg.A, cfg.L + cfg.M, out["inputs"], out["targets"])
 
 
-def authors_rows(cfg, count, seed, split):
+def _authors_open(cfg, count, seed, split):
     """S4's ``torch_copying_data(L, M, A, variable=True, batch_shape=(count,))`` after
     ``torch.manual_seed(seed')`` (seed' = seed + 0, 1, 2 for train, val, test), as its
     ``CopyingEvalDataset`` makes a set: the same torch calls in the same order (``randint``
     of all tokens, then a ``randperm(L + M)`` per row) on a private ``torch.Generator``, the
-    rest in NumPy; x as inputs, the tokens as the last M targets. Needs torch."""
+    rest in NumPy; x as inputs, the tokens as the last M targets. Needs torch. A Stream
+    (generators/_authors.py): the one ``randint`` of every row's tokens comes first and is
+    kept (int64 [count, M]); the rows follow block by block."""
     try:
-        import torch
+        import torch  # noqa: F401
     except ImportError:
         raise LongsynthError("selective-copying: the authors' stream is S4's torch code; pip install torch") from None
+    T = cfg.L + 2 * cfg.M
+    return Stream(count, _s4_blocks(cfg, count, seed, split, block_rows((T,))), (T,), side_bytes=count * cfg.M * 8,
+                  side_doc="every row's tokens, which S4 draws in one call before the first row's positions")
+
+
+def _s4_blocks(cfg, count, seed, split, block):
+    import torch
+
     L, M, A = cfg.L, cfg.M, cfg.A
     g = torch.Generator().manual_seed(seed + {"train": 0, "val": 1, "test": 2}[split])
     tokens = torch.randint(low=1, high=A - 1, size=(count, M), generator=g).numpy()
-    inds = np.empty((count, M), dtype=np.int64)
-    for i in range(count):
-        inds[i] = torch.randperm(L + M, generator=g)[:M].numpy()
-    inds.sort(axis=1)
-    inputs = np.zeros((count, L + 2 * M), dtype=np.int64)
-    np.put_along_axis(inputs, inds, tokens, axis=1)  # S4's scatter_ of the tokens at the sorted positions
-    inputs[:, L + M :] = A - 1
-    targets = np.full((count, L + 2 * M), IGNORE, dtype=np.int64)
-    targets[:, L + M :] = tokens
-    return {"inputs": inputs, "targets": targets}
+    for lo in range(0, count, block):
+        n = min(block, count - lo)
+        inds = np.empty((n, M), dtype=np.int64)
+        for i in range(n):
+            inds[i] = torch.randperm(L + M, generator=g)[:M].numpy()
+        inds.sort(axis=1)
+        tok = tokens[lo : lo + n]
+        inputs = np.zeros((n, L + 2 * M), dtype=np.int64)
+        np.put_along_axis(inputs, inds, tok, axis=1)  # S4's scatter_ of the tokens at the sorted positions
+        inputs[:, L + M :] = A - 1
+        targets = np.full((n, L + 2 * M), IGNORE, dtype=np.int64)
+        targets[:, L + M :] = tok
+        yield {"inputs": inputs, "targets": targets}
+
+
+authors_rows = Authors(_authors_open)  # called: the whole split, as S4's function returns it
 
 
 TASK = Task(

@@ -46,6 +46,7 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.errors import LongsynthError
+from longsynth.generators._authors import Authors, Stream, block_rows
 from longsynth.generators._tokens import IGNORE
 from longsynth.rng import SPLITS, next_u64, randint, split_name, stream
 from longsynth.task import KeySpec, Task, param
@@ -356,8 +357,12 @@ def authors_split_seeds(seed):
 
 def authors_example_seeds(split_seed, count):
     """The per-example seeds base + i, base = default_rng(split_seed).integers(2^32 - count)."""
-    base = int(np.random.default_rng(split_seed).integers((1 << 32) - count))
+    base = _authors_base(split_seed, count)
     return [base + i for i in range(count)]
+
+
+def _authors_base(split_seed, count):
+    return int(np.random.default_rng(split_seed).integers((1 << 32) - count))
 
 
 def _authors_parity_raw(rng, cfg, lo, hi):
@@ -420,23 +425,33 @@ def _authors_brackets_raw(rng, cfg, lo, hi):
 
 
 def _authors(raw):
-    def authors(cfg, count, seed, split):
-        """The authors' stream {"inputs", "targets"} int64 [count, context_length - 1]."""
+    def open_stream(cfg, count, seed, split):
+        """The authors' stream {"inputs", "targets"} int64 [count, context_length - 1], as a Stream
+        (generators/_authors.py): example i from its own seed base + i, nothing kept between them."""
         name = split_name(split)
         if count >= 1 << 32:
             raise LongsynthError("count: the authors' seeding needs count < 2^32")
-        lo, hi = split_lengths(cfg, SPLITS[name])
+        lengths = split_lengths(cfg, SPLITS[name])
+        base = _authors_base(authors_split_seeds(seed)[name], count)  # example i's seed: base + i
         c = cfg.context_length
-        inputs = np.empty((count, c - 1), dtype=np.int64)
-        targets = np.full((count, c - 1), IGNORE, dtype=np.int64)
-        for i, ex_seed in enumerate(authors_example_seeds(authors_split_seeds(seed)[name], count)):
-            w, answer = raw(np.random.default_rng(ex_seed), cfg, lo, hi)
+        return Stream(count, _authors_blocks(raw, cfg, count, lengths, base, block_rows((c - 1,))), (c - 1,))
+    return Authors(open_stream)
+
+
+def _authors_blocks(raw, cfg, count, lengths, base, block):
+    lo, hi = lengths
+    c = cfg.context_length
+    for start in range(0, count, block):
+        n = min(block, count - start)
+        inputs = np.empty((n, c - 1), dtype=np.int64)
+        targets = np.full((n, c - 1), IGNORE, dtype=np.int64)
+        for i in range(n):
+            w, answer = raw(np.random.default_rng(base + start + i), cfg, lo, hi)
             inputs[i] = w[:-1]
             if answer < c - 1:
                 inputs[i, answer] = 0  # their pad index hides the answer
             targets[i, answer - 1] = w[answer]
-        return {"inputs": inputs, "targets": targets}
-    return authors
+        yield {"inputs": inputs, "targets": targets}
 
 
 _authors_plain = _authors(_authors_modular_raw)
@@ -444,9 +459,12 @@ _authors_brackets = _authors(_authors_brackets_raw)
 authors_parity = _authors(_authors_parity_raw)
 
 
-def authors_modular(cfg, count, seed, split):
+def _authors_modular_open(cfg, count, seed, split):
     """The authors' stream of modular_arithmetic or, with brackets, modular_arithmetic_with_brackets."""
-    return (_authors_brackets if cfg.brackets else _authors_plain)(cfg, count, seed, split)
+    return (_authors_brackets if cfg.brackets else _authors_plain).open(cfg, count, seed, split)
+
+
+authors_modular = Authors(_authors_modular_open)
 
 
 TASKS = [

@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from longsynth.errors import LongsynthError
+from longsynth.generators._authors import Authors, Stream, block_rows
 from longsynth.generators._tokens import IGNORE
 
 # configs/tasks/*.yml: num_train_examples of each task's baseline; MADConfig.num_test_examples, seed
@@ -289,35 +290,52 @@ def _check_seed(seed):
         raise LongsynthError(f"seed: MAD's np.random.seed takes [0, 2**32), got {seed}")
 
 
+def _row_shape(name, cfg):
+    from longsynth import registry
+
+    return tuple(registry.get(name).keys(cfg)["inputs"].shape)
+
+
+def _blocks(make, draws, ahead, count, is_training, block):
+    """Blocks of ``count`` instances from ``draws``, after drawing (not keeping) the
+    instances of ``ahead`` [(count, is_training), ...] first."""
+    for n, training in ahead:
+        for _ in range(n):
+            make(draws, training)
+    for lo in range(0, count, block):
+        yield _stack([make(draws, is_training) for _ in range(min(block, count - lo))])
+
+
 def stream_of(name):
-    """The ``authors(cfg, count, seed, split)`` function of task ``name``: MAD's instance function
-    from fresh generators. Each call starts anew, so two splits of one seed share their draws:
-    a data set is ``pipeline_of``'s."""
-    def authors(cfg, count, seed, split):
+    """The ``authors(cfg, count, seed, split)`` function of task ``name`` (an ``Authors``,
+    generators/_authors.py: called, the stacked rows; ``.open``, a Stream of them): MAD's
+    instance function from fresh generators. Each call starts anew, so two splits of one seed
+    share their draws: a data set is ``pipeline_of``'s."""
+    def open_stream(cfg, count, seed, split):
         _check_seed(seed)
-        return run(name, cfg, count, Draws(seed), split == "train")
-    authors.__doc__ = f"MAD's stream of {name} for seed (fresh default_rng(seed) and legacy seed(seed))."
-    return authors
+        make = _instances(name, cfg)
+        shape = _row_shape(name, cfg)
+        return Stream(count, _blocks(make, Draws(seed), [], count, split == "train", block_rows(shape)), shape)
+    return Authors(open_stream, f"MAD's stream of {name} for seed (fresh default_rng(seed) and legacy seed(seed)).")
 
 
 def pipeline_of(name):
-    """The ``pipeline(cfg, seed, counts, split)`` function of task ``name``: split ``split`` of the data
-    set whose splits have ``counts`` ({split: count}), as MAD's ``generate_data`` makes its sets
-    (mad/data/dataset.py): one pair of generators for the whole set, the training rows first, then
-    each split scored as at test time continuing where the one before stopped (order train, val,
-    test; MAD itself has train and test). Memorization's map is MADConfig's: ``generate_kv_map``
-    over vocab_size - 1 tokens (noise tokens included), seeded by ``kv_map_seed`` (MADConfig passes
-    its seed, so MAD's own files have kv_map_seed equal to the seed, 12345)."""
-    def pipeline(cfg, seed, counts, split):
+    """The ``pipeline(cfg, seed, counts, split)`` function of task ``name`` (an ``Authors``): split
+    ``split`` of the data set whose splits have ``counts`` ({split: count}), as MAD's
+    ``generate_data`` makes its sets (mad/data/dataset.py): one pair of generators for the whole
+    set, the training rows first, then each split scored as at test time continuing where the one
+    before stopped (order train, val, test; MAD itself has train and test). Memorization's map is
+    MADConfig's: ``generate_kv_map`` over vocab_size - 1 tokens (noise tokens included), seeded by
+    ``kv_map_seed`` (MADConfig passes its seed, so MAD's own files have kv_map_seed equal to the
+    seed, 12345). The rows of the splits ahead are drawn again, not kept."""
+    def open_stream(cfg, seed, counts, split):
         _check_seed(seed)
         make = _instances(name, cfg, map_ns=cfg.vocab_size - 1)
-        draws = Draws(seed)
-        for s in PIPELINE_ORDER[: PIPELINE_ORDER.index(split)]:
-            for _ in range(counts.get(s, 0)):  # the rows ahead of this split: drawn, not kept
-                make(draws, s == "train")
-        return _stack([make(draws, split == "train") for _ in range(counts.get(split, 0))])
-    pipeline.__doc__ = f"MAD's data set of {name}: its splits continue one stream (generate_data)."
-    return pipeline
+        shape = _row_shape(name, cfg)
+        ahead = [(counts.get(s, 0), s == "train") for s in PIPELINE_ORDER[: PIPELINE_ORDER.index(split)]]
+        count = counts.get(split, 0)
+        return Stream(count, _blocks(make, Draws(seed), ahead, count, split == "train", block_rows(shape)), shape)
+    return Authors(open_stream, f"MAD's data set of {name}: its splits continue one stream (generate_data).")
 
 
 def mad_dataset(name, cfg, *, seed=MAD_SEED, num_train_examples=None, num_test_examples=MAD_TEST_EXAMPLES):

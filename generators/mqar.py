@@ -280,8 +280,8 @@ def _authors_open(cfg, count, seed, split):
     global one alone. zoology's code fails for num_passes > 1: refused. Its random_non_queries
     noise comes from torch's unseeded global generator, so no seed reproduces it: refused.
     The keys' and values' passes cover every row before the first block: their results are
-    kept (int32 [count, kv] each, the stream's side arrays); the slots and the rows follow
-    block by block.
+    kept ([count, kv] each in the token dtype, the stream's side arrays: 2 bytes a key or value
+    for V up to 32,767); the slots and the rows follow block by block.
     """
     if cfg.random_non_queries:
         raise LongsynthError("random_non_queries: zoology draws that noise from torch's unseeded global generator, "
@@ -294,15 +294,16 @@ def _authors_open(cfg, count, seed, split):
         raise LongsynthError(f"seed: zoology's np.random.seed takes [0, 2**32); seed {seed} for {split} gives {zseed}")
     L = cfg.input_seq_len
     return Stream(count, _zoology_blocks(cfg, count, zseed, block_rows((L,))), (L,),
-                  side_bytes=2 * count * cfg.num_kv_pairs * 4)
+                  side_bytes=2 * count * cfg.num_kv_pairs * np.dtype(token_dtype(cfg.vocab_size)).itemsize,
+                  side_doc="every row's keys and values, which zoology draws before the first row's slots")
 
 
 def _zoology_blocks(cfg, count, zseed, block):
     V, L, kv, passes, a = cfg.vocab_size, cfg.input_seq_len, cfg.num_kv_pairs, cfg.num_passes, cfg.power_a
     rs = np.random.RandomState(zseed)
     half = V // 2
-    keys = np.empty((count, kv), dtype=np.int32)  # V <= 2^24
-    vals = np.empty((count, kv), dtype=np.int32)
+    keys = np.empty((count, kv), dtype=token_dtype(V))  # the stream's side arrays: ids < V
+    vals = np.empty((count, kv), dtype=token_dtype(V))
     for i in range(count):
         keys[i] = 1 + rs.permutation(half - 1)[:kv]
     for i in range(count):

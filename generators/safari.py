@@ -49,6 +49,7 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.errors import LongsynthError
+from longsynth.generators._authors import Authors, Stream, block_rows
 from longsynth.generators._tokens import IGNORE, REVISION, token_dtype
 from longsynth.rng import below, stream, uniform
 from longsynth.task import KeySpec, Task, param
@@ -280,7 +281,7 @@ def _authors_rows(rows, length, split, answer):
     return {"inputs": inputs, "targets": targets}
 
 
-def authors_recall(cfg, count, seed, split):
+def _authors_recall_open(cfg, count, seed, split):
     """safari's ``generate_assoc_recall(vocab, input_seq_len, num_keys, rng, allow_dot)``
     called ``count`` times on one ``np.random.default_rng(seed')`` (seed' = seed + 0, 1, 2
     for train, val, test), tokenised with its vocabulary; inputs x[:-1], targets x[1:] (val
@@ -288,7 +289,13 @@ def authors_recall(cfg, count, seed, split):
     order: a value ``choice`` per key tuple, a tuple ``choice`` per pair, the query's, and
     with allow_dot off a ``choice`` among the present tuples (in order of first appearance)
     when the query is absent. ``choice`` of a list is ``integers(0, len)``: drawn here as
-    such, vectorised where safari loops (the same numbers)."""
+    such, vectorised where safari loops (the same numbers). A Stream (generators/_authors.py):
+    each example is drawn in turn, nothing kept between them."""
+    length = _recall_len(cfg) - 1
+    return Stream(count, _recall_blocks(cfg, count, seed, split, block_rows((length,))), (length,))
+
+
+def _recall_blocks(cfg, count, seed, split, block):
     n = cfg.vocab_size - 2
     K = n // 2
     nk = cfg.num_keys
@@ -296,47 +303,59 @@ def authors_recall(cfg, count, seed, split):
     P = cfg.input_seq_len // (nk + 1)
     digits = 1 + (np.arange(T)[:, None] // K ** np.arange(nk - 1, -1, -1)[None, :]) % K  # key tokens per tuple
     rng = _authors_rng(seed, split)
-    rows = []
-    for _ in range(count):
-        vals = K + 1 + rng.integers(0, n - K, size=T)
-        pairs = rng.integers(0, T, size=P)
-        t = int(rng.integers(0, T))
-        seen, first = np.unique(pairs, return_index=True)
-        if not cfg.allow_dot and t not in set(seen.tolist()):
-            order = seen[np.argsort(first)]
-            t = int(order[rng.integers(0, order.size)])
-        body = np.concatenate([digits[pairs], vals[pairs][:, None]], axis=1).ravel()
-        answer = vals[t] if t in set(seen.tolist()) else 0
-        rows.append(np.concatenate([body, [n + 1], digits[t], [answer]]))
-    return _authors_rows(rows, _recall_len(cfg), split, 1)
+    for lo in range(0, count, block):
+        rows = []
+        for _ in range(min(block, count - lo)):
+            vals = K + 1 + rng.integers(0, n - K, size=T)
+            pairs = rng.integers(0, T, size=P)
+            t = int(rng.integers(0, T))
+            seen, first = np.unique(pairs, return_index=True)
+            if not cfg.allow_dot and t not in set(seen.tolist()):
+                order = seen[np.argsort(first)]
+                t = int(order[rng.integers(0, order.size)])
+            body = np.concatenate([digits[pairs], vals[pairs][:, None]], axis=1).ravel()
+            answer = vals[t] if t in set(seen.tolist()) else 0
+            rows.append(np.concatenate([body, [n + 1], digits[t], [answer]]))
+        yield _authors_rows(rows, _recall_len(cfg), split, 1)
 
 
-def authors_induction(cfg, count, seed, split):
+def _authors_induction_open(cfg, count, seed, split):
     """safari's ``generate_induction_head(vocab, input_seq_len, "=>", induction_len,
     induction_num_triggers, rng)`` called ``count`` times on one ``np.random.default_rng(seed')``
     (seed' as ``authors_recall``), tokenised; inputs x[:-1], targets x[1:] (val and test: the
     last induction_len only). The same Generator calls: ``choice`` of the sorted vocabulary
-    with p zero at the special tokens, ``uniform()``, ``integers`` for the triggers."""
+    with p zero at the special tokens, ``uniform()``, ``integers`` for the triggers. A Stream,
+    each example drawn in turn."""
+    length = _induction_len(cfg) - 1
+    return Stream(count, _induction_blocks(cfg, count, seed, split, block_rows((length,))), (length,))
+
+
+def _induction_blocks(cfg, count, seed, split, block):
     V, L, ilen = cfg.vocab_size, cfg.input_seq_len, cfg.induction_len
     words = vocabulary(V)
     p = [1 / (V - 2) if w not in (".", "=>") else 0 for w in words]
     ids = np.arange(V)
     rng = _authors_rng(seed, split)
-    rows = []
-    for _ in range(count):
-        seq = list(rng.choice(ids, L, replace=True, p=p)) + [V - 1]
-        m = 1 if rng.uniform() < 0.5 else cfg.induction_num_triggers
-        pos = sorted(rng.integers(L - (1 + ilen), size=m))
-        kept = [pos[0]]
-        for q in pos[1:]:
-            if q - kept[-1] > ilen:
-                kept.append(q)
-        answer = [seq[kept[0] + 1 + i] for i in range(ilen)]
-        for q in kept:
-            seq[q] = V - 1
-            seq[q + 1 : q + 1 + ilen] = answer
-        rows.append(seq + answer)
-    return _authors_rows(rows, _induction_len(cfg), split, ilen)
+    for lo in range(0, count, block):
+        rows = []
+        for _ in range(min(block, count - lo)):
+            seq = list(rng.choice(ids, L, replace=True, p=p)) + [V - 1]
+            m = 1 if rng.uniform() < 0.5 else cfg.induction_num_triggers
+            pos = sorted(rng.integers(L - (1 + ilen), size=m))
+            kept = [pos[0]]
+            for q in pos[1:]:
+                if q - kept[-1] > ilen:
+                    kept.append(q)
+            answer = [seq[kept[0] + 1 + i] for i in range(ilen)]
+            for q in kept:
+                seq[q] = V - 1
+                seq[q + 1 : q + 1 + ilen] = answer
+            rows.append(seq + answer)
+        yield _authors_rows(rows, _induction_len(cfg), split, ilen)
+
+
+authors_recall = Authors(_authors_recall_open)  # called: the whole split
+authors_induction = Authors(_authors_induction_open)
 
 
 TASKS = [

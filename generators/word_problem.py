@@ -29,14 +29,17 @@ Python's random.choices and their de-duplication through a set.
 """
 import functools
 import itertools
+import math
 import random
 import re
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange
 
 from longsynth.errors import LongsynthError
+from longsynth.generators._authors import Authors, Stream, block_rows
 from longsynth.generators._tokens import REVISION, token_dtype
 from longsynth.rng import randint, split_name, stream
 from longsynth.task import KeySpec, Task, param
@@ -210,35 +213,66 @@ def prefix_products(table, seqs):
     return out
 
 
-def authors_sequences(order, k, count, seed):
-    """int64 [count, k]: the rows of the authors' generate_data.py for ``samples=count`` and
-    ``random.seed(seed)``: tuples of random.choices(range(order), k=k) added to a set until
-    it holds ``count``, then the set in its iteration order."""
+def _authors_set(order, k, count, seed):
+    """The set the authors' generate_data.py builds for ``samples=count`` and
+    ``random.seed(seed)``: tuples of random.choices(range(order), k=k) added until it holds
+    ``count``; its iteration order is the CSV's row order."""
     rnd = random.Random(seed)
     population = range(order)
     seen = set()
     while len(seen) < count:  # count <= order^k (authors() refuses more): a new tuple has probability > 0
         seen.add(tuple(rnd.choices(population, k=k)))
-    return np.array(list(seen), dtype=np.int64).reshape(count, k)
+    return seen
 
 
-def authors(cfg, count, seed, split):
+def authors_sequences(order, k, count, seed):
+    """int64 [count, k]: the rows of the authors' generate_data.py for ``samples=count`` and
+    ``random.seed(seed)``: tuples of random.choices(range(order), k=k) added to a set until
+    it holds ``count``, then the set in its iteration order."""
+    return np.array(list(_authors_set(order, k, count, seed)), dtype=np.int64).reshape(count, k)
+
+
+def _set_bytes(order, k):
+    """About the bytes one distinct tuple takes in that set: the tuple, its share of the set's
+    table (16-byte slots, at most 5 per entry as the table grows) and, for elements above 256
+    (not CPython's shared small ints), an int object (32 bytes) per element."""
+    return sys.getsizeof((0,) * k) + 80 + (32 * k if order > 257 else 0)
+
+
+def _authors_open(cfg, count, seed, split):
     """The authors' stream: {"inputs", "targets"} int64 [count, k + 1] (docs page, "The
     authors' stream"). Only their CSV before the split exists for a seed: their 80/20
     train/test split is drawn unseeded, so it is not reproducible and only split="train"
-    (the CSV's rows) is served."""
+    (the CSV's rows) is served. A Stream (generators/_authors.py): the CSV's order is the set's
+    iteration order, known only once the set holds every row, so the set is built first and
+    kept (``_set_bytes`` a row); the rows and their prefix products follow block by block."""
     if split_name(split) != "train":
         raise LongsynthError(
             "split: the word-problem authors split their CSV 80/20 without a seed; only "
             "split='train' (the CSV's rows in order) is their exact stream"
         )
     order = group_order(parse_group(cfg.group))
-    if count > order ** cfg.k:
+    # k log2(order) >= 64 holds more sequences than any count (< 2^63): no big power computed
+    if cfg.k * math.log2(order) < 64 and count > order ** cfg.k:
         raise LongsynthError(f"count: {cfg.group} has only {order}^{cfg.k} = {order ** cfg.k} distinct sequences")
-    seqs = authors_sequences(order, cfg.k, count, seed)
-    bos = np.full((count, 1), order + BOS, dtype=np.int64)
-    prods = prefix_products(cayley_table(cfg.group), seqs)
-    return {"inputs": np.concatenate([bos, seqs], axis=1), "targets": np.concatenate([bos, prods], axis=1)}
+    return Stream(count, _authors_blocks(cfg, order, count, seed, block_rows((cfg.k + 1,))), (cfg.k + 1,),
+                  side_bytes=count * _set_bytes(order, cfg.k),
+                  side_doc="the set of every distinct sequence, whose iteration order is the rows' order")
+
+
+def _authors_blocks(cfg, order, count, seed, block):
+    seen = _authors_set(order, cfg.k, count, seed)
+    table = cayley_table(cfg.group)
+    rows = iter(seen)
+    for lo in range(0, count, block):
+        n = min(block, count - lo)
+        seqs = np.array(list(itertools.islice(rows, n)), dtype=np.int64).reshape(n, cfg.k)
+        bos = np.full((n, 1), order + BOS, dtype=np.int64)
+        yield {"inputs": np.concatenate([bos, seqs], axis=1),
+               "targets": np.concatenate([bos, prefix_products(table, seqs)], axis=1)}
+
+
+authors = Authors(_authors_open)  # called: the whole CSV
 
 
 TASK = Task(

@@ -1,4 +1,6 @@
 """Public sample API: a sample is a pure function of (task config, seed, split, index)."""
+import os
+
 import numpy as np
 
 from longsynth import registry
@@ -85,7 +87,10 @@ def authors_stream(task, count, *, seed, split="train", **params):
     element for element to what the authors' generator returns for that seed and those
     parameters (each task's page in docs/tasks/ says which function, and how ``split`` maps
     to the authors' seeds). Sequential, as theirs: row i depends on ``count`` and on every
-    row before it, unlike ``sample``/``batch``, whose rows are pure functions of their index."""
+    row before it, unlike ``sample``/``batch``, whose rows are pure functions of their index.
+    A count whose rows (and what the draws keep) cannot fit in the memory available now is
+    refused before anything is drawn (``memory_available``); ``gen --authors-stream`` writes
+    such a split shard by shard."""
     t = registry.get(task)
     if t.authors is None:
         raise LongsynthError(f"task: {task} has no authors' stream (tasks with one: "
@@ -93,7 +98,10 @@ def authors_stream(task, count, *, seed, split="train", **params):
     cfg = t.make_config(**params)
     seed = check_seed(seed)
     count = _check_index("count", count)
-    return authors_rows(t, cfg, count, seed, split_name(split))
+    split = split_name(split)
+    s = authors_open(t, cfg, seed, {split: count}, split, "authors")
+    _check_memory(t, {split: s}, keep=True)
+    return s.rows()
 
 
 def authors_dataset(task, splits, *, seed, **params):
@@ -103,7 +111,8 @@ def authors_dataset(task, splits, *, seed, **params):
     from one generator (MAD's ``generate_data``: the test set continues where the training set
     stopped), the splits continue one stream in the order train, val, test, so no split repeats
     another's draws; elsewhere each split is ``authors_stream`` of its count (each task's page in
-    docs/tasks/ says how the authors seed their splits)."""
+    docs/tasks/ says how the authors seed their splits). Refused, as ``authors_stream``, when the
+    rows cannot fit in memory."""
     t = registry.get(task)
     if t.authors is None:
         raise LongsynthError(f"task: {task} has no authors' stream")
@@ -112,41 +121,124 @@ def authors_dataset(task, splits, *, seed, **params):
     counts = {split_name(s): _check_index(f"splits[{s!r}]", n) for s, n in splits.items()}
     cfg = t.make_config(**params)
     seed = check_seed(seed)
-    return {s: authors_split(t, cfg, seed, counts, s) for s in counts}
+    streams = authors_streams(t, cfg, seed, counts, keep=True)
+    return {s: streams[s].rows() for s in counts}
 
 
 def authors_split(t, cfg, seed, counts, split):
     """Split ``split`` of the authors' data set whose splits have ``counts``, as int64 C arrays."""
-    if t.authors_pipeline is None:
-        return authors_rows(t, cfg, counts[split], seed, split)
-    rows = t.authors_pipeline(cfg, seed, counts, split)
-    return _shaped(t, cfg, counts[split], rows)
+    return authors_open(t, cfg, seed, counts, split).rows()
 
 
-_AUTHORS = {}  # the last authors' split made by authors_block: (task, cfg, seed, split, counts) -> rows
+def authors_open(t, cfg, seed, counts, split, stream=None):
+    """The ``Stream`` (longsynth/generators/_authors.py) of split ``split`` of the authors' data set
+    whose splits have ``counts`` ({split: count}), validated (a refusal is one LongsynthError line)
+    but not yet drawn. ``stream``: the manifest's; "authors" (each split its own stream, what
+    datasets made before the pipelines existed hold) is honoured for a task that has a pipeline."""
+    from longsynth.generators._authors import Stream
+
+    if t.authors_pipeline is None or stream == "authors":
+        fn, args = t.authors, (cfg, counts[split], seed, split)
+    else:
+        fn, args = t.authors_pipeline, (cfg, seed, counts, split)
+    if hasattr(fn, "open"):
+        return fn.open(*args)
+    rows = _shaped(t, cfg, counts[split], fn(*args))  # a task registering a plain function: its whole split
+    return Stream(counts[split], iter([rows]), rows["inputs"].shape[1:])
+
+
+def authors_streams(t, cfg, seed, counts, stream=None, keep=False):
+    """{split: Stream} of the authors' data set whose splits have ``counts``, refused in one line
+    when the memory available now cannot hold what one split's draws keep (its side arrays) or,
+    with ``keep``, every split's rows as well (``authors_dataset``): nothing is drawn before."""
+    streams = {s: authors_open(t, cfg, seed, counts, s, stream) for s in counts}
+    _check_memory(t, streams, keep)
+    return streams
+
+
+def memory_available():
+    """Bytes this process may still allocate, about: /proc/meminfo's MemAvailable, lowered to the
+    room left under a cgroup v2 memory limit; the physical memory where /proc is missing; None if
+    neither is known (nothing is refused then)."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        try:
+            avail = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            limit = f.read().strip()
+        with open("/sys/fs/cgroup/memory.current") as f:
+            used = int(f.read().strip())
+        if limit != "max":
+            room = max(0, int(limit) - used)
+            avail = room if avail is None else min(avail, room)
+    except (OSError, ValueError):
+        pass
+    return avail
+
+
+def _check_memory(t, streams, keep):
+    """Refuse (one LongsynthError line) the streams whose side arrays, or with ``keep`` whose
+    rows as well, exceed ``memory_available()``."""
+    from longsynth.store.manifest import human
+
+    side = max((s.side_bytes for s in streams.values()), default=0)
+    rows = sum(s.count * 16 * int(np.prod(s.row_shape, dtype=np.int64)) for s in streams.values()) if keep else 0
+    avail = memory_available()
+    if avail is None or side + rows <= avail:
+        return
+    total = sum(s.count for s in streams.values())
+    split, big = max(streams.items(), key=lambda kv: kv[1].side_bytes)
+    if keep:
+        why = (f"{human(rows)} for the rows (int64){f' and {human(side)} that its draws keep' if side else ''}")
+        hint = (f"; `longsynth gen {t.name} --authors-stream` writes them shard by shard"
+                if side <= avail else "")
+        raise LongsynthError(f"count: {total:,} rows of {t.name}'s authors' stream need about {human(side + rows)} "
+                             f"of memory ({why}), {human(avail)} available now; ask for fewer rows{hint}")
+    raise LongsynthError(f"splits: {split} ({big.count:,} rows) of {t.name}'s authors' stream keeps about "
+                         f"{human(side)} in memory while it is written ({big.side_doc}), {human(avail)} available "
+                         f"now; lower its count")
+
+
+_CURSOR = {}  # the authors' stream authors_block last read: its key -> the Stream, where it stopped
 
 
 def authors_block(t, cfg, seed, split, counts, start, n, stream=None):
     """Rows start..start+n-1 of split ``split`` of the authors' data set whose splits have
-    ``counts`` ({split: count}), in the task's stored dtypes. ``stream``: the manifest's; "authors"
-    (each split its own stream, what datasets made before the pipelines existed hold) is honoured
-    for a task that has a pipeline. The whole split is made once (its rows depend on the counts)
-    and kept until another is asked for: a dataset's shards, written one after another, share it."""
+    ``counts`` ({split: count}), in the task's stored dtypes. ``stream``: the manifest's (see
+    ``authors_open``). The split's stream is kept where this call stops, so blocks asked in
+    order (a dataset's shards, written one after another; the rows verify --deep samples, in
+    index order) advance one stream across the split; an earlier row starts it again, later
+    rows skip ahead (what a resumed gen does for the shards it kept). Memory: the stream's
+    side arrays and one block, never the split."""
     counts = dict(counts)
     key = (t.name, cfg, seed, split, tuple(sorted(counts.items())), stream)
-    if key not in _AUTHORS:
-        _AUTHORS.clear()
-        specs = t.keys(cfg)
-        rows = (authors_rows(t, cfg, counts[split], seed, split) if stream == "authors"
-                else authors_split(t, cfg, seed, counts, split))
-        _AUTHORS[key] = {k: v.astype(specs[k].dtype) for k, v in rows.items()}
-    rows = _AUTHORS[key]
-    return {k: v[start : start + n] for k, v in rows.items()}
+    cur = _CURSOR.get(key)
+    if cur is None or cur.position > start:
+        _CURSOR.clear()  # another stream's side arrays go before this one's are drawn
+        cur = authors_open(t, cfg, seed, counts, split, stream)
+        _CURSOR[key] = cur
+    try:
+        cur.skip(start - cur.position)
+        rows = cur.take(n, {k: spec.dtype for k, spec in t.keys(cfg).items()})
+    except BaseException:  # a refusal raised mid-stream (MAD's recall on a draw its code fails on), Ctrl-C:
+        _CURSOR.clear()  # the stream stopped inside a block; the next call starts it again
+        raise
+    if cur.position == cur.count:
+        _CURSOR.clear()
+    return rows
 
 
 def authors_rows(t, cfg, count, seed, split):
     """``t.authors`` for a validated config, as int64 C arrays of the task's key shapes."""
-    return _shaped(t, cfg, count, t.authors(cfg, count, seed, split))
+    return authors_open(t, cfg, seed, {split: count}, split, "authors").rows()
 
 
 def _shaped(t, cfg, count, rows):

@@ -59,8 +59,12 @@ class Plan:
         return sum(self.splits.values())
 
 
-def dry_run(root, task, params=None, *, seed=0, splits=None, num_samples=None, shard_size=None, compression="none"):
-    """The ``Plan`` of a ``generate`` call, checked as generate checks it; writes nothing."""
+def dry_run(root, task, params=None, *, seed=0, splits=None, num_samples=None, shard_size=None, compression="none",
+            authors_stream=False):
+    """The ``Plan`` of a ``generate`` call, checked as generate checks it; writes nothing. With
+    ``authors_stream``, the authors' streams of the splits are opened (nothing drawn): a parameter
+    their code cannot take, or a split whose draws keep more than the memory available now
+    (``api.authors_streams``), is refused here."""
     params = dict(params or {})
     t = registry.get(task)
     cfg = t.make_config(**params)
@@ -77,6 +81,12 @@ def dry_run(root, task, params=None, *, seed=0, splits=None, num_samples=None, s
         raise LongsynthError("splits: counts must be >= 0 and sum to at least 1")
     if any(v > MAX_COUNT for v in splits.values()):
         raise LongsynthError(f"splits: at most {MAX_COUNT:,} samples per split (indices are 62-bit)")
+    if authors_stream:
+        if t.authors is None:
+            raise LongsynthError(f"authors_stream: {t.name} has no authors' stream")
+        # the shards advance one stream per split (api.authors_block): what must fit in memory is
+        # what its draws keep across the split (mqar's keys and values of every row), never its rows
+        api.authors_streams(t, cfg, seed, splits)
     if shard_size is None:
         shard_size = default_shard_size(t, cfg)
     if isinstance(shard_size, bool) or not isinstance(shard_size, int) or shard_size < 1:
@@ -143,17 +153,13 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
     if client is not None and asked is not None:
         raise LongsynthError("workers: give workers or client, not both (the cluster's workers write the shards)")
     note = notify or (lambda line: None)
-    p = dry_run(root, task, params, seed=seed, splits=splits, num_samples=num_samples, shard_size=shard_size,
-                compression=compression)
-    t, cfg, seed, splits, shard_size, root, total = p.task, p.config, p.seed, p.splits, p.shard_size, p.root, p.total
     authors_stream = bool(authors_stream)
+    p = dry_run(root, task, params, seed=seed, splits=splits, num_samples=num_samples, shard_size=shard_size,
+                compression=compression, authors_stream=authors_stream)  # the authors' refusals come before any write
+    t, cfg, seed, splits, shard_size, root, total = p.task, p.config, p.seed, p.splits, p.shard_size, p.root, p.total
     if authors_stream:
-        if t.authors is None:
-            raise LongsynthError(f"authors_stream: {t.name} has no authors' stream")
         if client is not None:
             raise LongsynthError("authors_stream: the authors' stream is sequential; it is written here, not on Dask")
-        for split in splits:  # a refusal (a parameter the authors' code cannot take) comes before any write
-            api.authors_split(t, cfg, seed, dict.fromkeys(splits, 0), split)
         if workers > 1:
             note("authors' stream: sequential, written by this process (--workers ignored)")
         workers, asked = 1, None

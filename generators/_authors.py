@@ -1,0 +1,100 @@
+"""The authors' streams, made block by block (docs/adding-a-task.md, "The authors' stream").
+
+An authors' generator is sequential: row i depends on every draw before it, and some draw a
+pass over every row before the next (zoology draws all rows' keys, then all rows' values,
+then the query slots). A task registers ``Authors(open)``, where ``open(cfg, count, seed,
+split)`` validates its arguments at once (a refusal is one LongsynthError line, before any
+draw) and returns a ``Stream``: the same rows, made on demand in blocks, keeping only what
+the draws carry from row to row (``side_bytes``: mqar's keys and values of every row,
+O(count x kv), never O(count x L)). Called, an ``Authors`` returns the whole split, as the
+authors' function does. ``gen --authors-stream`` advances one Stream across a split's shards
+(longsynth.api.authors_block), so its memory does not grow with the split.
+"""
+import numpy as np
+
+BLOCK_BYTES = 4 << 20  # int64 bytes of the inputs and targets of one block a stream makes at a time
+KEYS = ("inputs", "targets")
+
+
+def block_rows(row_shape):
+    """Rows per block of a stream whose rows have ``row_shape`` (inputs and targets, int64)."""
+    return max(1, BLOCK_BYTES // (2 * 8 * max(1, int(np.prod(row_shape, dtype=np.int64)))))
+
+
+class Stream:
+    """``count`` rows of an authors' stream, made in order: ``blocks`` is an iterator of
+    {"inputs", "targets"} blocks (int64 [m, *row_shape], m >= 1) whose concatenation is the
+    split; nothing is drawn before the first ``take`` or ``skip``. ``side_bytes``: about the
+    most bytes the stream keeps besides its current block, ``side_doc`` what they hold. Once
+    every row is handed out the blocks' state (and so the side arrays) is released."""
+
+    def __init__(self, count, blocks, row_shape, side_bytes=0, side_doc=""):
+        self.count, self.row_shape, self.side_bytes = int(count), tuple(row_shape), int(side_bytes)
+        self.side_doc = side_doc
+        self.position = 0  # rows handed out (taken or skipped) so far
+        self._blocks = blocks if self.count else None
+        self._block, self._at = None, 0  # the current block and the rows of it handed out
+
+    def _next_block(self):
+        if self._blocks is None:
+            raise ValueError("the stream failed earlier; open it again")
+        try:
+            self._block, self._at = next(self._blocks), 0
+        except BaseException:
+            self._blocks = self._block = None  # a generator that raised is finished: never read it again
+            raise
+        return self._block["inputs"].shape[0]
+
+    def _advance(self, n, out):
+        if not 0 <= n <= self.count - self.position:
+            raise ValueError(f"{n} rows asked at row {self.position} of a stream of {self.count}")
+        done = 0
+        while done < n:
+            have = self._block["inputs"].shape[0] - self._at if self._block is not None else 0
+            if have == 0:
+                have = self._next_block()
+            m = min(have, n - done)
+            if out is not None:
+                for k in KEYS:
+                    out[k][done : done + m] = self._block[k][self._at : self._at + m]
+            self._at += m
+            done += m
+        self.position += n
+        if self.position == self.count:  # the generator's frame holds the side arrays: let them go
+            self._blocks = self._block = None
+        return out
+
+    def take(self, n, dtypes=None):
+        """The next ``n`` rows: {"inputs", "targets"} C arrays [n, *row_shape], int64 or of
+        ``dtypes`` ({key: dtype}: each block cast as it is copied, as ``astype`` casts)."""
+        dtypes = dtypes or {}
+        out = {k: np.empty((n,) + self.row_shape, dtype=dtypes.get(k, np.int64)) for k in KEYS}
+        return self._advance(n, out)
+
+    def skip(self, n):
+        """Make the next ``n`` rows and drop them (a resumed write passes the rows it kept)."""
+        self._advance(n, None)
+
+    def rows(self):
+        """Every row left, as ``take`` gives them."""
+        return self.take(self.count - self.position)
+
+
+class Authors:
+    """An authors' stream as a task registers it (``Task(authors=...)``, and
+    ``Task(authors_pipeline=...)`` with that field's arguments): ``open(*args)`` gives the
+    ``Stream``; calling it gives the whole split, what the authors' function returns."""
+
+    def __init__(self, opener, doc=None):
+        self.open = opener
+        self.__doc__ = doc or opener.__doc__
+
+    def __call__(self, *args):
+        return self.open(*args).rows()
+
+
+def stacked(rows, row_shape):
+    """A list of (inputs, targets) rows as one block (int64 [len(rows), *row_shape])."""
+    n = len(rows)
+    return {k: np.asarray([r[j] for r in rows], dtype=np.int64).reshape((n,) + tuple(row_shape))
+            for j, k in enumerate(KEYS)}
