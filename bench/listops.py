@@ -22,8 +22,8 @@ import time
 import numba
 
 from longsynth import registry, store
-from longsynth.generators import listops as lo
-from longsynth.generators.listops_tree import generate_padded
+from longsynth.generators.listops import tasks as lo
+from longsynth.generators.listops.tree import generate_padded
 from _common import finish, machine
 
 SETTINGS = {"paper": ("listops-subtrees", {}), "lra": ("listops", {})}

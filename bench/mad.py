@@ -8,7 +8,7 @@ second on one core (this process's CPU time, so a shared machine's load shows le
   theirs   MAD's generate_<task>_instance in a loop, as its generate_data calls it
            (rng = default_rng(12345) after np.random.seed(12345); memorization gets the
            key-value map MADConfig builds once);
-  authors  longsynth's authors' stream (generators/mad_authors.py: the same samples);
+  authors  longsynth's authors' stream (generators/mad/authors.py: the same samples);
   ours     longsynth's kernel (one Numba thread), our law, into reused block buffers as the
            store's writer fills them.
 Each is timed for at least ``--budget`` CPU seconds (at least 3 of MAD's samples). Training
@@ -26,7 +26,7 @@ import numba
 import numpy as np
 
 from longsynth import registry
-from longsynth.generators import mad_authors
+from longsynth.generators.mad import authors as mad_authors
 from longsynth.rng import SPLITS
 from _common import finish, machine
 

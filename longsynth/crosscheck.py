@@ -149,7 +149,7 @@ def formal_language(path):
 
 
 def _mqar(path, cfg, seed, counts, split, stream):
-    from longsynth.generators.mqar import AUTHORS_SEED_OFFSET
+    from longsynth.generators.recall.mqar import AUTHORS_SEED_OFFSET
 
     seg = zoology(path)(vocab_size=cfg.vocab_size, num_examples=counts[split], input_seq_len=cfg.input_seq_len,
                         seed=seed + AUTHORS_SEED_OFFSET[split], power_a=cfg.power_a, num_kv_pairs=cfg.num_kv_pairs,
@@ -159,7 +159,7 @@ def _mqar(path, cfg, seed, counts, split, stream):
 
 def _safari(task):
     def run(path, cfg, seed, counts, split, stream):
-        from longsynth.generators.safari import AUTHORS_SEED_OFFSET, _authors_rows
+        from longsynth.generators.recall.safari import AUTHORS_SEED_OFFSET, _authors_rows
 
         syn = safari(path)
         special = {"copy_prefix": "=>", "noop": "."}
@@ -204,7 +204,7 @@ def _mad(task):
         """MAD's instance function on one ``default_rng(seed)`` after ``np.random.seed(seed)``:
         through every split before this one (train, val, test) for the pipeline (its
         generate_data), from a fresh generator for the per-split stream."""
-        from longsynth.generators.mad_authors import PIPELINE_ORDER
+        from longsynth.generators.mad.authors import PIPELINE_ORDER
 
         inst = mad(path)
         fn = getattr(inst, _MAD_FUNCTIONS[task])
@@ -230,7 +230,7 @@ def _mad(task):
 
 
 def _word_problem(path, cfg, seed, counts, split, stream):
-    from longsynth.generators.word_problem import cayley_table, group_order, parse_group, prefix_products
+    from longsynth.generators.state.word_problem import cayley_table, group_order, parse_group, prefix_products
 
     group = cfg.group if "_x_" in cfg.group else cfg.group.replace("x", "_x_")
     with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(sys.stderr):

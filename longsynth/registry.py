@@ -5,19 +5,19 @@ from longsynth.errors import LongsynthError
 
 # Each module defines TASK (one task) or TASKS (a family): listed in `longsynth list` order.
 MODULES = [
-    "longsynth.generators.noise",
-    "longsynth.generators.select",
-    "longsynth.generators.mips",
-    "longsynth.generators.solve",
-    "longsynth.generators.listops",
+    "longsynth.generators.atomic.noise",
+    "longsynth.generators.atomic.select",
+    "longsynth.generators.atomic.mips",
+    "longsynth.generators.atomic.solve",
+    "longsynth.generators.listops.tasks",
     "longsynth.generators.pathfinder.seg",
     "longsynth.generators.pathfinder.lra",
-    "longsynth.generators.mqar",
-    "longsynth.generators.safari",
-    "longsynth.generators.copying",
+    "longsynth.generators.recall.mqar",
+    "longsynth.generators.recall.safari",
+    "longsynth.generators.recall.copying",
     "longsynth.generators.mad",
-    "longsynth.generators.word_problem",
-    "longsynth.generators.formal_language",
+    "longsynth.generators.state.word_problem",
+    "longsynth.generators.state.formal_language",
 ]
 
 _TASKS = None

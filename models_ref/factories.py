@@ -7,7 +7,7 @@ A factory is ``factory(spec: longsynth.ModelSpec) -> torch.nn.Module`` (docs/eva
   ``attention``, ``attention-ff``, ``local-attention``, ``dlr-prod``, ``dlr-real``, ``dlr-6``, and
   the recurrent ``s6`` (Mamba), ``s6-signed``, ``gru``, ``deltanet``, ``deltanet-signed``, and Mamba
   Table 1's "No gate" blocks ``s6-nogate``, ``s4d-nogate``): the reference model stack with the preset
-  of ``presets.architecture`` for the spec's protocol and scale (the recurrent ones and the "No gate"
+  of ``protocols.registry.architecture`` for the spec's protocol and scale (the recurrent ones and the "No gate"
   blocks run causal on every protocol: they have no bidirectional form); ``zoology-attention``,
   zoology's Figure 2 attention model (models_ref/zoology.py), and the same LanguageModel with Figure 2's
   ``base-conv``, ``hyena``, ``h3`` mixers (models_ref/zoology_mixers.py), on the ``mqar`` protocols only;
@@ -28,7 +28,7 @@ import sys
 
 from longsynth.errors import LongsynthError
 from longsynth.models_ref.model import Model, ModelConfig
-from longsynth.models_ref.presets import VARIANTS, architecture, preset_lr
+from longsynth.models_ref.protocols.registry import VARIANTS, architecture, preset_lr
 from longsynth.models_ref.zoology import ZoologyAttention, ZoologyConfig
 
 
@@ -37,7 +37,7 @@ BIDIRECTIONAL = ("dlr", "dlr-real", "s4", "s4d", "essm", "attention", "local-att
 
 class Reference:
     """A built-in reference model: ``Reference("dlr")(spec)`` -> Model with the preset of
-    the spec's protocol and scale (``presets.architecture``)."""
+    the spec's protocol and scale (``protocols.registry.architecture``)."""
 
     def __init__(self, name):
         self.name = name
@@ -73,7 +73,7 @@ class Reference:
 
 class Zoology(Reference):
     """``zoology-attention``: zoology's Figure 2 model (models_ref/zoology.py), not the reference stack.
-    Its preset (models_ref/field.py) fixes two one-head blocks and the position table; the width is
+    Its preset (models_ref/protocols/recall.py) fixes two one-head blocks and the position table; the width is
     the protocol's grid point (``spec.d_model``) where it sets one. Causal token protocols only: the
     head is tied to the word embeddings, so the logits are the vocabulary. ``base-conv``, ``hyena``,
     ``h3``: the same model with Figure 2's mixer (its preset's ``sequence_mixer``, no position table,

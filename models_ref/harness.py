@@ -4,11 +4,12 @@
 what ``longsynth validate`` executes once with the task's reference model. Its steps:
 
 1. ``prepare``: the protocol, its data (on the fly, or a stored dataset), the ModelSpec;
-2. ``check_model``: the factory's module before training - output shape, finite values,
-   causality where the protocol is causal - each refusal one line;
+2. ``check_model`` (harness_checks.py): the factory's module before training - output shape,
+   finite values, causality where the protocol is causal - each refusal one line;
 3. ``trainer.train`` (resuming from ``out_dir/checkpoints/last.pt`` when it exists);
 4. ``certificate``: metrics.json (the run's record), history.json, curves.png and, for
-   Pathfinder-Segmentation, predictions.png in ``out_dir``.
+   Pathfinder-Segmentation, predictions.png in ``out_dir`` (harness_figures.py), and files.json,
+   the record of the run's files (harness_files.py).
 
 A job is plain data (``Job``), so it crosses process and Dask boundaries unchanged.
 """
@@ -27,11 +28,18 @@ from longsynth import plot, registry
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
 from longsynth.models_ref import factories
-from longsynth.models_ref.report import display_name
-from longsynth.models_ref.presets import PAPER_SOURCE, TOLERANCE, own_figures, paper_figures, paper_split
+from longsynth.models_ref.harness_checks import build, check_model
+from longsynth.models_ref.harness_figures import curves, prediction_figure
+from longsynth.models_ref.harness_files import record_files
 from longsynth.models_ref.protocol import (manifest_digest, on_the_fly_sources, protocol_for_dataset, resolve,
                                            longest_test_input, stored_sources, test_set_sources)
-from longsynth.models_ref.trainer import PRIMARY, finite, train, write_failed
+from longsynth.models_ref.protocols.registry import (PAPER_SOURCE, TOLERANCE, own_figures, paper_figures,
+                                                     paper_split)
+from longsynth.models_ref.report_records import display_name
+from longsynth.models_ref.trainer import train
+from longsynth.models_ref.trainer_config import PRIMARY
+from longsynth.models_ref.trainer_eval import finite
+from longsynth.models_ref.write_errors import write_failed
 from longsynth.spec import ModelSpec
 
 
@@ -166,111 +174,6 @@ def permuted(sources):
     return (lambda step: _permute(train_batch(step), step)), (lambda: val_p), (lambda: test_p)
 
 
-# ----------------------------------------------------------------- checks before training
-
-
-def check_model(module, spec, x, tol=1e-4):
-    """Refuse, in one line, a module that breaks the contract on a real batch ``x``:
-    a wrong output shape, non-finite outputs, or (causal protocols) outputs that change
-    when only later inputs change. Runs on ``x``'s device in eval mode without gradients;
-    the module's parameters and buffers are left as they were."""
-    if not isinstance(module, torch.nn.Module):
-        raise LongsynthError(f"model: the factory returned a {type(module).__name__}, not a torch.nn.Module")
-    module = module.to(x.device)
-    was_training = module.training
-    module.eval()
-    try:
-        with torch.no_grad():
-            try:
-                out = module(x)
-            except Exception as e:  # the user's forward: its error in one line (LONGSYNTH_DEBUG=1: traceback)
-                raise LongsynthError(f"model: forward on a batch of {spec.task} {tuple(x.shape)} failed: "
-                                     f"{type(e).__name__}: {_first_line(e)}{_token_hint(spec)}") from e
-            want = (x.shape[0], x.shape[1], spec.d_output)
-            if not isinstance(out, torch.Tensor) or tuple(out.shape) != want:
-                got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-                raise LongsynthError(f"model: output shape {got}, the contract is [B, T, d_output] = {want}")
-            if not torch.isfinite(out).all():
-                raise LongsynthError(f"model: the output holds NaN or inf on the first batch of {spec.task}")
-            if spec.causal:
-                _check_causal(module, x, out, tol)
-            if spec.max_seq_len is not None and spec.max_seq_len > x.shape[1]:
-                _check_longest(module, spec, x)
-    finally:
-        module.train(was_training)
-
-
-def _check_longest(module, spec, x):
-    """The module's forward at the protocol's longest input (``spec.max_seq_len``, its test sets),
-    on one sample made by repeating ``x``'s first: a model sized by ``spec.seq_len`` fails here, in
-    one line, instead of after training. Running out of memory is not refused (a paper's model may
-    not reach its longest test set either)."""
-    T = spec.max_seq_len
-    reps = -(-T // x.shape[1])
-    long = x[:1].repeat(1, reps, *([1] * (x.dim() - 2)))[:, :T]  # [1, T] or [1, T, d_input]
-    try:
-        out = module(long)
-    except (MemoryError, torch.OutOfMemoryError):
-        return
-    except Exception as e:  # the user's forward
-        if isinstance(e, RuntimeError) and "memory" in str(e):
-            return
-        raise LongsynthError(f"model: forward at the longest input of {spec.protocol} failed (T = {T}, "
-                             f"spec.max_seq_len: its test sets reach it; training uses spec.seq_len = "
-                             f"{spec.seq_len}): {type(e).__name__}: {_first_line(e)}; size positions by "
-                             f"spec.max_seq_len (docs/evaluate.md)") from e
-    want = (1, T, spec.d_output)
-    if not isinstance(out, torch.Tensor) or tuple(out.shape) != want:
-        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        raise LongsynthError(f"model: output shape {got} at the longest input of {spec.protocol} (T = {T}, "
-                             f"spec.max_seq_len), the contract is [B, T, d_output] = {want}")
-
-
-def build(factory, spec):
-    """factory(spec), its failure one line (LONGSYNTH_DEBUG=1 shows the traceback)."""
-    try:
-        return factory(spec)
-    except LongsynthError:
-        raise
-    except Exception as e:  # the user's factory
-        raise LongsynthError(f"model: the factory failed on {spec.task}: {type(e).__name__}: {_first_line(e)}"
-                             f"{_token_hint(spec)}") from e
-
-
-def _first_line(e):
-    return " ".join(str(e).split())[:300]
-
-
-def _token_hint(spec):
-    """The hint for a model that expects float channels on a token task (d_input is None there)."""
-    if spec.vocab_size is None:
-        return ""
-    return (f" ({spec.task} is a token task: inputs are int64 token ids [B, T] and spec.d_input is None; embed "
-            f"them with torch.nn.Embedding(spec.vocab_size, ...), vocab_size {spec.vocab_size}: docs/evaluate.md)")
-
-
-def _check_causal(module, x, out, tol):
-    T = x.shape[1]
-    k = max(1, T // 8)  # the last k positions change
-    g = torch.Generator().manual_seed(0)
-    x2 = x.clone()
-    tail = x2[:, T - k:].shape
-    if x.dtype in (torch.int64, torch.int32):
-        lo, hi = int(x.min()), int(x.max())
-        x2[:, T - k:] = torch.randint(lo, hi + 1, tail, generator=g, dtype=x.dtype).to(x.device)
-    else:
-        x2[:, T - k:] += torch.randn(tail, generator=g, dtype=x.dtype).to(x.device)  # drawn on the CPU
-    out2 = module(x2)
-    scale = 1.0 + float(out.abs().max())
-    leak = float((out2[:, :T - k] - out[:, :T - k]).abs().max()) / scale
-    if leak > tol:
-        raise LongsynthError(f"model: not causal - changing inputs at positions >= {T - k} changed outputs before "
-                             f"them (by {leak:.2g} relative); this protocol is unidirectional")
-
-
-# ----------------------------------------------------------------- one run
-
-
 def _peak_memory(dev):
     if dev.type == "cuda":
         return {"peak_gpu_bytes": int(torch.cuda.max_memory_allocated(dev))}
@@ -287,7 +190,7 @@ def resolve_lr(job, factory, spec, protocol):
 
 
 def verdict(res, paper, primary, split):
-    """'consistent with the paper' when our metric on the paper's split (presets.paper_split: the
+    """'consistent with the paper' when our metric on the paper's split (registry.paper_split: the
     best validation evaluation, or the test set) is within TOLERANCE of the paper's figure."""
     ours = res["val" if split == "val" else "test"]
     if ours is None or paper is None or primary not in paper or res["test"] is None:
@@ -380,7 +283,7 @@ def _test_sets(res, proto, batch_size, tcfg, device, rank, world):
     """The best model on each of the protocol's test sets (None without any, or before the last step)."""
     if not proto.test_sets or res["test"] is None:
         return None
-    from longsynth.models_ref.trainer import evaluate
+    from longsynth.models_ref.trainer_eval import evaluate
 
     sources = test_set_sources(proto, batch_size, rank, world)
     return {label: evaluate(res["model"], batches(), tcfg, device) for label, batches in sources.items()}
@@ -412,108 +315,3 @@ def _write_files(out, res, p, out_dir):
             title=f"{out['task']} {p.side} px: {out['model']} on validation images"), plot.DPI)
     out_dir.write_json("metrics.json", out, indent=2)  # a run is finished once its certificate is there,
     record_files(out_dir)  # and the record of its files beside it
-
-
-# ----------------------------------------------------------------- the record of a run's files
-
-RECORD = "files.json"  # the SHA-256 of every file of a finished run (docs/evaluate.md, "Edited run files")
-RUN_FILES = ("metrics.json", "history.json", "curves.png", "predictions.png", "checkpoints/last.pt",
-             "checkpoints/best.pt")
-CHECKPOINTS = ("checkpoints/last.pt", "checkpoints/best.pt")
-
-
-def _place(out_dir, name):
-    """(folder, file name) of a name of RUN_FILES in the run folder ``out_dir``."""
-    *below, base = name.split("/")
-    return (out_dir.sub(*below) if below else out_dir), base
-
-
-def _sha256(folder, name):
-    """Hex SHA-256 of the regular file ``name`` in ``folder``, read without following a link."""
-    import hashlib
-
-    h = hashlib.sha256()
-    with folder.open_read(name) as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _digest(out_dir, name):
-    """The SHA-256 of a run file, or None when it is missing, a link or not a regular file."""
-    folder, base = _place(out_dir, name)
-    try:
-        return _sha256(folder, base)
-    except (FileNotFoundError, NotADirectoryError, LongsynthError):
-        return None
-
-
-def record_files(out_dir):
-    """files.json: the SHA-256 of each file of the finished run in the Folder ``out_dir``
-    (its certificate, history, figures and checkpoints), as the store records its shards."""
-    digests = {name: d for name in RUN_FILES if (d := _digest(out_dir, name)) is not None}
-    out_dir.write_json(RECORD, {"sha256": digests})
-
-
-def changed_files(out_dir):
-    """The files of a finished run that are not as files.json records them: changed, gone,
-    or added where the run wrote none ([] when all are as recorded); None when the run has
-    no record. An unreadable or malformed record is itself changed."""
-    import re
-
-    try:
-        raw = out_dir.read_json(RECORD, limit=1 << 16)
-    except FileNotFoundError:
-        return None
-    except LongsynthError:  # a link, too large, not JSON
-        return [RECORD]
-    digests = raw.get("sha256") if isinstance(raw, dict) else None
-    if (not isinstance(digests, dict) or "metrics.json" not in digests
-            or any(k not in RUN_FILES or not isinstance(v, str) or not re.fullmatch(r"[0-9a-f]{64}", v)
-                   for k, v in digests.items())):
-        return [RECORD]
-    return [name for name in RUN_FILES if _digest(out_dir, name) != digests.get(name)]
-
-
-MASK_PALETTE = [(0, 0, 0), (70, 130, 220), (250, 200, 40)]  # Pathfinder classes 0, 1, 2
-MASK_NAMES = ["0: background", "1: on a main path", "2: on the path that carries both markers"]
-
-
-def _evaluations(n):
-    return f"{n} evaluation{'s' if n != 1 else ''}"
-
-
-def curves(history, primary, path, title):
-    """Training loss per step, validation loss and metric per evaluation (x: steps)."""
-    val = history["val"]
-    at = (f"at step {val[0]['step']}" if len(val) == 1 else f"at steps {val[0]['step']}..{val[-1]['step']}"
-          if val else "")
-    train_rows = history["train"]
-    panels = [("training loss at each step (y: 0.5-99.5th percentile)", [r["loss"] for r in train_rows],
-               np.arange(1, len(train_rows) + 1))]
-    if val:
-        steps = [r["step"] for r in val]
-        panels += [(f"validation loss ({_evaluations(len(val))} {at})", [r["loss"] for r in val], steps),
-                   (f"validation {primary} ({_evaluations(len(val))} {at})", [r[primary] for r in val], steps)]
-    return plot.lines(panels, path, title=title, robust=True)
-
-
-def _grey(image, side):
-    """A model input's pixel channel as uint8 [side, side] (any affine normalisation undone)."""
-    a = np.asarray(image, dtype=np.float64).reshape(side, side)
-    lo, hi = a.min(), a.max()
-    return np.zeros((side, side), np.uint8) if hi <= lo else np.round((a - lo) / (hi - lo) * 255).astype(np.uint8)
-
-
-def prediction_figure(images, labels, predictions, side, path, title=None):
-    """Pathfinder-Segmentation: the input image, the gold labels and the model's labels,
-    one column per sample, with the classes' legend (at most 1200 px wide)."""
-    gold = [plot.colorize(np.asarray(m).reshape(side, side), MASK_PALETTE) for m in labels]
-    pred = [plot.colorize(np.asarray(m).reshape(side, side), MASK_PALETTE) for m in predictions]
-    acc = [float(np.mean(np.asarray(g) == np.asarray(q))) for g, q in zip(labels, predictions)]
-    return plot.image_rows([[_grey(x, side) for x in images], gold, pred], path,
-                           row_labels=["input", "gold labels", "model"],
-                           captions=[f"sample {i}: {100 * a:.1f}% of pixels right" for i, a in enumerate(acc)],
-                           legend=list(zip(MASK_PALETTE, MASK_NAMES)), title=title)
-
-

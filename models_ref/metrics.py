@@ -148,7 +148,7 @@ def _candidates(task, cfg):
         n = cfg.vocab_size - (7 if cfg.brackets else 5)
         return n, f"1 of {n:,} residues"
     if task == "word-problem":  # BOS (scored, always the same) and k prefix products of |G|
-        from longsynth.generators.word_problem import group_order, parse_group
+        from longsynth.generators.state.word_problem import group_order, parse_group
 
         g = group_order(parse_group(cfg.group))
         return (1 + cfg.k / g, cfg.k + 1), f"BOS right, each of the {cfg.k} products 1 of {g:,}"
@@ -178,7 +178,7 @@ def answer_chance(task, params=None):
     positions (word problems: 1 / |G| per prefix product, their BOS aside), else ``chance``'s."""
     if task == "word-problem":
         from longsynth import registry
-        from longsynth.generators.word_problem import group_order, parse_group
+        from longsynth.generators.state.word_problem import group_order, parse_group
 
         return 1.0 / group_order(parse_group(registry.get(task).make_config(**(params or {})).group))
     return chance(task, params)[0]

@@ -1,6 +1,6 @@
 """A protocol resolved for one task and scale, and the batches it trains and evaluates on.
 
-``Protocol`` is one row of ``presets.PROTOCOLS`` made concrete: what ``longsynth evaluate``
+``Protocol`` is one row of ``protocols.registry.PROTOCOLS`` made concrete: what ``longsynth evaluate``
 fixes whatever the model (data, loss, readout, causality, batch, steps, schedule,
 evaluation). ``sources(...)`` builds its data:
 
@@ -20,8 +20,9 @@ import torch
 
 from longsynth import registry
 from longsynth.errors import LongsynthError
-from longsynth.models_ref.presets import PROTOCOLS, protocol_of
-from longsynth.models_ref.trainer import IndexedBatches, TrainConfig
+from longsynth.models_ref.protocols.registry import PROTOCOLS, protocol_of
+from longsynth.models_ref.trainer import IndexedBatches
+from longsynth.models_ref.trainer_config import TrainConfig
 from longsynth.torch import IGNORE_INDEX, OnTheFlyDataset, ShardDataset, pad_collate
 
 SCALES = ("tiny", "paper")
@@ -46,7 +47,7 @@ class Protocol:
     data: dict  # task parameters
     splits: dict | None  # generated into the cache at this scale (None: the task's defaults)
     source: str
-    # token suites (models_ref/field.py); the DLR paper's protocols leave them unset
+    # token suites (models_ref/protocols/recall.py, state.py, mad.py); the DLR paper's protocols leave them unset
     train_samples: int | None = None  # a fixed training set of this many samples (None: fresh samples every step)
     test_sets: dict | None = None  # {label: task parameters changed}: tested after training (length generalisation)
     breakdown: str | None = None  # "length" | "position": test accuracy grouped by (BREAKDOWNS)

@@ -1,7 +1,7 @@
 """Learnability certificates: the evaluate harness run once with the task's reference model.
 
 ``validate(target, model, scale, ...)`` trains the reference model's preset for the
-target's protocol (``presets``: ``scale="paper"`` holds the papers' Table 5/6 values,
+target's protocol (``protocols/``: ``scale="paper"`` holds the papers' Table 5/6 values,
 ``scale="tiny"`` the same recipe shrunk to run on a CPU in minutes) and writes
 metrics.json, history.json, curves.png and, for Pathfinder-Segmentation, predictions.png
 to the report directory (``harness.run``).
@@ -29,7 +29,10 @@ from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
 from longsynth.models_ref.factories import BUILTIN
 from longsynth.models_ref.harness import Job, run
-from longsynth.models_ref.presets import LENGTH_OF, OUT_OF_TINY_BUDGET, TOLERANCE, positive_control, task_of
+from longsynth.models_ref.protocols import controls
+from longsynth.models_ref.protocols.atomic import LENGTH_OF, OUT_OF_TINY_BUDGET
+from longsynth.models_ref.protocols.controls import positive_control
+from longsynth.models_ref.protocols.registry import PAPER, TOLERANCE, task_of
 from longsynth.models_ref.protocol import SCALES
 
 MODELS = tuple(BUILTIN)
@@ -86,17 +89,15 @@ def _job(target, model, scale, **train):
             raise LongsynthError(_no_stored_target(target, ds.task.name))
         return Job(model=model, protocol=protocol_for_dataset(ds), task=ds.task.name, scale=scale, data=ds.root,
                    **train)
-    from longsynth.models_ref import field
-
     task = task_of(target) or target
-    if task != target and task in field.VALIDATE:  # a token suite's protocol: mqar-128, mad-recall-v32, ...
+    if task != target and task in controls.VALIDATE:  # a token suite's protocol: mqar-128, mad-recall-v32, ...
         return Job(model=model, protocol=target, task=task, scale=scale, **train)
     t = registry.get(task)
     if t.family == "tokens":
-        if t.name not in field.VALIDATE:
-            raise LongsynthError(f"target: {t.name} has no positive control ({field.NO_CONTROL.get(t.name, '')}); "
+        if t.name not in controls.VALIDATE:
+            raise LongsynthError(f"target: {t.name} has no positive control ({controls.NO_CONTROL.get(t.name, '')}); "
                                  "its data rests on the generator's NumPy twin (tests/naive.py)")
-        return Job(model=model, protocol=field.VALIDATE[t.name][0], task=t.name, scale=scale, **train)
+        return Job(model=model, protocol=controls.VALIDATE[t.name][0], task=t.name, scale=scale, **train)
     if t.family != "atomic":
         raise LongsynthError(f"target: {t.name} is a {t.family} task; on-the-fly validation covers atomic tasks, "
                              "generate a dataset directory for it")
@@ -108,24 +109,20 @@ STORED_FAMILIES = ("atomic", "listops", "pathfinder")  # the tasks validate trai
 
 def _no_stored_target(root, task):
     """The line for a dataset whose task validate cannot train on from its folder: which
-    targets exist for that task (token tasks train on fresh batches: models_ref/field.py)."""
-    from longsynth.models_ref import field
-
-    if task in field.VALIDATE:
+    targets exist for that task (token tasks train on fresh batches: models_ref/protocols/controls.py)."""
+    if task in controls.VALIDATE:
         there = f"its target is the task itself, on fresh batches: `longsynth validate {task}` " \
-                f"(protocol {field.VALIDATE[task][0]})"
+                f"(protocol {controls.VALIDATE[task][0]})"
     else:
-        there = f"{task} has no validation target ({field.NO_CONTROL.get(task, 'no positive control')})"
+        there = f"{task} has no validation target ({controls.NO_CONTROL.get(task, 'no positive control')})"
     return (f"{root}: a {task} dataset; validate trains from a dataset folder only on atomic, ListOps and Pathfinder "
             f"tasks; {there}")
 
 
 def default_model(target):
-    """The reference model of a target: a token task's positive control (models_ref/field.py
+    """The reference model of a target: a token task's positive control (models_ref/protocols/controls.py
     ``VALIDATE``), else DLR."""
-    from longsynth.models_ref import field
-
-    return field.VALIDATE.get(task_of(target) or target, (None, "dlr"))[1]
+    return controls.VALIDATE.get(task_of(target) or target, (None, "dlr"))[1]
 
 
 def validate(target, model=None, scale="tiny", steps=None, device="cpu", report_dir=None, progress=True,
@@ -211,7 +208,7 @@ def _with_threads(threads, fn, *args):
 
 def _control(job, report_dir, progress, rank, world):
     """Train the positive control where the reference model is expected to fail (atomic
-    tasks; presets.positive_control) in report_dir/control-MODEL; its summary, or None."""
+    tasks; controls.positive_control) in report_dir/control-MODEL; its summary, or None."""
     if (job.protocol, job.scale) not in LENGTH_OF:
         return None
     found = positive_control(job.protocol, job.scale, job.task, job.model)
@@ -250,7 +247,7 @@ def certificate(out, control):
 
 
 def token_certificate(out):
-    """A token task's verdict (models_ref/field.py): the positive control's test accuracy reaches
+    """A token task's verdict (models_ref/protocols/controls.py): the positive control's test accuracy reaches
     its threshold (0.9 at tiny scale; its paper figure less the tolerance at paper scale)."""
     need = control_threshold(out["protocol"], out["scale"], out["model"])
     test = (out.get("test") or {}).get("accuracy")
@@ -262,11 +259,9 @@ def token_certificate(out):
 
 def control_threshold(protocol, scale, model):
     """The test accuracy the positive control ``model`` must reach on a token ``protocol``: 0.9
-    at tiny scale (field.CONTROL_TINY), its paper figure less the tolerance at paper scale
+    at tiny scale (controls.CONTROL_TINY), its paper figure less the tolerance at paper scale
     (None without a figure)."""
-    from longsynth.models_ref.field import CONTROL_TINY, PAPER
-
     if scale == "tiny":
-        return CONTROL_TINY
+        return controls.CONTROL_TINY
     figure = PAPER.get(protocol, {}).get(model, {}).get("accuracy")
     return None if figure is None else figure - TOLERANCE

@@ -10,9 +10,9 @@ import longsynth
 from longsynth import rng
 import naive
 from longsynth import registry
-from longsynth.generators import mips as mips_mod
-from longsynth.generators import noise
-from longsynth.generators import solve as solve_mod
+from longsynth.generators.atomic import mips as mips_mod
+from longsynth.generators.atomic import noise
+from longsynth.generators.atomic import solve as solve_mod
 from longsynth.store import generate, sample_digest
 
 ATOMIC = ["shift", "cumsum", "cummax", "reverse", "sort", "select", "select-fixed", "mips",

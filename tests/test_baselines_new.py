@@ -441,7 +441,7 @@ def _spec(**change):
 
 def test_builtins_are_reachable_with_their_presets():
     from longsynth.models_ref.factories import BUILTIN
-    from longsynth.models_ref.presets import own_figures
+    from longsynth.models_ref.protocols.registry import own_figures
 
     for name, signed in (("deltanet", False), ("deltanet-signed", True)):
         cfg = BUILTIN[name].config(_spec())
@@ -465,7 +465,7 @@ def test_builtins_are_reachable_with_their_presets():
 
 
 def test_zoology_mixer_checkpoint_rebuilds_it(tmp_path):
-    from longsynth.models_ref.trainer import load_model
+    from longsynth.models_ref.trainer_checkpoints import load_model
 
     m = _perturb(_ours("h3", V=20, D=8, L=16)).eval()
     torch.save({"model_config": m.cfg.to_dict(), "model": m.state_dict()}, tmp_path / "c.pt")

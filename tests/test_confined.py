@@ -12,7 +12,7 @@ from longsynth import store
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
 from conftest import run_evaluate as _evaluate
-from test_untrusted import invoke, one_error_line  # the hostile tests' one-line checks
+from untrusted_fixtures import invoke, one_error_line  # the hostile tests' one-line checks
 
 
 @pytest.fixture

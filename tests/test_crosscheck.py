@@ -15,7 +15,7 @@ ZOOLOGY = textwrap.dedent('''
     import numpy as np
     import torch
     import longsynth
-    from longsynth.generators.mqar import AUTHORS_SEED_OFFSET
+    from longsynth.generators.recall.mqar import AUTHORS_SEED_OFFSET
 
     CALLS = []
 

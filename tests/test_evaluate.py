@@ -298,7 +298,7 @@ def test_a_certificate_fails_on_broken_data_and_passes_on_real_data(tmp_path):
 
 
 def test_positive_controls_follow_the_papers_best_model_at_the_certificates_length():
-    from longsynth.models_ref.presets import positive_control
+    from longsynth.models_ref.protocols.controls import positive_control
 
     assert positive_control("atomic", "tiny", "select") == ("attention", 0.97, "atomic-512")  # Table 1, L = 512
     assert positive_control("atomic", "tiny", "mips") == ("attention", 0.97, "atomic-512")

@@ -46,7 +46,7 @@ def test_dry_run_prints_the_plan_and_an_estimate_and_writes_nothing(tmp_path, mo
 
 def test_dry_run_warns_of_days_and_of_the_paper_scale_on_a_cpu(tmp_path, monkeypatch):
     from longsynth.models_ref import trainer
-    from longsynth.models_ref.evaluate import duration
+    from longsynth.models_ref.evaluate_dry_run import duration
     from longsynth.models_ref.protocol import resolve
 
     monkeypatch.setattr(trainer, "step_seconds", lambda *a, **k: (2.5, 0.5))  # a paper-scale step on a CPU
@@ -74,7 +74,7 @@ def test_dry_run_leaves_out_the_runs_already_finished(report):
 
 
 def _paper_sweep(suite):
-    from longsynth.models_ref.evaluate import Settings, suite_tasks, sweep
+    from longsynth.models_ref.evaluate_plan import Settings, suite_tasks, sweep
     from longsynth.models_ref.harness import Job
     from longsynth.models_ref.protocol import resolve
 
@@ -120,7 +120,7 @@ def test_evaluate_warns_before_a_paper_scale_sweep_on_a_cpu(tmp_path, monkeypatc
 
 
 def test_durations_read_in_words():
-    from longsynth.models_ref.evaluate import duration
+    from longsynth.models_ref.evaluate_dry_run import duration
 
     assert [duration(s) for s in (42, 720, 5.25 * 3600, 3.1 * 86400, 77 * 86400)] == \
         ["42 s", "12 min", "5.2 h", "3.1 days", "11 weeks (77 days)"]

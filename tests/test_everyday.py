@@ -131,7 +131,7 @@ def test_a_module_name_beside_a_file_suggests_the_file(tmp_path, monkeypatch):
 
 def test_a_suite_says_it_checks_the_model_first_and_cache_generation_shows_progress(tmp_path, monkeypatch):
     from longsynth import store
-    from longsynth.models_ref import evaluate
+    from longsynth.models_ref import evaluate_plan as evaluate
 
     monkeypatch.setenv("LONGSYNTH_CACHE", str(tmp_path / "cache"))
     seen = {}

@@ -10,9 +10,10 @@ torch = pytest.importorskip("torch")
 
 from longsynth import certificate  # noqa: E402
 from longsynth.models_ref import field, presets  # noqa: E402
-from longsynth.models_ref.evaluate import Settings, plan, suite_tasks  # noqa: E402
+from longsynth.models_ref.evaluate_plan import Settings, plan, suite_tasks  # noqa: E402
 from longsynth.models_ref.protocol import fixed_train, groups, resolve  # noqa: E402
-from longsynth.models_ref.report import Report, binned, by_length  # noqa: E402
+from longsynth.models_ref.report import Report  # noqa: E402
+from longsynth.models_ref.report_records import binned, by_length  # noqa: E402
 from longsynth.models_ref.trainer import TrainConfig, lr_factor  # noqa: E402
 from longsynth.torch import IGNORE_INDEX  # noqa: E402
 
@@ -84,7 +85,7 @@ def test_groups_give_each_scored_token_its_sequences_length_or_its_position():
     n = (torch.from_numpy(b["inputs"].astype("int64")) != 0).sum(1) + 1  # the word's bits, then its answer
     assert groups(y, "length").amax(1).tolist() == n.tolist() and 3 <= int(n.min()) and int(n.max()) <= 9
     # with brackets the authors' n also counts the [PAD] after the answer: the target sits at n - 3
-    from longsynth.models_ref.field import PROTOCOLS
+    from longsynth.models_ref.protocols.registry import PROTOCOLS
     from longsynth.models_ref.protocol import length_offset, resolve
 
     params = dict(brackets=True, context_length=32, min_sequence_length=6, max_sequence_length=14,

@@ -98,7 +98,7 @@ def graph():
 def test_the_graph_is_read():
     """The walk finds the modules and edges it must: a graph of nothing has no cycle either."""
     g = graph()
-    assert {"longsynth", "longsynth.store", "longsynth.store.layout", "longsynth.generators.listops",
+    assert {"longsynth", "longsynth.store", "longsynth.store.layout", "longsynth.generators.listops.tasks",
             "longsynth.cli.main", "longsynth.models_ref.layers.dlr", "longsynth.files", "longsynth._version"} <= set(g)
     assert "longsynth.files" in g["longsynth.store.manifest"]  # from longsynth.files import ...
     assert "longsynth.safe" in g["longsynth.files"]  # from longsynth import safe: the submodule

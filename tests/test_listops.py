@@ -9,9 +9,9 @@ from scipy import stats
 
 import longsynth
 from longsynth import exports, registry, store
-from longsynth.generators import listops as lo
-from longsynth.generators import listops_show
-from longsynth.generators import listops_tree as tree
+from longsynth.generators.listops import show as listops_show
+from longsynth.generators.listops import tasks as lo
+from longsynth.generators.listops import tree
 from longsynth.rng import stream
 from longsynth.task import Ragged, unpack
 

@@ -1,5 +1,5 @@
 """Classic Pathfinder (`pathfinder`): LRA's presets, the original generator's image
-formation (checked against tests/naive.py's PIL twin), labels, and the release's splits."""
+formation (checked against tests/naive/pathfinder.py's PIL twin), labels, and the release's splits."""
 import json
 import os
 
@@ -227,7 +227,7 @@ def test_encoding_and_validate_batches(tmp_path):
     torch = pytest.importorskip("torch")
     from longsynth.torch import ShardDataset, encode_batch
     from longsynth.models_ref import protocol
-    from longsynth.models_ref.presets import ARCHITECTURES
+    from longsynth.models_ref.protocols.registry import ARCHITECTURES
 
     root = str(tmp_path / "ds")
     store.generate(root, TASK, {"size": 32}, seed=1, splits={"train": 8, "val": 4, "test": 4})
@@ -253,7 +253,7 @@ def test_validate_classic_pathfinder_writes_an_accuracy_certificate(tmp_path):
     classifier trains, its certificate holds accuracy over the evaluated test images and the
     DSS paper's LRA figure for comparison, and the checkpoint restores the batch-norm statistics."""
     pytest.importorskip("torch")
-    from longsynth.models_ref.trainer import load_model
+    from longsynth.models_ref.trainer_checkpoints import load_model
     from longsynth.models_ref.validate import validate
 
     root = str(tmp_path / "ds")

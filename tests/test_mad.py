@@ -11,7 +11,8 @@ import naive
 from click.testing import CliRunner
 from longsynth.cli.main import cli
 from longsynth.errors import LongsynthError
-from longsynth.generators import mad, mad_authors
+from longsynth.generators import mad
+from longsynth.generators.mad import authors as mad_authors
 from longsynth.rng import SPLITS
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -152,7 +152,7 @@ def test_authors_splits_map_to_zoology_seeds():
 def test_zoology_pipeline_segments_from_their_seeds(tmp_path):
     """zoology's current prepare_data (DataConfig seed 123): segment j of a split is
     multiquery_ar at zoology_segment_seeds' seed; gen writes it with --seed s_j - offset."""
-    from longsynth.generators.mqar import AUTHORS_SEED_OFFSET, zoology_segment_seeds
+    from longsynth.generators.recall.mqar import AUTHORS_SEED_OFFSET, zoology_segment_seeds
 
     z = np.load(FIXTURE)
     n = {s: len({k.split("/")[2] for k in z.files if k.startswith(f"pipeline/{s}/")}) for s in ("train", "test")}
@@ -251,7 +251,7 @@ def test_the_law_comparison_can_fail():
 def test_legacy_choice_p_is_numpys():
     """The rounds of NumPy's legacy choice(replace=False, p) on the same doubles, and the
     'ran out' answer when the doubles do not reach (then nothing counts as used)."""
-    from longsynth.generators.mqar import legacy_choice_p
+    from longsynth.generators.recall.mqar import legacy_choice_p
 
     for space, size, a, seed in [(192, 64, 0.01, 0), (30, 30, 0.5, 1), (7, 1, 1.0, 2), (500, 100, 0.01, 3)]:
         p = a * np.arange(1, space + 1) ** (a - 1)

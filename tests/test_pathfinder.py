@@ -90,7 +90,7 @@ def test_labels_only_where_lit_and_class2_iff_connected(batches, size):
 @pytest.mark.parametrize("size", SIZES)
 def test_images_and_labels_equal_the_naive_composition(batches, size):
     """Given the drawn geometry (dashes, markers), the image and labels are exactly what the
-    authors' image formation gives (tests/naive.py draws every dash with PIL)."""
+    authors' image formation gives (tests/naive/pathfinder.py draws every dash with PIL)."""
     cfg = cfg_of(size)
     for s in list(rows(batches[size]))[:3]:
         img, tgt, peak = naive.pathfinder_compose(

@@ -11,7 +11,7 @@ import longsynth
 import naive
 from longsynth import registry
 from longsynth.errors import LongsynthError
-from longsynth.generators.safari import vocabulary
+from longsynth.generators.recall.safari import vocabulary
 from longsynth.store import sample_digest
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "data", "safari_synthetics.npz")

@@ -31,7 +31,7 @@ def test_verify_shows_a_crafted_command_escaped_and_does_not_tell_you_to_run_it(
 
 
 def test_info_counts_nan_and_infinite_values_instead_of_warning(tmp_path, monkeypatch):
-    from longsynth.store import checks
+    from longsynth import stats as checks
 
     root = tmp_path / "d"
     store.generate(str(root), "cumsum", {"L": 32}, num_samples=60, workers=1)

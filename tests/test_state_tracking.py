@@ -11,7 +11,7 @@ import pytest
 import longsynth
 from longsynth import registry
 from longsynth.errors import LongsynthError
-from longsynth.generators import formal_language, word_problem
+from longsynth.generators.state import formal_language, word_problem
 from longsynth.store import generate, sample_digest
 
 import naive

@@ -144,7 +144,7 @@ def test_info_reports_tokens(dirs):
 
 
 def test_info_counts_ids_outside_the_vocabulary():
-    from longsynth.store.checks import _Tokens
+    from longsynth.stats import _Tokens
 
     t = _Tokens(10)
     t.add(np.array([[1, 2, 12, -3]]), np.array([[-100, 5, 11, -100]]))

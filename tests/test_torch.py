@@ -38,7 +38,7 @@ def forkserver():
     """Workers forked from a fresh server process (never ran a Numba kernel): fork-safe, and
     faster to start than spawn because the server has torch and longsynth imported."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["longsynth.torch", "longsynth.generators.noise"])
+    ctx.set_forkserver_preload(["longsynth.torch", "longsynth.generators.atomic.noise"])
     return ctx
 
 

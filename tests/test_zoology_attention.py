@@ -182,7 +182,7 @@ def _spec(protocol="mqar-64", **change):
 
 def test_builtin_is_reachable_with_zoologys_recipe():
     from longsynth.models_ref import factories
-    from longsynth.models_ref.presets import architecture
+    from longsynth.models_ref.protocols.registry import architecture
 
     factory, identity = factories.load("zoology-attention")
     assert identity == {"model": "zoology-attention", "sha256": None}
@@ -201,7 +201,7 @@ def test_builtin_is_reachable_with_zoologys_recipe():
 def test_its_own_paper_figure_is_figure_2s_attention_line():
     """The report judges zoology-attention against its own column (Figure 2's attention), not
     against "the paper's best" as it would a user's model."""
-    from longsynth.models_ref.presets import own_figures, paper_figures
+    from longsynth.models_ref.protocols.registry import own_figures, paper_figures
 
     at, column = own_figures("mqar-64", "tiny", "zoology-attention")
     assert (at, column) == ("mqar-64", "attention") and paper_figures(at, "mqar")[column]["accuracy"] == 0.98
@@ -242,7 +242,7 @@ def test_builtin_refuses_in_one_line(change):
 
 
 def test_checkpoint_rebuilds_it(tmp_path):
-    from longsynth.models_ref.trainer import load_model
+    from longsynth.models_ref.trainer_checkpoints import load_model
 
     m = _model(dtype=torch.float32)
     torch.save({"model_config": m.cfg.to_dict(), "model": m.state_dict()}, tmp_path / "c.pt")

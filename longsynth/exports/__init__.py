@@ -1,10 +1,10 @@
 """Export formats: a stored dataset written in another project's on-disk layout.
 
-Each format is one module of this package with ``write(dataset, out_dir, progress)``;
-FORMATS is the one list that ``export`` and the CLI read. A task module knows nothing of
-formats, so adding a format touches no task. A format's module is imported only when the
-format is used: ``hf`` needs ``datasets`` and ``pyarrow``, which nothing else in longsynth
-imports.
+Each format is one module (or, as ``hf``, one subpackage) of this package with
+``write(dataset, out_dir, progress)``; FORMATS is the one list that ``export`` and the CLI
+read. A task module knows nothing of formats, so adding a format touches no task. A
+format's module is imported only when the format is used: ``hf`` needs ``datasets`` and
+``pyarrow``, which nothing else in longsynth imports.
 
 Every writer reads through the store's checked reads (a damaged shard stops it with
 DamagedDataError), writes under temporary names that are renamed at the end, and reports

@@ -16,7 +16,7 @@ from numba import njit
 
 from longsynth import values
 from longsynth.errors import LongsynthError
-from longsynth.generators.listops_tree import CLOSE, VOCAB
+from longsynth.generators.listops.tree import CLOSE, VOCAB
 from longsynth.files import PendingFiles
 
 

@@ -1,6 +1,6 @@
 """The ListOps tree sampler: the LRA tree process conditioned on a length window, in Numba.
 
-The task definitions, keys and vocabulary are in ``generators/listops.py`` (and
+The task definitions, keys and vocabulary are in ``generators/listops/tasks.py`` (and
 docs/tasks/listops.md); this module holds what changes when the draw order or the speed
 of the sampler changes: the token ids the kernels write, the reproducibility contract and
 the kernels that honour it.
@@ -56,7 +56,7 @@ identical words, accepted or not). Once an attempt is accepted, ``attempt_shape`
 it from the saved stream state, and ``_labelled_tree`` walks the shape in preorder (one
 cursor per level: preorder meets each level's nodes left to right) while drawing labels,
 in one pass. ``listops_fill`` runs samples in parallel into padded rows, which
-``generate_padded`` allocates and the tasks' block hooks (``generators/listops.py``)
+``generate_padded`` allocates and the tasks' block hooks (``generators/listops/tasks.py``)
 compact into ragged keys.
 
 Template: h = 0x9E3779B97F4A7C15; for every non-digit token id t in order,

@@ -2,7 +2,7 @@
 and height histograms, template uniqueness (``longsynth show`` / ``info`` for both tasks)."""
 import numpy as np
 
-from longsynth.generators.listops_tree import CLOSE, DIGIT0, IGNORE, VOCAB
+from longsynth.generators.listops.tree import CLOSE, DIGIT0, IGNORE, VOCAB
 
 
 def _read_column(dataset, key):

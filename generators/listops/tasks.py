@@ -25,8 +25,8 @@ Worked example (15 tokens):
     heights [1, 2, 3], operators [3 (SM), 2 (MED), 1 (MAX)], root 6, length 15
 (SM(3, 1, 6) = 0; MED(0, 8, 3) = 3; MAX(2, 6, 3, 4, 5) = 6.)
 
-The tree sampler (draw order, kernels) is ``generators/listops_tree.py``; previews are
-``generators/listops_show.py``.
+The tree sampler (draw order, kernels) is ``generators/listops/tree.py``; previews are
+``generators/listops/show.py``.
 """
 import functools
 from dataclasses import dataclass
@@ -35,8 +35,8 @@ import numpy as np
 from numba import njit
 
 from longsynth.errors import LongsynthError
-from longsynth.generators.listops_show import audit, show, show_dataset
-from longsynth.generators.listops_tree import REVISION, VOCAB, generate_padded
+from longsynth.generators.listops.show import audit, show, show_dataset
+from longsynth.generators.listops.tree import REVISION, VOCAB, generate_padded
 from longsynth.task import KeySpec, Ragged, Task, param
 
 MIN_ACCEPTANCE = 1e-6  # configs whose trees land in the window less often are refused

@@ -1,0 +1,166 @@
+"""``evaluate --dry-run``: the plan of a sweep and an estimate of its wall time, from a few timed
+training steps and evaluation batches of a throwaway model per suite member and grid point
+(docs/evaluate.md, "Dry run"); nothing is written into the output folder.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from longsynth import registry, safe
+from longsynth.errors import LongsynthError
+from longsynth.outdir import Folder
+from longsynth.models_ref.evaluate_finished import _finished
+from longsynth.models_ref.evaluate_plan import Settings, _plural, _steps_of, plan, plan_line, run_key
+from longsynth.models_ref.harness_checks import build
+from longsynth.models_ref.protocol import resolve
+from longsynth.models_ref.report_records import member_name
+
+
+def duration(seconds):
+    """A wall time in words: 40 s, 12 min, 5.2 h, 3.1 days, 11 weeks."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    hours = seconds / 3600
+    if hours < 48:
+        return f"{hours:.1f} h"
+    days = hours / 24
+    if days < 28:
+        return f"{days:.1f} days"
+    return f"{days / 7:.0f} weeks ({days:,.0f} days)"
+
+
+DAY_S = 86_400.0
+
+
+@dataclasses.dataclass
+class DryRun:
+    """``evaluate --dry-run``'s answer: the plan, a line per suite member with its estimate,
+    the total in seconds (None when nothing is left to run) and warnings."""
+
+    plan: str | None
+    members: list
+    seconds: float | None
+    total: str
+    warnings: list
+
+    def text(self):
+        lines = ([self.plan] if self.plan else []) + self.members + [self.total] + self.warnings
+        return "\n".join(lines + ["nothing written (--dry-run)"])
+
+
+def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed):
+    """Seconds of each job of one suite member (training steps, evaluations and the test),
+    from a few timed steps of a throwaway model per grid point (width, depth): the learning
+    rate, weight decay and seed do not change a step's cost. Adds (job, seconds, s/step) to ``timed``."""
+    from numba import set_num_threads
+
+    from longsynth.models_ref.harness import resolve_lr
+    from longsynth.models_ref.trainer import step_seconds
+
+    protocol, dev = prepared.protocol, torch.device(settings.device)
+    cost = {}
+    old = torch.get_num_threads()
+    torch.set_num_threads(settings.threads)  # as execute runs each job
+    set_num_threads(1)
+    try:
+        for job in jobs:
+            shape = (job.width, job.depth)
+            if shape not in cost:
+                spec = dataclasses.replace(prepared.spec, d_model=job.width, n_layers=job.depth)
+                cfg = protocol.train_config(lr=resolve_lr(job, factory, spec, protocol), seed=0, steps=job.steps,
+                                            amp=dev.type == "cuda", weight_decay=job.weight_decay)
+                grid = "".join(f" {k} {v}" for k, v in (("width", job.width), ("depth", job.depth)) if v is not None)
+                notify(f"timing {member_name(job.protocol, job.task, registry.get(job.task).family)}{grid}: "
+                       f"up to {timing_steps} training steps after a warm-up step, batch {prepared.batch_size}, "
+                       f"on {settings.device}")
+                step_s, eval_s = step_seconds(lambda: build(factory, spec), cfg, prepared.sources[0],
+                                              prepared.sources[1], device=settings.device, steps=timing_steps)
+                evaluations = cfg.steps // cfg.eval_every + (cfg.steps % cfg.eval_every != 0) + 1  # + the test
+                cost[shape] = (cfg.steps * step_s + evaluations * cfg.eval_batches * eval_s, step_s)
+            timed.append((job, *cost[shape]))
+    finally:
+        torch.set_num_threads(old)
+
+
+def dry_run(model, suite, *, out, settings=None, notify=None, timing_steps=3):
+    """``evaluate --dry-run``: the plan of ``evaluate(model, suite, out=out, settings=settings)``
+    and an estimate of its wall time on ``settings.device``, from ``timing_steps`` training steps
+    (after a warm-up step) and a few evaluation batches of a throwaway model per suite member and
+    grid point, times each run's steps and evaluations. The model is checked on every member as
+    evaluate checks it; runs already finished in ``out`` are left out. Nothing is written into
+    ``out`` (nor is it made); a suite on stored datasets generates them into the cache as evaluate
+    would. Returns a DryRun (``.text()``: what the command prints)."""
+    settings = settings or Settings()
+    notify = notify or (lambda line: None)
+    if isinstance(timing_steps, bool) or not isinstance(timing_steps, int) or not 1 <= timing_steps <= 100:
+        raise LongsynthError(f"timing_steps: must be an integer from 1 to 100, got {timing_steps!r}")
+    out = Folder.of(safe.check_out_path(out))
+    timed = []
+    planned, _, _ = plan(model, suite, settings, out, notify, on_member=lambda prepared, factory, jobs: _time_member(
+        prepared, factory, jobs, settings, timing_steps, notify, timed))
+    seconds = {run_key(job.to_dict()): (s, per) for job, s, per in timed}
+    todo = []
+    for job, run_dir in planned:
+        try:
+            done = _finished(job, run_dir, lambda line: None, "refuse") is not None
+        except LongsynthError:  # an edited run: evaluate would train it again
+            done = False
+        if not done:
+            todo.append((job, run_dir))
+    finished = len(planned) - len(todo)
+    if finished:
+        notify(f"{finished} of {len(planned)} runs already finished in {out}; the estimate is for the other "
+               f"{len(todo)}")
+    if not todo:
+        return DryRun(None, [], None, f"all {len(planned)} run(s) already finished in {out}; nothing to train",
+                      [])
+    members = {}
+    for job, _ in todo:
+        name = member_name(job.protocol, job.task, registry.get(job.task).family)
+        members.setdefault(name, []).append((job, *seconds[run_key(job.to_dict())]))
+    parallel = 1 if settings.dask else settings.jobs
+    lines, total = [], 0.0
+    width = max(len(n) for n in members)
+    for name, rows in members.items():
+        s = sum(r[1] for r in rows)
+        total += s
+        steps = sorted({_steps_of(r[0]) for r in rows})
+        per = sorted(r[2] for r in rows)
+        each = f"{steps[0]:,}" if len(steps) == 1 else f"{steps[0]:,}-{steps[-1]:,}"
+        lines.append(f"  {name:{width}s}  {_plural(len(rows), 'run')} x {each} steps, {_rates(per, rows)}: "
+                     f"{duration(s)}")
+    how = ("one run after another on each Dask worker: divide by the workers" if settings.dask
+           else f"{settings.jobs} runs at a time" if parallel > 1 else "one run after another")
+    wall = total / parallel
+    skipped = " (tested lengths beyond training's not counted)" if any(
+        resolve(job.protocol, job.scale, task=job.task).test_sets for job, _ in todo) else ""
+    text = (f"estimate: about {duration(wall)} on {settings.device}, {how}; training steps, evaluations and "
+            f"the test{skipped}, from up to {timing_steps} timed steps per task and grid point (a guide, not a "
+            f"promise)")
+    warnings = []
+    if wall > DAY_S:
+        warnings.append(f"warning: that is {duration(wall)}: a GPU (--device cuda), fewer steps (--steps), fewer "
+                        f"--lr or --seeds, --jobs, or --scale tiny shorten it")
+    if settings.scale == "paper" and settings.device == "cpu":
+        warnings.append("warning: --scale paper on a CPU: the papers trained these protocols on GPUs")
+    return DryRun(plan_line(todo, settings), lines, wall, text, warnings)
+
+
+def _rate(seconds):
+    return f"{seconds:.3g} s" if seconds >= 0.01 else f"{seconds * 1000:.3g} ms"
+
+
+def _rates(per, rows):
+    """Seconds per step of a member's runs: "0.12 s/step", or "5.64-16.6 s/step (by width)"
+    where its grid points differ."""
+    lo, hi = _rate(per[0]), _rate(per[-1])
+    if lo == hi:
+        return f"{lo}/step"
+    varies = [name for name in ("width", "depth") if len({getattr(r[0], name) for r in rows}) > 1]
+    by = " and ".join(varies) or "grid point"
+    same = lo.split()[1] == hi.split()[1]
+    return (f"{lo.split()[0]}-{hi}" if same else f"{lo}-{hi}") + f"/step (by {by})"

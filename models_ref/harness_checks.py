@@ -1,0 +1,109 @@
+"""The checks of a model factory before anything trains (harness step 2): the factory's failure,
+a wrong output shape, non-finite outputs, outputs that change when only later inputs change
+(causal protocols) and a forward that fails at the protocol's longest test input, each refused
+in one line.
+"""
+from __future__ import annotations
+
+import torch
+
+from longsynth.errors import LongsynthError
+
+
+def check_model(module, spec, x, tol=1e-4):
+    """Refuse, in one line, a module that breaks the contract on a real batch ``x``:
+    a wrong output shape, non-finite outputs, or (causal protocols) outputs that change
+    when only later inputs change. Runs on ``x``'s device in eval mode without gradients;
+    the module's parameters and buffers are left as they were."""
+    if not isinstance(module, torch.nn.Module):
+        raise LongsynthError(f"model: the factory returned a {type(module).__name__}, not a torch.nn.Module")
+    module = module.to(x.device)
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            try:
+                out = module(x)
+            except Exception as e:  # the user's forward: its error in one line (LONGSYNTH_DEBUG=1: traceback)
+                raise LongsynthError(f"model: forward on a batch of {spec.task} {tuple(x.shape)} failed: "
+                                     f"{type(e).__name__}: {_first_line(e)}{_token_hint(spec)}") from e
+            want = (x.shape[0], x.shape[1], spec.d_output)
+            if not isinstance(out, torch.Tensor) or tuple(out.shape) != want:
+                got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+                raise LongsynthError(f"model: output shape {got}, the contract is [B, T, d_output] = {want}")
+            if not torch.isfinite(out).all():
+                raise LongsynthError(f"model: the output holds NaN or inf on the first batch of {spec.task}")
+            if spec.causal:
+                _check_causal(module, x, out, tol)
+            if spec.max_seq_len is not None and spec.max_seq_len > x.shape[1]:
+                _check_longest(module, spec, x)
+    finally:
+        module.train(was_training)
+
+
+def _check_longest(module, spec, x):
+    """The module's forward at the protocol's longest input (``spec.max_seq_len``, its test sets),
+    on one sample made by repeating ``x``'s first: a model sized by ``spec.seq_len`` fails here, in
+    one line, instead of after training. Running out of memory is not refused (a paper's model may
+    not reach its longest test set either)."""
+    T = spec.max_seq_len
+    reps = -(-T // x.shape[1])
+    long = x[:1].repeat(1, reps, *([1] * (x.dim() - 2)))[:, :T]  # [1, T] or [1, T, d_input]
+    try:
+        out = module(long)
+    except (MemoryError, torch.OutOfMemoryError):
+        return
+    except Exception as e:  # the user's forward
+        if isinstance(e, RuntimeError) and "memory" in str(e):
+            return
+        raise LongsynthError(f"model: forward at the longest input of {spec.protocol} failed (T = {T}, "
+                             f"spec.max_seq_len: its test sets reach it; training uses spec.seq_len = "
+                             f"{spec.seq_len}): {type(e).__name__}: {_first_line(e)}; size positions by "
+                             f"spec.max_seq_len (docs/evaluate.md)") from e
+    want = (1, T, spec.d_output)
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != want:
+        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise LongsynthError(f"model: output shape {got} at the longest input of {spec.protocol} (T = {T}, "
+                             f"spec.max_seq_len), the contract is [B, T, d_output] = {want}")
+
+
+def build(factory, spec):
+    """factory(spec), its failure one line (LONGSYNTH_DEBUG=1 shows the traceback)."""
+    try:
+        return factory(spec)
+    except LongsynthError:
+        raise
+    except Exception as e:  # the user's factory
+        raise LongsynthError(f"model: the factory failed on {spec.task}: {type(e).__name__}: {_first_line(e)}"
+                             f"{_token_hint(spec)}") from e
+
+
+def _first_line(e):
+    return " ".join(str(e).split())[:300]
+
+
+def _token_hint(spec):
+    """The hint for a model that expects float channels on a token task (d_input is None there)."""
+    if spec.vocab_size is None:
+        return ""
+    return (f" ({spec.task} is a token task: inputs are int64 token ids [B, T] and spec.d_input is None; embed "
+            f"them with torch.nn.Embedding(spec.vocab_size, ...), vocab_size {spec.vocab_size}: docs/evaluate.md)")
+
+
+def _check_causal(module, x, out, tol):
+    T = x.shape[1]
+    k = max(1, T // 8)  # the last k positions change
+    g = torch.Generator().manual_seed(0)
+    x2 = x.clone()
+    tail = x2[:, T - k:].shape
+    if x.dtype in (torch.int64, torch.int32):
+        lo, hi = int(x.min()), int(x.max())
+        x2[:, T - k:] = torch.randint(lo, hi + 1, tail, generator=g, dtype=x.dtype).to(x.device)
+    else:
+        x2[:, T - k:] += torch.randn(tail, generator=g, dtype=x.dtype).to(x.device)  # drawn on the CPU
+    out2 = module(x2)
+    scale = 1.0 + float(out.abs().max())
+    leak = float((out2[:, :T - k] - out[:, :T - k]).abs().max()) / scale
+    if leak > tol:
+        raise LongsynthError(f"model: not causal - changing inputs at positions >= {T - k} changed outputs before "
+                             f"them (by {leak:.2g} relative); this protocol is unidirectional")

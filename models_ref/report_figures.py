@@ -1,0 +1,160 @@
+"""A report's figures: report.png (a bar per task: the model against the papers' figures, each
+paper column under the name its paper gives the row, with the task's chance level) and
+lengths.png (accuracy against test length).
+"""
+from __future__ import annotations
+
+from longsynth.models_ref.protocols.mad import GROUP_NAMES
+from longsynth.models_ref.report_records import METRIC_NAMES, _pct, binned
+
+
+CHANCE_COLOR = "#d62728"
+LIGHT = ("#9ecae1", "#c7c7c7", "#fdae6b", "#a1d99b", "#bcbddc", "#fdd0a2", "#f4cae4", "#e6f5c9", "#d9d9d9")
+MARKS = ({"marker": "D", "s": 28, "color": "#7f2704"},)
+
+
+class ReportFigures:
+    """The figures of a ``report.Report`` (its rows and summary)."""
+
+    def lengths_figure(self):
+        """Accuracy against test length, one line per row and kind, with each row's chance level
+        (None without any)."""
+        rows = [r for r in self.rows() if r["by_length"]]
+        if not rows:
+            return None
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
+        for r in rows:
+            for kind in dict.fromkeys(c["kind"] for c in r["by_length"]):
+                cells = binned([c for c in r["by_length"] if c["kind"] == kind])  # as the table: ranges of lengths
+                ranged = any(a != z for a, z, _, _ in cells)
+                ax.plot([(a + z) / 2 for a, z, _, _ in cells], [acc for _, _, acc, _ in cells], marker="o",
+                        label=f"{r['task']} (by {kind}{', each point a range of lengths' if ranged else ''})")
+        levels = {}  # the chance of one scored answer: each point is the accuracy of answers of one length
+        for r in rows:
+            if r["answer_chance"] is not None:
+                levels.setdefault(round(r["answer_chance"], 4), (r["answer_chance"], []))[1].append(r["task"])
+        for level, tasks in levels.values():
+            ax.axhline(level, color=CHANCE_COLOR, linestyle=(0, (4, 3)), linewidth=1.0,
+                       label=f"chance {level:.3f}" + (f" ({', '.join(tasks)})" if len(levels) > 1 else ""))
+        if any(c["kind"] == "test length" for r in rows for c in r["by_length"]):
+            ax.set_xscale("log", base=2)
+            for T in sorted({r["trained_at"] for r in rows if r.get("trained_at")}):
+                ax.axvline(T, color="grey", linestyle="--", linewidth=0.8)
+                ax.annotate(f"trained at {T:,}", (T, 0.02), xytext=(3, 0), textcoords="offset points", fontsize=8,
+                            color="grey")
+        ax.set_ylim(-0.03, 1.03)
+        kinds = {c["kind"] for r in rows for c in r["by_length"]}
+        ax.set_xlabel({"position": "position of the scored token: the prefix length",
+                       "length": "sequence length n of the test sample (tokens)"}.get(
+                           next(iter(kinds)) if len(kinds) == 1 else None, "test length (tokens)"))
+        ax.set_ylabel("test accuracy")
+        cut = " (budget cut: not a verdict)" if any(r["budget"] is not None for r in rows) else ""
+        ax.set_title(f"{self.name} on {self.suite}, {self.scale} scale: accuracy by test length{cut}", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, frameon=False)
+        fig.tight_layout()
+        return fig
+
+    def _bars(self):
+        """(items, headers) the figure draws: one item per row, or for a suite scored by task
+        (MAD) one per task score and their mean, each {"label", "value", "std", "chance",
+        "paper": [value per header], "marks": [(x, label)]}."""
+        summary = self.summary()
+        if summary:
+            cols = list(dict.fromkeys(c for r in summary for c in r["paper"]))
+            headers = [(c, GROUP_NAMES.get(c, c)) for c in cols]
+            items = []
+            for r in summary:
+                if r["group"] == "mean":
+                    label = f"mean of {r['tasks']} task(s)" + (f"\n({', '.join(r['excluded'])} apart)"
+                                                               if r["excluded"] else "")
+                else:
+                    label = f"{r['group']}\n({r['settings']} of MAD's {r['of']} settings)"
+                    if r["caveat"]:
+                        label += "\nnot comparable: see report.md"
+                if r["budget"] is not None:
+                    label += f"\nbudget cut to {_pct(r['budget'])}: not a verdict"
+                items.append({"label": label, "value": r["score"], "std": 0.0, "chance": r["chance"],
+                              "paper": [r["paper"].get(c) for c in cols], "marks": []})
+            return items, headers, "task score (mean accuracy over settings)"
+        rows = self.rows()
+        headers = self.headers(rows)
+        items = []
+        for r in rows:
+            label = f"{r['task']} ({METRIC_NAMES.get(r['metric'], r['metric'])})"
+            if r["budget"] is not None:
+                label += f"\nbudget cut to {_pct(r['budget'])}: not a verdict"
+            if r["caveat"]:
+                label += "\nnot comparable: see report.md"
+            marks = []
+            found = self._own_shown(r)
+            if found is not None and not found[2]:
+                marks.append((found[1], f"paper: {r['own']['name']}\n(the verdict's figure)"))
+            items.append({"label": label, "value": r["test_mean"] if r["test_mean"] is not None else 0.0,
+                          "std": r["test_std"], "chance": r["chance"], "paper": [self._cell(r, h) for h in headers],
+                          "marks": marks, "plateau": r["plateau"]})
+        return items, headers, "test metric (R^2, accuracy or macro F1; 1 is perfect)"
+
+    def figure(self, path=None):
+        """Horizontal bars per task: the model's test metric (with its spread), the papers' (each
+        under the paper's name of the row) and the task's chance level (a dashed line); for MAD the
+        task scores and their mean. Saved as ``path``, or the open Figure when ``path`` is None."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        items, headers, xlabel = self._bars()
+        n = len(items)
+        series = [(f"{self.name} (this run)", "#1f4e8c")] + [
+            (f"paper: {name}", LIGHT[i % len(LIGHT)]) for i, (_, name) in enumerate(headers)]
+        per = max(0.62, 0.16 * len(series))
+        fig, ax = plt.subplots(figsize=(11, 1.6 + per * n), dpi=110)
+        h = 0.8 / len(series)
+        lo = 0.0
+        for k, (label, color) in enumerate(series):
+            ys = [i + (k - (len(series) - 1) / 2) * h for i in range(n)]
+            if k == 0:
+                vals = [it["value"] for it in items]
+                ax.barh(ys, vals, height=h, color=color, xerr=[it["std"] for it in items], capsize=2, label=label)
+            else:
+                vals = [it["paper"][k - 1] for it in items]
+                ax.barh([y for y, v in zip(ys, vals) if v is not None], [v for v in vals if v is not None],
+                        height=h, color=color, label=label)
+            lo = min([lo] + [v for v in vals if v is not None])
+        at = [(i, it["chance"]) for i, it in enumerate(items) if it["chance"] is not None]
+        if at:  # the chance level of each task: a dashed line across its group of bars
+            ax.vlines([c for _, c in at], [i - 0.45 for i, _ in at], [i + 0.45 for i, _ in at], colors=CHANCE_COLOR,
+                      linestyles=(0, (4, 2)), linewidth=1.6, zorder=4, label="chance (a uniform guess; R^2 0)")
+        flat = [(i, it["plateau"]) for i, it in enumerate(items) if it.get("plateau")]
+        if flat:  # a known plateau (MQAR's copy plateau): a dotted line
+            ax.vlines([p[0] for _, p in flat], [i - 0.45 for i, _ in flat], [i + 0.45 for i, _ in flat],
+                      colors="#636363", linestyles=(0, (1, 1.5)), linewidth=1.6, zorder=4,
+                      label=f"{flat[0][1][1]} (a value of the context)")
+        y0 = -(len(series) - 1) / 2 * h  # the model's own bar
+        marks = {}
+        for i, it in enumerate(items):
+            for x, label in it["marks"]:
+                marks.setdefault(label, []).append((x, i + y0))
+        for (label, points), style in zip(marks.items(), MARKS * (1 + len(marks))):
+            ax.scatter([x for x, _ in points], [y for _, y in points], zorder=5, label=label, **style)
+        ax.set_yticks(range(n), [it["label"] for it in items], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlim(max(lo, -1.0) - 0.05, 1.05)
+        ax.axvline(0, color="black", linewidth=0.6)
+        ax.set_xlabel(xlabel)
+        cut = " (budget cut: not a verdict)" if any("budget cut" in it["label"] for it in items) else ""
+        ax.set_title(f"{self.name} on {self.suite}, {self.scale} scale, against the papers{cut}", fontsize=10)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+        ax.grid(axis="x", alpha=0.3)
+        fig.tight_layout()
+        if path is None:
+            return fig  # the caller saves and closes it
+        fig.savefig(path)
+        plt.close(fig)
+        return None

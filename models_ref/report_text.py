@@ -1,0 +1,256 @@
+"""A report in words: the plain-text table the CLI prints, report.md (the table, the chance
+levels, the papers' sources, MAD's task scores, caveats, diverged runs, accuracy by length), and
+a validate certificate in a few lines (``summary``).
+"""
+from __future__ import annotations
+
+import os
+
+from longsynth.models_ref.protocols.mad import GROUP_NAMES, GROUP_SOURCE, GROUPS
+from longsynth.models_ref.protocols.registry import TOLERANCE, column_source, paper_split
+from longsynth.models_ref.report_records import (METRIC_NAMES, _level_text, _lr, _mine, _pct, _run_name, binned,
+                                                 display_name, diverged_text)
+
+
+class ReportText:
+    """The renderings in words of a ``report.Report`` (its rows, headers and summary)."""
+
+
+    def table(self):
+        """Plain-text table of the rows (what the CLI prints)."""
+        name = self.name if len(self.name) <= 40 else self.name[:37] + "..."
+        rows = self.rows()
+        headers = self.headers(rows)
+        head = ["task", "metric", name, "chance", "lr", *(n for _, n in headers), "verdict"]
+        lines = [head]
+        for r in rows:
+            mine = _mine(r) if r["test_mean"] is None else \
+                f"{r['test_mean']:.3f} ± {r['test_std']:.3f} (n={r['seeds']})"
+            lines.append([r["task"], METRIC_NAMES.get(r["metric"], r["metric"]), mine, _level_text(r["chance"]),
+                          _lr(r["best_lr"]),
+                          *("-" if self._cell(r, h) is None else f"{self._cell(r, h):.2f}" for h in headers),
+                          r["verdict"]])
+        widths = [max(len(str(row[i])) for row in lines) for i in range(len(head))]
+        text = "\n".join("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in lines)
+        for r in self.summary():  # MAD: the task scores beside the paper's (report.md's "Task scores")
+            best = max(r["paper"], key=r["paper"].get) if r["paper"] else None
+            beside = f" (the paper's best: {GROUP_NAMES.get(best, best)} {r['paper'][best]:.3f})" if best else ""
+            what = (f"task score {r['group']}: mean over {r['settings']} of MAD's {r['of']} setting(s)"
+                    if r["group"] != "mean" else
+                    f"MAD score: mean over the {r['tasks']} comparable task(s) here"
+                    + (f" ({', '.join(r['excluded'])} apart: not comparable)" if r["excluded"] else ""))
+            note = " [not comparable with the paper's: see report.md, Caveats]" if r.get("caveat") else ""
+            text += f"\n{what} {r['score']:.3f}{beside}{note}"
+        for run in self.diverged():
+            text += f"\n{_run_name(run)}: {diverged_text(run)}"
+        return text
+
+    def to_markdown(self):
+        s = self.settings
+        rows = self.rows()
+        headers = self.headers(rows)
+        on_val = any(paper_split(r["protocol"]) == "val" for r in rows)
+        out = [f"# `{self.name}` on `{self.suite}` ({self.scale} scale)", "",
+               f"Test metric at the best learning rate by validation (tried: "
+               f"{', '.join(f'{lr:g}' for lr in sorted({r['lr'] for r in self.runs}))}), mean ± standard "
+               f"deviation over {s.get('seeds', 1)} seed(s); the papers' figures beside it, each column named as "
+               f"its paper names the row"
+               + (" (the DLR paper's Tables 1 and 2 are validation averages: their verdicts read our validation "
+                  "metric)." if on_val else "."), ""]
+        cut = [r for r in rows if r["budget"] is not None]
+        if cut:
+            budgets = {}
+            for r in cut:
+                trained = round(r["protocol_steps"] * r["budget"])
+                budgets.setdefault((trained, r["protocol_steps"]), []).append(r["task"])
+            out += ["**Budget cut**: " + "; ".join(
+                f"{', '.join(tasks)} trained {steps:,} of {'its' if len(tasks) == 1 else 'their'} protocol's "
+                f"{total:,} steps ({_pct(steps / total)})" for (steps, total), tasks in budgets.items())
+                + " (`--steps`). A run cut short says what the model reached in those steps, not whether it "
+                  "reproduces the paper: its verdict is not a verdict.", ""]
+        if self.scale == "tiny":
+            here = "; ".join(f"{r['task']} at L = {r['length']:,}, {r['steps']:,} steps" for r in rows
+                             if r.get("length"))
+            recipes = sorted({run["protocol_source"] for run in self.runs if run.get("protocol_source")})
+            out += [f"The tiny scale shrinks the papers' recipes (here: {here}; docs/evaluate.md), so the papers' "
+                    "figures are a reference, not a target." + (f" Recipes: {'; '.join(recipes)}." if recipes
+                                                                 else ""), ""]
+        head = ["task", "metric", self.name, "chance", "best lr", *(f"paper: {n}" for _, n in headers), "verdict"]
+        out += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+        for r in rows:
+            mine = _mine(r) if r["test_mean"] is None else f"{r['test_mean']:.3f} ± {r['test_std']:.3f}"
+            paper = ["-" if self._cell(r, h) is None else f"{self._cell(r, h):.2f}" for h in headers]
+            cells = [r["task"], METRIC_NAMES.get(r["metric"], r["metric"]), mine, _level_text(r["chance"]),
+                     _lr(r["best_lr"]), *paper, r["verdict"]]
+            out.append("| " + " | ".join(cells) + " |")
+        out += ["", self._chance_line(rows)]
+        sources = self._sources(rows)
+        if sources:
+            out += ["", "Paper columns, each named as its paper names the row, and where its figures come from: "
+                    + "; ".join(f"{', '.join(names)}: {src}" for src, names in sources.items()) + "."]
+        tables = sorted({r["paper_source"] for r in rows if r["paper_source"]})
+        if tables:
+            out += ["", "Sources: " + "; ".join(tables) + "."]
+        out += self._summary_markdown() + self._caveats_markdown(rows) + self._diverged_markdown() \
+            + self._lengths_markdown()
+        out += ["", f"Runs: {len(self.runs)}, each with its certificate under runs/ (curves, history, metrics)."]
+        return "\n".join(out) + "\n"
+
+    @staticmethod
+    def _chance_line(rows):
+        levels = {}
+        for r in rows:
+            if r["chance"] is not None:
+                levels.setdefault((f"{r['chance']:.3f}", r["chance_why"]), []).append(r["task"])
+        why = [f"{', '.join(tasks)} {level} ({text})" for (level, text), tasks in levels.items()]
+        none = [r["task"] for r in rows if r["chance"] is None]
+        return ("Chance: what a model that learned nothing scores (a uniform guess among the task's candidate "
+                "answers; R^2 0 for a regression), drawn as a dashed line on report.png"
+                + (f": {'; '.join(why)}" if why else "")
+                + (f"; none defined for {', '.join(none)}" if none else "") + ". A result within noise of it "
+                "(two standard errors, at least 0.02) is said to be at chance.")
+
+    @staticmethod
+    def _sources(rows):
+        """{where figures come from: [the papers' names of the columns that take them from there]}."""
+        out = {}
+        for r in rows:
+            named = [(r["paper_sources"].get(c), n) for c, n in r["paper_names"].items()]
+            own = r["own"] or {}
+            if own.get("protocol") and own.get("protocol") != r["protocol"]:  # the verdict's figure, not a column
+                named.append((column_source(own["protocol"], own["column"]) or own.get("source"), own["name"]))
+            for src, n in named:
+                names = out.setdefault(src, [])
+                if n not in names:
+                    names.append(n)
+        return out
+
+    def _summary_markdown(self):
+        rows = self.summary()
+        if not rows:
+            return []
+        cols = list(dict.fromkeys(c for r in rows for c in r["paper"]))
+        mean = rows[-1] if rows[-1]["group"] == "mean" else None
+        partial = [r for r in rows if r["group"] != "mean" and r["settings"] < r["of"]]
+        out = ["", "## Task scores", "",
+               "MAD scores a task as the mean over its settings (11 to 14; memorization 6) of the best test accuracy "
+               "of each, and its MAD score as the mean of the six task scores. Here a task score is the mean over the "
+               "settings this report has (column \"settings\": here / MAD's) of the test accuracy at the best "
+               "learning rate by validation."]
+        if partial:
+            which = ", ".join(f"{r['group']} {r['settings']} of {r['of']}" for r in partial)
+            out[-1] += (f" This report has fewer settings than MAD averages for {len(partial)} task(s) ({which}): "
+                        "those scores are not MAD's task scores.")
+        if mean is not None:
+            six = ", ".join(f"{GROUP_NAMES.get(c, c)} {v:.3f}" for c, v in mean["paper_mad_score"].items())
+            out[-1] += (f" The mean is over the {mean['tasks']} comparable task(s) here"
+                        + (f", {', '.join(mean['excluded'])} kept apart (not comparable: see Caveats)"
+                           if mean["excluded"] else "")
+                        + f", beside the papers' mean over the same tasks (their own MAD score, over all six tasks "
+                          f"compression included: {six}).")
+        cut = [r for r in rows if r["budget"] is not None and r["group"] != "mean"]
+        if cut:
+            out[-1] += (" Budget cut (`--steps`) for " + ", ".join(r["group"] for r in cut)
+                        + ": those scores are not verdicts.")
+        out += ["", f"Papers: {GROUP_SOURCE}.", "",
+                f"| task | settings | chance | {self.name} | " + " | ".join(f"paper: {GROUP_NAMES.get(c, c)}"
+                                                                       for c in cols) + " |",
+                "|---" * (4 + len(cols)) + "|"]
+        for r in rows:
+            name = (f"mean of {r['tasks']} task(s)" + (f" ({', '.join(r['excluded'])} apart)" if r["excluded"] else "")
+                    if r["group"] == "mean" else r["group"] + (" (not comparable: see Caveats; not in the mean)"
+                                                               if r["caveat"] else ""))
+            name += " (budget cut: not a verdict)" if r["budget"] is not None else ""
+            out.append(f"| {name} | {r['settings']} of {r['of']} | {_level_text(r['chance'])} | {r['score']:.3f} | "
+                       + " | ".join("-" if r["paper"].get(c) is None else f"{r['paper'][c]:.3f}" for c in cols) + " |")
+        return out
+
+    def _caveats_markdown(self, rows):
+        """The tasks whose scores are not comparable with the papers', and why."""
+        why = dict.fromkeys((GROUPS.get(r["protocol"], r["task"].split(" ")[0]), r["caveat"]) for r in rows
+                            if r["caveat"])
+        if not why:
+            return []
+        return ["", "## Caveats", "", *(f"- {task}: {text} (docs/evaluate.md, \"Where we differ from the authors\")."
+                                        for task, text in why)]
+
+    def _diverged_markdown(self):
+        """The runs that diverged: where, and their last finite validation figure."""
+        runs = self.diverged()
+        if not runs:
+            return []
+        return ["", "## Diverged runs", "",
+                "A loss or metric became NaN or infinite; the run stopped there, has no test result, and its "
+                "learning rate is not chosen (docs/evaluate.md, \"Diverged runs\").", "",
+                *(f"- {_run_name(r)}: {diverged_text(r)}" for r in runs)]
+
+    def _lengths_markdown(self):
+        """The accuracy-by-length section (lengths.png draws it), for rows that have one."""
+        rows = [r for r in self.rows() if r["by_length"]]
+        if not rows:
+            return []
+        out = ["", "## Accuracy by test length", "",
+               "Test accuracy of the best learning rate's runs, by the length of the test sequences (the "
+               "protocol's test sets, or its test split grouped by each sequence's length, or by the position of "
+               "each scored token); ranges of lengths where there are many. lengths.png draws it.", ""]
+        for r in rows:
+            for kind in dict.fromkeys(c["kind"] for c in r["by_length"]):
+                cells = binned([c for c in r["by_length"] if c["kind"] == kind])
+                at = [f"{a:,}" if a == z else f"{a:,}-{z:,}" for a, z, _, _ in cells]
+                out += [f"{r['task']}, by {kind}:", "", "| " + kind + " | " + " | ".join(at) + " |",
+                        "|---" * (len(at) + 1) + "|",
+                        "| accuracy | " + " | ".join(f"{acc:.3f}" for _, _, acc, _ in cells) + " |", ""]
+        return out
+
+
+def summary(cert):
+    """A certificate (harness.run, as validate returns it) in a few lines a person reads:
+    what ran, the metric beside the paper's figure, the gap, the verdict, where it is."""
+    sched = cert.get("schedule") or {}
+    proto = sched.get("protocol") or {}
+    scaled = sched.get("steps") != proto.get("steps")
+    how = (f"{sched.get('steps', cert.get('steps')):,} steps"
+           + (f" (the protocol's {proto['steps']:,} scaled: warmup {sched['warmup_steps']:,}, an evaluation every "
+              f"{sched['eval_every']:,})" if scaled and proto else "")
+           + f", {cert.get('wall_time_s', 0):.0f} s on {cert.get('device', '?')}")
+    who = display_name(cert.get("model_identity") or {"model": cert["model"]})  # a file's name and hash, no path
+    lines = [f"{who} on {cert['target']} ({cert['protocol']}, {cert['scale']}): {how}"]
+    primary = cert.get("primary_metric")
+    name = METRIC_NAMES.get(primary, primary)
+    test = (cert.get("test") or {}).get(primary)
+    v = cert.get("verdict")
+    if test is None and cert.get("diverged"):
+        lines.append(f"test {name}: none: {diverged_text(cert)}")
+    elif test is None:
+        lines.append(f"test {name}: not reached (the run stopped before its last step)")
+    elif v is None and (cert.get("certificate") or {}).get("threshold") is not None:
+        lines.append(f"test {name} {test:.3f} against the {cert['certificate']['threshold']:.2f} its positive "
+                     f"control must reach (docs/evaluate.md, the field's suites)")
+    elif v is None:
+        lines.append(f"test {name} {test:.3f}; the papers give no figure for this model here")
+    else:
+        src = (cert.get("paper") or {}).get("source", "").split(" (")[0]
+        on = "" if v.get("split", "test") == "test" else f"; validation {name} {v['value']:.3f} (the paper's split)"
+        cut = (f" (budget cut to {_pct(sched['steps'] / proto['steps'])} of the protocol's {proto['steps']:,} steps: "
+               f"not a verdict)" if isinstance(sched.get("steps"), int) and isinstance(proto.get("steps"), int)
+               and 0 < sched["steps"] < proto["steps"] else "")
+        lines.append(f"test {name} {test:.3f}{on}, paper {v['paper']:.2f}{f' ({src})' if src else ''}, "
+                     f"gap {v['gap']:+.3f} (tolerance {TOLERANCE}): "
+                     f"{'consistent' if v['consistent'] else 'NOT consistent'} with the paper{cut}")
+    control = cert.get("positive_control")
+    if control:
+        if control.get("model") is None:
+            lines.append(f"positive control: none ({control.get('note', '')})")
+        else:
+            reached = "no test result" if control["test"] is None else f"R^2 {control['test']:.3f}"
+            lines.append(f"positive control {control['model']}: {reached} "
+                         f"against {control['threshold']:.2f} "
+                         f"needed: {'learned' if control['learned'] else 'did NOT learn'}")
+    c = cert.get("certificate")
+    if c is not None:
+        verdict = {True: "PASSED", False: "FAILED", None: "no verdict"}[c.get("passed")]
+        why = f": {'; '.join(c['reasons'])}" if c.get("reasons") else ""
+        lines.append(f"certificate {verdict}{why}" + ("" if c.get("can_fail") else " (this certificate cannot fail)"))
+    if cert.get("report_dir"):
+        lines.append(f"report: {os.path.join(cert['report_dir'], 'metrics.json')} (curves.png beside it)")
+    return "\n".join(lines)

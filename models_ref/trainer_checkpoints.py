@@ -1,0 +1,188 @@
+"""Checkpoints of a training run: saved (last.pt with the optimizer and RNG state, best.pt the
+best validation weights), checked field by field before a resume loads anything, restored, and
+loaded as tensors and plain data only (docs/format.md, "Trust").
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import pickle
+import re
+
+import numpy as np
+import torch
+
+from longsynth import safe
+from longsynth.errors import LongsynthError
+from longsynth.outdir import Folder
+from longsynth.models_ref.model import Model, ModelConfig
+from longsynth.models_ref.trainer_config import PRIMARY
+from longsynth.models_ref.trainer_eval import finite
+from longsynth.models_ref.write_errors import write_failed
+
+
+def _rng_state():
+    # NumPy's state as plain data (a tensor and numbers): checkpoints load with weights_only
+    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    state = {"torch": torch.get_rng_state(),
+             "numpy": {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                       "has_gauss": int(has_gauss), "cached_gaussian": float(gauss)}}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state):
+    torch.set_rng_state(state["torch"])
+    n = state["numpy"]
+    np.random.set_state((n["name"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save_checkpoint(folder, name, model, opt, *, step, identity, train_cfg, manifest_digest, history, best):
+    """The training state as ``name`` in ``folder`` (a longsynth.outdir.Folder or a path):
+    written under a temporary name and renamed, never through a link (docs/format.md, "Trust")."""
+    write_checkpoint(folder, name, {
+        "model_config": identity, "train_config": dataclasses.asdict(train_cfg),
+        "manifest_digest": manifest_digest, "step": step, "data_position": step,
+        "model": model.state_dict(), "optimizer": opt.state_dict(), "rng": _rng_state(),
+        "history": history, "best": best,
+    }, step)
+
+
+def write_checkpoint(folder, name, state, step):
+    """``state`` saved by torch into memory, then written as ``name`` through the output
+    folder's atomic writer (longsynth.outdir: a temporary name, fsync, rename). A full disk
+    or another failed write is one line (LongsynthError, DiskFullError) naming the file,
+    never torch's traceback; the previous checkpoint stays whole."""
+    import io
+
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    folder = Folder.of(folder)
+    try:
+        folder.write_bytes(name, buf.getbuffer())
+    except OSError as e:
+        raise write_failed(folder.join(name), e, f"the checkpoint of step {step:,}") from None
+
+
+class CheckpointError(LongsynthError):
+    """A checkpoint that cannot resume this run: unreadable, another run's, or damaged or
+    edited (a wrong shape, step, history, RNG or optimizer state). One line naming the file;
+    ``evaluate`` then starts the run over or stops (``--edited``, docs/evaluate.md)."""
+
+
+_CHECKPOINT_KEYS = ("model_config", "train_config", "manifest_digest", "step", "model", "optimizer", "rng", "history",
+                    "best")
+
+
+def _check_checkpoint(ck, path, identity, manifest_digest, cfg):
+    """Refuse, in one line (CheckpointError), a checkpoint that is not this run's at a step
+    it could have reached: every field read on resume is checked before anything is loaded."""
+    def bad(why):
+        return CheckpointError(f"resume: {path}: {why}")
+
+    if not isinstance(ck, dict) or any(k not in ck for k in _CHECKPOINT_KEYS):
+        missing = next((k for k in _CHECKPOINT_KEYS if k not in ck), None) if isinstance(ck, dict) else None
+        raise bad(f"not a training checkpoint ({f'no {missing!r}' if missing else type(ck).__name__})")
+    if ck["model_config"] != identity:
+        raise bad("holds a different model config")
+    if ck["manifest_digest"] != manifest_digest:
+        raise bad(f"was trained on data with manifest digest {str(ck['manifest_digest'])[:80]}")
+    if ck["train_config"] != dataclasses.asdict(cfg):
+        raise bad("was trained with another configuration (steps, learning rate, schedule or seed)")
+    step = ck["step"]
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= cfg.steps:
+        raise bad(f"step {str(step)[:40]!r} is not a step of this run (0 to {cfg.steps:,})")
+    history = ck["history"]
+    if (not isinstance(history, dict) or not isinstance(history.get("train"), list)
+            or not isinstance(history.get("val"), list) or len(history["train"]) != step):
+        raise bad(f"its history does not hold one training record per step up to step {step:,}")
+    if not all(isinstance(r, dict) and isinstance(r.get("loss"), float) and math.isfinite(r["loss"])
+               for r in history["train"]):
+        raise bad("its history holds a training record without a finite loss")
+    primary = PRIMARY[cfg.objective]
+    for r in history["val"] + ([] if ck["best"] is None else [ck["best"]]):
+        if (not isinstance(r, dict) or not finite(r) or not isinstance(r.get(primary), float)
+                or isinstance(r.get("step"), bool) or not isinstance(r.get("step"), int) or not 0 < r["step"] <= step):
+            raise bad(f"its history or best record is not an evaluation of this run (with a finite {primary} at a "
+                      f"step up to {step:,})")
+
+
+def _restore(path, ck, model, opt):
+    """The model's weights, the optimizer's state and the RNG state of the checkpoint ``ck``;
+    CheckpointError (one line) for any that does not fit this model and optimizer."""
+    try:
+        model.load_state_dict(ck["model"])
+    except Exception as e:  # a wrong shape, a missing or extra key, not a state dict
+        raise CheckpointError(f"resume: {path}: its weights do not fit the model ({_first_line(e)})") from None
+    fresh = [{k: v for k, v in g.items() if k not in ("params", "lr")} for g in opt.param_groups]
+    try:
+        opt.load_state_dict(ck["optimizer"])
+        saved = [{k: v for k, v in g.items() if k not in ("params", "lr")} for g in opt.param_groups]
+        if saved != fresh:
+            raise ValueError("its parameter groups' settings (base lr, weight decay, betas) are not this run's")
+        for group in opt.param_groups:
+            for p in group["params"]:
+                for k, v in opt.state.get(p, {}).items():
+                    fits = isinstance(v, torch.Tensor) and (not v.ndim or v.shape == p.shape)
+                    if not fits or not torch.isfinite(v).all():
+                        raise ValueError(f"its {k} does not fit a parameter of shape {tuple(p.shape)}")
+    except Exception as e:  # torch's own checks (group and parameter counts), and ours
+        raise CheckpointError(f"resume: {path}: its optimizer state is not this run's ({_first_line(e)})") from None
+    try:
+        _set_rng_state(ck["rng"])
+    except Exception as e:  # a state torch or NumPy refuses, or not a state at all
+        raise CheckpointError(f"resume: {path}: its RNG state cannot be restored ({_first_line(e)})") from None
+
+
+def _best_weights(ck, path, model, identity, manifest_digest, best):
+    """best.pt's weights, checked against the model (names and shapes) and the run's record
+    of its best evaluation."""
+    if not isinstance(ck, dict) or not isinstance(ck.get("model"), dict):
+        raise CheckpointError(f"resume: {path}: not a best-weights checkpoint")
+    if ck.get("model_config") != identity or ck.get("manifest_digest") != manifest_digest or \
+            ck.get("step") != best.get("step"):
+        raise CheckpointError(f"resume: {path}: is not the best checkpoint of this run (its model, data or step "
+                              f"differ from last.pt's record)")
+    want = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    got = {k: tuple(v.shape) if isinstance(v, torch.Tensor) else None for k, v in ck["model"].items()}
+    if got != want:
+        raise CheckpointError(f"resume: {path}: its weights do not fit the model")
+    return ck["model"]
+
+
+def _first_line(e):
+    return " ".join(str(e).split())[:200] or type(e).__name__
+
+
+def load_checkpoint(path, map_location="cpu"):
+    """A checkpoint's dict, loaded with ``weights_only=True``: tensors and plain data only, so
+    a checkpoint that travelled with a dataset folder cannot run code (docs/format.md,
+    "Trust"), from a regular file opened without following a link. LongsynthError (one
+    line) for one that holds anything else."""
+    try:
+        with os.fdopen(safe.open_regular(os.fspath(path)), "rb") as f:
+            return torch.load(f, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as e:
+        found = re.search(r"(?:[Uu]nsupported global:? GLOBAL|unsupported GLOBAL) ([\w.]+)", str(e))
+        what = f"it holds {found.group(1)}" if found else "it holds more than tensors and plain data"
+        raise CheckpointError(f"{path}: not loaded: {what}, and loading it could run code") from None
+    except (OSError, RuntimeError, EOFError) as e:  # missing, truncated or not a checkpoint
+        raise CheckpointError(f"{path}: not a readable checkpoint ({(str(e).splitlines() or [''])[0][:200]})") from None
+
+
+def load_model(path, map_location="cpu"):
+    """(Model, checkpoint dict) of a reference model, rebuilt from the config stored in its checkpoint."""
+    ck = load_checkpoint(path, map_location)
+    if ck["model_config"].get("layer") == "zoology-attention":  # the built-in outside the stack
+        from longsynth.models_ref.zoology import ZoologyAttention, ZoologyConfig
+
+        model = ZoologyAttention(ZoologyConfig.from_dict(ck["model_config"]))
+    else:
+        model = Model(ModelConfig.from_dict(ck["model_config"]))
+    model.load_state_dict(ck["model"])
+    return model, ck

@@ -1,0 +1,63 @@
+"""A training run's configuration (``TrainConfig``) and its learning-rate schedule (``lr_factor``).
+
+Objectives: "regression" (MSE on the rightmost y.shape[1] positions, metric R^2), "tokens"
+(cross-entropy ignoring -100, token accuracy), "segmentation" (cross-entropy over classes,
+macro F1 and macro accuracy); ``PRIMARY`` is each one's metric. Readouts
+(trainer_forward.readout): which outputs meet the targets.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from longsynth.errors import LongsynthError
+
+
+OBJECTIVES = ("regression", "tokens", "segmentation")
+READOUTS = ("rightmost", "positions", "mean", "pool")  # longsynth.spec: which outputs meet the targets
+PRIMARY = {"regression": "r2", "tokens": "accuracy", "segmentation": "macro_f1"}
+SCHEDULES = ("constant", "cosine", "linear")
+
+
+@dataclass
+class TrainConfig:
+    steps: int
+    lr: float
+    objective: str = "regression"  # "regression" | "tokens" | "segmentation"
+    readout: str = "rightmost"  # "rightmost" (last y.shape[1] outputs) | "positions" (all) | "mean" | "pool"
+    num_classes: int = 3  # segmentation only
+    weight_decay: float = 0.0  # matrices only (not norms, biases, embeddings); SSM parameters carry their own (0)
+    schedule: str = "constant"  # "constant" | "cosine" | "linear" (linear warmup, then decay to min_lr_ratio)
+    warmup_steps: int = 0
+    min_lr_ratio: float = 0.0
+    grad_clip: float | None = None  # max global grad norm
+    eval_every: int = 100
+    eval_batches: int | None = None  # cap on val/test batches per evaluation
+    checkpoint_every: int | None = None
+    seed: int = 0
+    amp: bool = False  # bf16 autocast (the SSM kernel and FFT stay float32)
+    compile: bool = False  # torch.compile the model
+    checkpoint_activations: bool = False  # recompute each block in the backward pass
+
+    def __post_init__(self):
+        if self.objective not in OBJECTIVES:
+            raise LongsynthError(f"objective: must be one of {OBJECTIVES}, got {self.objective!r}")
+        if self.readout not in READOUTS:
+            raise LongsynthError(f"readout: must be one of {READOUTS}, got {self.readout!r}")
+        if self.schedule not in SCHEDULES:
+            raise LongsynthError(f"schedule: must be one of {SCHEDULES}, got {self.schedule!r}")
+        if self.steps < 1 or self.eval_every < 1:
+            raise LongsynthError("steps and eval_every: must be >= 1")
+
+
+def lr_factor(step, cfg: TrainConfig):
+    """Learning-rate multiplier at ``step`` (0-based): a pure function of the step."""
+    if cfg.warmup_steps and step < cfg.warmup_steps:
+        return (step + 1) / cfg.warmup_steps
+    if cfg.schedule == "constant":
+        return 1.0
+    span = max(1, cfg.steps - cfg.warmup_steps)
+    t = min(1.0, (step - cfg.warmup_steps) / span)
+    if cfg.schedule == "linear":  # safari's get_linear_schedule_with_warmup
+        return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * (1 - t)
+    return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t))
