@@ -18,6 +18,7 @@ MODULES = [
     "longsynth.generators.mad",
     "longsynth.generators.state.word_problem",
     "longsynth.generators.state.formal_language",
+    "longsynth.generators.chomsky",
 ]
 
 _TASKS = None

@@ -1,0 +1,214 @@
+"""What the 15 Chomsky-hierarchy tasks share (docs/tasks/chomsky.md, "Conventions"): the length
+parameters, the row layout, the draws of bits and of uniform non-zero binary numbers, the
+bracketed expressions of the two DCF arithmetic tasks, and the Task record.
+
+Row layout (the authors' non-autoregressive models, ``make_model_with_empty_targets``): a
+sample of input length n and output length o is the row
+
+    inputs   x_1 .. x_n   E .. E (o times)   P .. P
+    targets  -100 .. -100 y_1 .. y_o         -100 .. -100
+
+of width W = n(max_length) + o(max_length), E = I (the empty token, I the authors'
+``input_size``), P = I + 1 (padding, after the output phase). ``targets`` hold the output
+class ids (the argmax of the authors' one-hot ``output``); vocab_size = max(I + 2, O), O
+the authors' ``output_size``.
+
+Draws: every sample reads stream(seed, split, index) only; its first draw is the input length
+n = min_length + below(max_length - min_length + 1). ``bits(k)`` takes ceil(k / 64) words of
+the stream, bit i of the string being bit i % 64 of word i // 64 (least significant first).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from longsynth.errors import LongsynthError
+from longsynth.generators._tokens import IGNORE, token_dtype
+from longsynth.rng import below, next_u64
+from longsynth.task import KeySpec, Task, param
+
+CITATION = """@inproceedings{deletang2023neural,
+  title     = {Neural Networks and the {C}homsky Hierarchy},
+  author    = {Del{\\'e}tang, Gr{\\'e}goire and Ruoss, Anian and Grau-Moya, Jordi and Genewein, Tim
+               and Wenliang, Li Kevin and Catt, Elliot and Cundy, Chris and Hutter, Marcus and Legg, Shane
+               and Veness, Joel and Ortega, Pedro A.},
+  booktitle = {International Conference on Learning Representations (ICLR)},
+  note      = {arXiv:2207.02098},
+  year      = {2023}
+}"""
+MAX_LENGTH = 1 << 16  # linear-time tasks
+MAX_LENGTH_QUADRATIC = 1 << 13  # binary multiplication and square root: O(n^2) bit operations a sample
+MAX_ALPHABET = 1 << 14
+
+
+def min_length(hi=MAX_LENGTH):
+    return param(1, "shortest input; the length is uniform per sample in [min_length, max_length] "
+                    "(the paper trains on 1-40, tests on 41-500)", lo=1, hi=hi)
+
+
+def max_length(hi=MAX_LENGTH):
+    return param(40, "longest input; rows are padded to the longest input and its output", lo=1, hi=hi)
+
+
+def score_padding():
+    return param(False, "also score the zeros after the end token (the authors' loss counts them, their "
+                        "accuracy does not)")
+
+
+@dataclass(frozen=True)
+class LengthConfig:
+    min_length: int = min_length()
+    max_length: int = max_length()
+
+
+@dataclass(frozen=True)
+class AlphabetConfig:
+    vocab_size: int = param(2, "symbols 0..vocab_size-1, each uniform (the paper: 2)", lo=1, hi=MAX_ALPHABET)
+    min_length: int = min_length()
+    max_length: int = max_length()
+
+
+@dataclass(frozen=True)
+class TerminatedConfig:
+    score_padding: bool = score_padding()
+    min_length: int = min_length()
+    max_length: int = max_length()
+
+
+def check_lengths(cfg):
+    if cfg.min_length > cfg.max_length:
+        raise LongsynthError(f"min_length: {cfg.min_length} exceeds max_length = {cfg.max_length}")
+
+
+class Layout:
+    """The authors' sizes of one task: ``input_size(cfg)`` (I), ``output_size(cfg)`` (O),
+    ``in_len(n)`` (the input length of a drawn length n) and ``out_len(n)``."""
+
+    def __init__(self, input_size, output_size, out_len, in_len=lambda n: n):
+        self.input_size, self.output_size, self.out_len, self.in_len = input_size, output_size, out_len, in_len
+
+    def width(self, cfg):
+        # n + o(n) never decreases with n, so the longest row is the one of max_length
+        return self.in_len(cfg.max_length) + self.out_len(cfg.max_length)
+
+    def vocab_size(self, cfg):
+        return max(self.input_size(cfg) + 2, self.output_size(cfg))
+
+    def keys(self, cfg):
+        dtype, w = token_dtype(self.vocab_size(cfg)), (self.width(cfg),)
+        return {
+            "inputs": KeySpec(dtype, w, doc="the input, then one empty token per output position, then padding"),
+            "targets": KeySpec(dtype, w, doc="-100 on the input; the output class ids at the empty tokens"),
+        }
+
+
+def make_task(name, config, summary, layout, fill, card, check=None):
+    def _check(cfg):
+        check_lengths(cfg)
+        if check is not None:
+            check(cfg)
+
+    return Task(name=name, config=config, summary=summary, keys=layout.keys, fill=fill, check=_check,
+                family="tokens", vocab_size=layout.vocab_size, citation=CITATION, card=card)
+
+
+# ---------------------------------------------------------------- kernels' shared pieces
+
+
+@njit(cache=True, inline="always")
+def draw_length(s, lo, hi):
+    return lo + below(s, hi - lo + 1)
+
+
+@njit(cache=True)
+def frame(inp, tgt, n, o, empty):
+    """inp[n:n+o] = empty, inp[n+o:] = empty + 1 (padding), tgt[:] = -100; inp[:n] is the caller's."""
+    for i in range(n, n + o):
+        inp[i] = empty
+    for i in range(n + o, inp.shape[0]):
+        inp[i] = empty + 1
+    for i in range(tgt.shape[0]):
+        tgt[i] = IGNORE
+
+
+@njit(cache=True)
+def bits(s, out, start, k):
+    """out[start + i] = bit i of bits(k), i < k; returns how many are 1."""
+    ones = 0
+    word = np.uint64(0)
+    for i in range(k):
+        if i % 64 == 0:
+            word = next_u64(s)
+        b = np.int64((word >> np.uint64(i % 64)) & np.uint64(1))
+        out[start + i] = b
+        ones += b
+    return ones
+
+
+@njit(cache=True)
+def nonzero_bits(s, out, start, k):
+    """out[start:start + k] = the bits (least significant first) of a number uniform in [1, 2^k - 1]:
+    bits(k), drawn again while all are 0."""
+    while bits(s, out, start, k) == 0:  # all zero with probability 2^-k <= 1/2: fewer than 2 passes expected
+        pass
+
+
+@njit(cache=True)
+def expression(s, m, n_ops, length, out, start, ids):
+    """Writes a bracketed expression of ``length`` tokens at out[start:] and returns its value mod m
+    (docs/tasks/chomsky.md, "modular-arithmetic-brackets"). ids = (+, -, *, (, )) token ids.
+
+    length 1: t; 2: - t; 3: ( t ); 4: ( - t ) with t = below(m); length >= 5: ( e1 op e2 ) with
+    |e1| = 1 + below(length - 4) drawn first, then e1, e2, then op = below(n_ops) (+, -, *).
+    Pre-order with an explicit stack of frames (no recursion: lengths reach 2^16)."""
+    minus, lpar, rpar = ids[1], ids[3], ids[4]
+    cap = length // 4 + 2  # every open frame has length >= 5 and holds its child: depth <= length / 4 + 1
+    fpos = np.empty(cap, dtype=np.int64)
+    flen = np.empty(cap, dtype=np.int64)
+    fleft = np.empty(cap, dtype=np.int64)
+    fval = np.empty(cap, dtype=np.int64)
+    fstage = np.empty(cap, dtype=np.int64)
+    depth = 1
+    fpos[0], flen[0], fstage[0] = start, length, 0
+    ret = 0
+    while depth > 0:
+        f = depth - 1
+        p, ln = fpos[f], flen[f]
+        if fstage[f] == 0 and ln < 5:
+            t = below(s, m)
+            neg = ln == 2 or ln == 4
+            if ln >= 3:
+                out[p] = lpar
+                out[p + ln - 1] = rpar
+                p += 1
+            if neg:
+                out[p] = minus
+                p += 1
+            out[p] = t
+            ret = (m - t) % m if neg else t
+            depth -= 1
+        elif fstage[f] == 0:
+            a = 1 + below(s, ln - 4)
+            fleft[f] = a
+            out[p] = lpar
+            out[p + ln - 1] = rpar
+            fstage[f] = 1
+            fpos[depth], flen[depth], fstage[depth] = p + 1, a, 0
+            depth += 1
+        elif fstage[f] == 1:
+            fval[f] = ret
+            fstage[f] = 2
+            a = fleft[f]
+            fpos[depth], flen[depth], fstage[depth] = p + 2 + a, ln - a - 3, 0
+            depth += 1
+        else:
+            op = below(s, n_ops)
+            out[p + 1 + fleft[f]] = ids[op]
+            if op == 0:
+                ret = (fval[f] + ret) % m
+            elif op == 1:
+                ret = (fval[f] - ret + m) % m
+            else:
+                ret = fval[f] * ret % m
+            depth -= 1
+    return ret

@@ -1,0 +1,166 @@
+"""The string tasks among the context-sensitive tasks of the Chomsky hierarchy (Deletang et al.):
+duplicate-string, missing-duplicate-string, odds-first, bucket-sort (docs/tasks/chomsky.md; the
+binary arithmetic ones are in cs_arith.py).
+
+Rows (generators/chomsky/_common.py): the input x_1..x_n, o empty tokens E = I, padding; the
+targets at positions n..n+o-1. Draw order: the length n first, then the task's own draws.
+
+chomsky-duplicate-string (V = vocab_size, I = O = V, o = 2n): x_i = below(V); y = x x.
+chomsky-missing-duplicate-string (I = 4, O = 2, o = 1): n = 1: x = 1, y = 1 (the authors'
+    placeholder; nothing drawn). n >= 2: h = n // 2, w = bits(h), then j = below(2h); x is
+    w w with position j (0-based) replaced by the token 2, then the token 3 when n is odd;
+    y = the bit replaced.
+chomsky-odds-first (V = vocab_size, I = O = V, o = n): x_i = below(V); y = the symbols at the
+    even 1-based positions x_2 x_4 ..., then the odd ones x_1 x_3 ... (the authors' code,
+    ``[1::2]`` before ``[::2]``; their docstring says the reverse).
+chomsky-bucket-sort (V = vocab_size, default 5, I = O = V, o = n): x_i = below(V); y = x sorted.
+
+Worked example (odds-first, n = 5): x = 1 0 0 1 1, y = 0 1 1 0 1.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+from longsynth.generators.chomsky._common import (MAX_ALPHABET, AlphabetConfig, LengthConfig, Layout, bits,
+                                                   draw_length, frame, make_task, max_length, min_length)
+from longsynth.rng import below, stream
+from longsynth.task import param
+
+
+@dataclass(frozen=True)
+class BucketSortConfig:
+    vocab_size: int = param(5, "symbols 0..vocab_size-1, each uniform (the paper: 5)", lo=1, hi=MAX_ALPHABET)
+    min_length: int = min_length()
+    max_length: int = max_length()
+
+
+# ---------------------------------------------------------------- kernels
+
+
+@njit(cache=True)
+def _symbols(s, inp, n, v):
+    for i in range(n):
+        inp[i] = below(s, v)
+
+
+@njit(cache=True)
+def duplicate_string_one(seed, split, index, lo, hi, v, inp, tgt):
+    s = stream(seed, split, index)
+    n = draw_length(s, lo, hi)
+    frame(inp, tgt, n, 2 * n, v)
+    _symbols(s, inp, n, v)
+    for i in range(n):
+        tgt[n + i] = inp[i]
+        tgt[2 * n + i] = inp[i]
+
+
+@njit(cache=True)
+def missing_duplicate_one(seed, split, index, lo, hi, inp, tgt):
+    s = stream(seed, split, index)
+    n = draw_length(s, lo, hi)
+    frame(inp, tgt, n, 1, 4)
+    if n == 1:
+        inp[0] = 1
+        tgt[1] = 1
+        return
+    h = n // 2
+    bits(s, inp, 0, h)
+    for i in range(h):
+        inp[h + i] = inp[i]
+    j = below(s, 2 * h)
+    tgt[n] = inp[j]
+    inp[j] = 2
+    if n % 2 == 1:
+        inp[n - 1] = 3
+
+
+@njit(cache=True)
+def odds_first_one(seed, split, index, lo, hi, v, inp, tgt):
+    s = stream(seed, split, index)
+    n = draw_length(s, lo, hi)
+    frame(inp, tgt, n, n, v)
+    _symbols(s, inp, n, v)
+    at = n
+    for i in range(1, n, 2):
+        tgt[at] = inp[i]
+        at += 1
+    for i in range(0, n, 2):
+        tgt[at] = inp[i]
+        at += 1
+
+
+@njit(cache=True)
+def bucket_sort_one(seed, split, index, lo, hi, v, inp, tgt):
+    s = stream(seed, split, index)
+    n = draw_length(s, lo, hi)
+    frame(inp, tgt, n, n, v)
+    counts = np.zeros(v, dtype=np.int64)
+    for i in range(n):
+        a = below(s, v)
+        inp[i] = a
+        counts[a] += 1
+    at = n
+    for a in range(v):
+        for _ in range(counts[a]):
+            tgt[at] = a
+            at += 1
+
+
+@njit(cache=True, parallel=True)
+def duplicate_string_fill(seed, split, start, lo, hi, v, inp, tgt):
+    for b in prange(inp.shape[0]):
+        duplicate_string_one(seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+
+
+@njit(cache=True, parallel=True)
+def missing_duplicate_fill(seed, split, start, lo, hi, inp, tgt):
+    for b in prange(inp.shape[0]):
+        missing_duplicate_one(seed, split, start + b, lo, hi, inp[b], tgt[b])
+
+
+@njit(cache=True, parallel=True)
+def odds_first_fill(seed, split, start, lo, hi, v, inp, tgt):
+    for b in prange(inp.shape[0]):
+        odds_first_one(seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+
+
+@njit(cache=True, parallel=True)
+def bucket_sort_fill(seed, split, start, lo, hi, v, inp, tgt):
+    for b in prange(inp.shape[0]):
+        bucket_sort_one(seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+
+
+# ---------------------------------------------------------------- wrappers
+
+
+def _alphabet(filler):
+    def fill(cfg, seed, split, start, out, fixed):
+        filler(seed, split, start, cfg.min_length, cfg.max_length, cfg.vocab_size, out["inputs"], out["targets"])
+    return fill
+
+
+def _fill_missing(cfg, seed, split, start, out, fixed):
+    missing_duplicate_fill(seed, split, start, cfg.min_length, cfg.max_length, out["inputs"], out["targets"])
+
+
+def _strings(out_len):
+    return Layout(lambda cfg: cfg.vocab_size, lambda cfg: cfg.vocab_size, out_len)
+
+
+TASKS = [
+    make_task("chomsky-duplicate-string", AlphabetConfig, "Chomsky hierarchy (CS): a string of uniform "
+              "symbols, written twice", _strings(lambda n: 2 * n), _alphabet(duplicate_string_fill),
+              "input: n uniform symbols 0..V-1; output (2n tokens): the string twice."),
+    make_task("chomsky-missing-duplicate-string", LengthConfig, "Chomsky hierarchy (CS): the bit hidden in "
+              "a bit string written twice", Layout(lambda cfg: 4, lambda cfg: 2, lambda n: 1), _fill_missing,
+              "input: w w for n // 2 uniform bits w, one uniform position of the two replaced by 2, then 3 when "
+              "n is odd; output (one token): the hidden bit. n = 1: input 1, output 1 (the authors' placeholder)."),
+    make_task("chomsky-odds-first", AlphabetConfig, "Chomsky hierarchy (CS): the symbols at even positions, "
+              "then those at odd positions", _strings(lambda n: n), _alphabet(odds_first_fill),
+              "input: n uniform symbols 0..V-1; output (n tokens): x_2 x_4 ... then x_1 x_3 ... (1-based; "
+              "the authors' code, whose docstring says the reverse)."),
+    make_task("chomsky-bucket-sort", BucketSortConfig, "Chomsky hierarchy (CS): a string of uniform symbols "
+              "of 5, sorted", _strings(lambda n: n), _alphabet(bucket_sort_fill),
+              "input: n uniform symbols 0..V-1 (V = 5); output (n tokens): the symbols in increasing order."),
+]
