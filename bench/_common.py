@@ -9,6 +9,7 @@ Scripts run as ``python bench/NAME.py``, so this folder is on ``sys.path``. The 
 ``numpy``, ``numba``, ``longsynth`` (version), ``load_avg_start`` / ``load_avg_end`` (1, 5,
 15 min; the machine may be shared), and whatever a script adds (``torch``, ``device``).
 """
+import json
 import os
 import platform
 
@@ -30,3 +31,11 @@ def finish(record):
     """Add the load average at the end of the run to a record from machine(); returns it."""
     record["load_avg_end"] = list(os.getloadavg())
     return record
+
+
+def write_json(path, results):
+    """``results`` as JSON at ``path`` (its folder made), said in one line."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(results, f, indent=1)
+    print(f"wrote {path}")

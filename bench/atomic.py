@@ -16,7 +16,6 @@ slower than 1 (each batch ends at a barrier); ``--threading-layer workqueue`` sh
 figures without that effect. The layer used is recorded in the JSON.
 """
 import argparse
-import json
 import os
 import time
 
@@ -24,7 +23,7 @@ import numba
 import numpy as np
 
 import longsynth
-from _common import finish, machine
+from _common import finish, machine, write_json
 
 L = 4096
 BATCH = 16
@@ -119,10 +118,7 @@ def main():
               "rows": rows, "threading_layer": layer,
               "machine": finish(record),
               "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(result, f, indent=1)
-    print(f"wrote {args.json}")
+    write_json(args.json, result)
 
 
 if __name__ == "__main__":

@@ -11,14 +11,13 @@ run interleaved, ``--reps`` rounds, and each gets its median, so every ratio com
 (shared) machine. Prints a table and writes the JSON.
 """
 import argparse
-import json
 import os
 import statistics
 import time
 
 import torch
 
-from _common import finish, machine
+from _common import finish, machine, write_json
 from longsynth.models_ref.layers.deltanet import DeltaNet
 from longsynth.models_ref.model import ModelConfig, make_layer
 from longsynth.models_ref.zoology_mixers import H3, BaseConv, Hyena
@@ -77,10 +76,7 @@ def main():
             results["runs"].append(run)
             print(f"{L:>6}  {name:<26} {med[name]:>9.4f} {run['vs_dlr']:>7.2f} {run['vs_s6']:>7.2f}", flush=True)
     finish(results["machine"])
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(results, f, indent=1)
-    print(f"wrote {args.json}")
+    write_json(args.json, results)
 
 
 if __name__ == "__main__":

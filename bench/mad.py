@@ -27,18 +27,10 @@ import numpy as np
 
 from longsynth import registry
 from longsynth.generators.mad import authors as mad_authors
+from longsynth.crosscheck import MAD_FUNCTIONS as FUNCTIONS, MAD_OURS_ONLY as OURS_ONLY
 from longsynth.rng import SPLITS
 from _common import finish, machine
 
-FUNCTIONS = {
-    "mad-recall": "generate_in_context_recall_instance",
-    "mad-noisy-recall": "generate_noisy_in_context_recall_instance",
-    "mad-fuzzy-recall": "generate_fuzzy_in_context_recall_instance",
-    "mad-selective-copying": "generate_selective_copying_instance",
-    "mad-compression": "generate_compression_instance",
-    "mad-memorization": "generate_memorization_instance",
-}
-OURS_ONLY = ("blank_after_last", "ignore_noise_targets")
 
 # MAD's baselines (configs/tasks/*.yml), then the settings where MAD's generators are slowest
 SETTINGS = [

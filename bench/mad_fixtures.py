@@ -22,14 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-FUNCTIONS = {
-    "mad-recall": "generate_in_context_recall_instance",
-    "mad-noisy-recall": "generate_noisy_in_context_recall_instance",
-    "mad-fuzzy-recall": "generate_fuzzy_in_context_recall_instance",
-    "mad-selective-copying": "generate_selective_copying_instance",
-    "mad-compression": "generate_compression_instance",
-    "mad-memorization": "generate_memorization_instance",
-}
+from longsynth.crosscheck import MAD_FUNCTIONS as FUNCTIONS
+
 
 # (task, MAD's keyword arguments: our config's fields, seed, count per split)
 STREAM_CASES = [

@@ -17,7 +17,6 @@ Per size it reports
 Writes all figures as JSON (default bench/results/pathfinder.json).
 """
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -28,7 +27,7 @@ import numba
 import numpy as np
 
 from longsynth import registry, store
-from _common import finish, machine
+from _common import finish, machine, write_json
 
 TASK = "pathfinder-seg"
 COUNTS = {128: 4000, 256: 1500, 512: 400}  # images per end-to-end run at --scale 1
@@ -127,10 +126,7 @@ def main():
             print(f"          end to end, {w}: {e['wall_img_s']:7.1f} img/s wall, {e['per_core_img_s']:7.1f} per core "
                   f"(median shard), {e['per_cpu_second_img_s']:7.1f} per CPU second (all processes, start-up included)")
     finish(results["machine"])
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
-        json.dump(results, f, indent=1)
-    print(f"wrote {args.json}")
+    write_json(args.json, results)
 
 
 if __name__ == "__main__":

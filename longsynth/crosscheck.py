@@ -188,7 +188,7 @@ def _copying(path, cfg, seed, counts, split, stream):
     return {"inputs": x.numpy(), "targets": targets}
 
 
-_MAD_FUNCTIONS = {
+MAD_FUNCTIONS = {
     "mad-recall": "generate_in_context_recall_instance",
     "mad-noisy-recall": "generate_noisy_in_context_recall_instance",
     "mad-fuzzy-recall": "generate_fuzzy_in_context_recall_instance",
@@ -196,7 +196,7 @@ _MAD_FUNCTIONS = {
     "mad-compression": "generate_compression_instance",
     "mad-memorization": "generate_memorization_instance",
 }
-_MAD_OURS_ONLY = ("blank_after_last", "ignore_noise_targets")
+MAD_OURS_ONLY = ("blank_after_last", "ignore_noise_targets")
 
 
 def _mad(task):
@@ -207,8 +207,8 @@ def _mad(task):
         from longsynth.generators.mad.authors import PIPELINE_ORDER
 
         inst = mad(path)
-        fn = getattr(inst, _MAD_FUNCTIONS[task])
-        kw = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in _MAD_OURS_ONLY and k != "kv_map_seed"}
+        fn = getattr(inst, MAD_FUNCTIONS[task])
+        kw = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in MAD_OURS_ONLY and k != "kv_map_seed"}
         if task == "mad-memorization":
             kw["kv_map_seed"] = cfg.kv_map_seed
             if stream == "authors-pipeline":  # MADConfig's map: vocab_size - 1 tokens
@@ -283,7 +283,7 @@ RUNNERS = {
     "word-problem": _word_problem,
     "parity": _formal("parity"),
     "modular-arithmetic": _formal("modular-arithmetic"),
-    **{name: _mad(name) for name in _MAD_FUNCTIONS},
+    **{name: _mad(name) for name in MAD_FUNCTIONS},
 }
 
 

@@ -22,6 +22,7 @@ from longsynth.models_ref.model import Model, ModelConfig
 from longsynth.models_ref.zoology import ZoologyAttention, ZoologyConfig
 from longsynth.models_ref.zoology_mixers import H3, BaseConv, Hyena
 from longsynth.spec import ModelSpec
+from model_data import parity_accuracy
 
 torch.set_num_threads(1)
 FIXTURE = os.path.join(os.path.dirname(__file__), "data", "zoology_mixers.npz")
@@ -179,23 +180,10 @@ def test_deltanet_init_is_flas():
     assert abs(mlp.down_proj.weight.std().item() - 0.01) < 1e-3  # 0.02 / sqrt(2 n_layers)
 
 
-def _parity_accuracy(steps, signed, L=16, H=16, batch=32, seed=0):
-    """One deltanet layer (one head, chunk 16) on the running parity of L bits, Adam at lr 0.01; its
-    accuracy at the last position on 512 fresh sequences."""
-    torch.manual_seed(seed)
-    m = Model(ModelConfig(d_input=1, d_output=2, H=H, layer="deltanet", heads=1, vocab_size=2, signed=signed,
-                          chunk=16))
-    opt = torch.optim.Adam(m.parameters(), lr=1e-2)
-    g = torch.Generator().manual_seed(seed + 100)
-    for _ in range(steps):
-        x = torch.randint(0, 2, (batch, L), generator=g)
-        loss = F.cross_entropy(m(x).flatten(0, 1), (x.cumsum(1) % 2).flatten())
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    x = torch.randint(0, 2, (512, L), generator=g)
-    with torch.no_grad():
-        return (m(x)[:, -1].argmax(-1) == x.sum(1) % 2).float().mean().item()
+def _parity_accuracy(steps, signed, seed=0):
+    """One deltanet layer (one head, chunk 16, H 16) on the running parity of 16 bits, Adam at lr 0.01
+    (model_data.parity_accuracy): its accuracy at the last position on 512 fresh sequences."""
+    return parity_accuracy("deltanet", steps, L=16, H=16, batch=32, seed=seed, heads=1, signed=signed, chunk=16)
 
 
 def test_deltanet_signed_learns_parity_and_deltanet_does_not():

@@ -13,6 +13,7 @@ from longsynth.errors import LongsynthError
 from longsynth.models_ref.layers.gru import GRU
 from longsynth.models_ref.layers.s6 import S6, Scan, scan
 from longsynth.models_ref.model import Model, ModelConfig
+from model_data import parity_accuracy as _parity_accuracy
 
 torch.set_num_threads(1)
 
@@ -250,24 +251,6 @@ def test_builtins_s6_s6_signed_gru_run_causal_with_a_preset(monkeypatch):
 
 
 # ---------------------------------------------------------------- parity: what each layer can learn
-
-
-def _parity_accuracy(layer, steps, L=32, H=32, batch=64, seed=0, **extra):
-    """Train one layer on the running parity of L random bits (a label per position) with Adam at
-    lr 0.01; its accuracy at the last position (the parity of all L bits) on 512 fresh sequences."""
-    torch.manual_seed(seed)
-    m = Model(ModelConfig(d_input=1, d_output=2, H=H, layer=layer, vocab_size=2, **extra))
-    opt = torch.optim.Adam(m.parameters(), lr=1e-2)
-    g = torch.Generator().manual_seed(seed + 100)
-    for _ in range(steps):
-        x = torch.randint(0, 2, (batch, L), generator=g)
-        loss = F.cross_entropy(m(x).flatten(0, 1), (x.cumsum(1) % 2).flatten())
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    x = torch.randint(0, 2, (512, L), generator=g)
-    with torch.no_grad():
-        return (m(x)[:, -1].argmax(-1) == x.sum(1) % 2).float().mean().item()
 
 
 def test_gru_learns_parity_and_a_time_invariant_layer_does_not():

@@ -10,34 +10,14 @@ import time
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 import longsynth
 from longsynth import registry, store
-from longsynth.cli.main import cli
 from longsynth.files import file_sha256
 
+from untrusted_fixtures import edit_manifest, invoke, one_error_line  # noqa: E402
+
 GEN = ["gen", "cumsum", "--L", 32, "-n", 120, "--shard-size", 40, "--seed", 11, "-j", 1]
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def one_error_line(result):
-    lines = [line for line in result.output.splitlines() if line.startswith("Error:")]
-    assert result.exit_code != 0 and len(lines) == 1, result.output
-    assert "Traceback" not in result.output and isinstance(result.exception, SystemExit), result.output
-    return lines[0]
-
-
-def edit_manifest(root, change):
-    path = os.path.join(root, "manifest.json")
-    with open(path, encoding="utf-8") as f:
-        m = json.load(f)
-    change(m)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(m, f)
 
 
 def relist(root, name):
