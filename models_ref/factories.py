@@ -11,6 +11,8 @@ A factory is ``factory(spec: longsynth.ModelSpec) -> torch.nn.Module`` (docs/eva
   blocks run causal on every protocol: they have no bidirectional form); ``zoology-attention``,
   zoology's Figure 2 attention model (models_ref/zoology.py), and the same LanguageModel with Figure 2's
   ``base-conv``, ``hyena``, ``h3`` mixers (models_ref/zoology_mixers.py), on the ``mqar`` protocols only;
+  the Chomsky-hierarchy paper's ``rnn``, ``lstm``, ``stack-rnn``, ``tape-rnn`` (models_ref/chomsky.py)
+  on the ``chomsky-*`` protocols only;
 - ``path/to/file.py:function``: a function in a Python file (the user's code, run as the
   user asked);
 - ``package.module:function``: a function of an importable module.
@@ -99,12 +101,29 @@ class Zoology(Reference):
         return ZoologyAttention(self.config(spec))
 
 
+class Chomsky(Reference):
+    """``rnn``, ``lstm``, ``stack-rnn``, ``tape-rnn``: the Chomsky-hierarchy paper's models
+    (models_ref/chomsky.py), on the ``chomsky-*`` protocols only (their preset refuses the others)."""
+
+    def config(self, spec):
+        from longsynth.models_ref import chomsky
+
+        return chomsky.config(self.name, spec.task, spec.vocab_size, self.preset(spec)["arch"])
+
+    def __call__(self, spec):
+        from longsynth.models_ref import chomsky
+
+        return chomsky.ChomskyModel(self.config(spec))
+
+
 BUILTIN = {name: Reference(name) for name in ("dlr", "dss", "s4", "s4d", "essm", "dlr-prod", "dlr-real", "dlr-6",
                                                "dlr-d1", "attention", "attention-ff", "local-attention", "s6",
                                                "s6-signed", "gru", "deltanet", "deltanet-signed", "s6-nogate",
                                                "s4d-nogate")}
 for _name in ("zoology-attention", "base-conv", "hyena", "h3"):
     BUILTIN[_name] = Zoology(_name)
+for _name in ("rnn", "lstm", "stack-rnn", "tape-rnn"):
+    BUILTIN[_name] = Chomsky(_name)
 
 
 def _sha256(path):

@@ -1,0 +1,86 @@
+"""The Chomsky-hierarchy paper's models as built-ins (Delétang, Ruoss et al., ICLR 2023; docs/models.md
+"Chomsky hierarchy baselines"): ``rnn``, ``lstm``, ``stack-rnn``, ``tape-rnn`` on the ``chomsky-*``
+token tasks (docs/tasks/chomsky.md), each a core of models_ref/layers/ wrapped as
+google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be models/rnn.py 48-73 wraps it:
+
+    x_t = one_hot(id_t) over the I input symbols and the empty token I    (experiments/utils.py 54-79)
+    h = core(x)                                                           every position, causal
+    logits_t = W relu(h_t) + b                                            O output classes (rnn.py 72-73)
+
+Our rows already hold the empty tokens the authors' wrapper appends (docs/tasks/chomsky.md, "Row
+layout"); the padding after them (id I + 1) is read as a zero vector and never scored. The harness
+asks for ``vocab_size`` = I + 2 logits per position: the O = ``output_size`` of the task come from the
+head, the rest are a constant -1e4 (no probability), so the parameters are the authors'.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from longsynth.errors import LongsynthError
+from longsynth.models_ref.layers.lstm import LSTM
+from longsynth.models_ref.layers.rnn import VanillaRNN
+from longsynth.models_ref.layers.stack_rnn import StackRNN
+from longsynth.models_ref.layers.tape_rnn import TapeRNN
+
+# (I, O) of each task at its default parameters (docs/tasks/chomsky.md, the table's I and O columns)
+SIZES = {
+    "chomsky-even-pairs": (2, 2), "chomsky-parity-check": (2, 2), "chomsky-cycle-navigation": (3, 5),
+    "chomsky-modular-arithmetic": (9, 5), "chomsky-modular-arithmetic-brackets": (11, 5),
+    "chomsky-reverse-string": (2, 2), "chomsky-solve-equation": (11, 5), "chomsky-stack-manipulation": (5, 3),
+    "chomsky-binary-addition": (3, 3), "chomsky-binary-multiplication": (3, 3), "chomsky-compute-sqrt": (2, 2),
+    "chomsky-duplicate-string": (2, 2), "chomsky-missing-duplicate-string": (4, 2), "chomsky-odds-first": (2, 2),
+    "chomsky-bucket-sort": (5, 5),
+}
+CORES = {"rnn": VanillaRNN, "lstm": LSTM, "stack-rnn": StackRNN, "tape-rnn": TapeRNN}
+NO_LOGIT = -1e4  # the logits of ids outside the O output classes (finite: fp16 holds it)
+
+
+@dataclasses.dataclass(frozen=True)
+class ChomskyConfig:
+    core: str  # a key of CORES
+    I: int  # input symbols; the empty token is I, padding I + 1  # noqa: E741
+    O: int  # output classes  # noqa: E741
+    vocab_size: int  # the logits the harness reads (I + 2)
+    arch: dict  # the core's sizes (H, stack_size, cell, memory_size, mlp)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+class ChomskyModel(nn.Module):
+    """x [B, T] int64 -> logits [B, T, vocab_size]: one-hot, core, ReLU, linear (rnn.py 48-73)."""
+
+    def __init__(self, cfg: ChomskyConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.core = CORES[cfg.core](cfg.I + 1, **cfg.arch)
+        self.head = nn.Linear(self.core.H, cfg.O)  # W [O, H], b [O]  (hk.Linear(output_size))
+
+    def forward(self, x):  # x [B, T] int64
+        I = self.cfg.I  # noqa: E741
+        dtype = self.head.weight.dtype
+        u = F.one_hot(x.long().clamp(0, I + 1), I + 2)[..., :I + 1].to(dtype)  # [B, T, I + 1]  padding -> 0
+        if self.cfg.core == "tape-rnn":
+            empty = x == I  # [B, T]
+            n = torch.where(empty.any(1), empty.long().argmax(1), torch.full_like(x[:, 0], x.shape[1]))  # [B]
+            h = self.core(u, n.long())  # [B, T, H]
+        else:
+            h = self.core(u)  # [B, T, H]
+        logits = self.head(F.relu(h))  # [B, T, O]
+        rest = logits.new_full((*logits.shape[:2], self.cfg.vocab_size - self.cfg.O), NO_LOGIT)  # [B, T, V - O]
+        return torch.cat([logits, rest], dim=-1)  # [B, T, vocab_size]
+
+
+def config(name, task, vocab_size, arch):
+    """The ChomskyConfig of built-in ``name`` on a chomsky task (refused, in one line, elsewhere)."""
+    if task not in SIZES:
+        raise LongsynthError(f"model: {name} runs on the chomsky-* tasks only, not {task}")
+    I, O = SIZES[task]  # noqa: E741
+    if vocab_size != I + 2:
+        raise LongsynthError(f"model: {name} reads {task} at its default parameters (vocab_size {I + 2}), "
+                             f"this run has vocab_size {vocab_size}")
+    return ChomskyConfig(core=name, I=I, O=O, vocab_size=vocab_size, arch=dict(arch))

@@ -1,0 +1,60 @@
+"""Tape-RNN: the Chomsky-hierarchy paper's RNN with a differentiable tape (Delétang, Ruoss et al., ICLR
+2023, section 4 and appendix B; docs/models.md "Chomsky hierarchy baselines";
+google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be models/tape_rnn.py 33-182,
+``TapeInputLengthJumpCore`` with one tape, inner core ``hk.VanillaRNN`` (experiments/constants.py 67-71),
+H 256, a tape of m = 40 cells of k = 8 (experiments/example.py 68-72), the write MLP 64-64 (tape_rnn.py 41).
+Per step, with M_{t-1} [m, k] (row 0 under the head, M_0 = 0), h_0 = 0 and n the input length (the row's
+symbols before the first empty token; tape_rnn.py 115-116 reads it per batch, here per row):
+
+    h_t = tanh(W_x [x_t; M_{t-1}[0]] + b_x + W_h h_{t-1} + b_h)            the head's cell is read (96-101)
+    w_t = MLP(h_t)                   Linear 64, ReLU, Linear 64, ReLU, Linear k (hk.nets.MLP, 102-106)
+    a_t = softmax(W_a h_t + b_a)     5 actions: stay, left, right, jump left n, jump right n (108-113, 172-182)
+    M' = [w_t; M_{t-1}[1:]]          write under the head (146-147)
+    M_t[j] = a_0 M'[j] + a_1 M'[j+1] + a_2 M'[j-1] + a_3 M'[j+n] + a_4 M'[j-n]   indices mod m (149-153)
+
+(jnp.roll(eye, -1, axis=0) maps row j to cell j + 1: a "left" action brings cell 1 under the head.) The
+core's output y_t = h_t. Only torch is imported here.
+"""
+import torch
+import torch.nn as nn
+
+
+def roll_rows(M, shift):
+    """M [B, m, k], shift [B] long -> R with R[b, j] = M[b, (j - shift[b]) mod m] (torch.roll per row)."""
+    B, m, k = M.shape
+    j = torch.arange(m, device=M.device)  # [m]
+    index = (j[None, :] - shift[:, None]) % m  # [B, m]
+    return M.gather(1, index[:, :, None].expand(B, m, k))  # [B, m, k]
+
+
+class TapeRNN(nn.Module):
+    """(x [B, L, D], n [B] long) -> h [B, L, H]: the recurrence above, one step per position."""
+
+    def __init__(self, D, H=256, memory_size=40, cell=8, mlp=(64, 64)):
+        super().__init__()
+        self.H, self.m, self.k = H, memory_size, cell
+        self.input_to_hidden = nn.Linear(D + cell, H)  # W_x [H, D + k], b_x [H]
+        self.hidden_to_hidden = nn.Linear(H, H)  # W_h [H, H], b_h [H]
+        widths = (H, *mlp, cell)
+        layers = []
+        for a, b in zip(widths[:-1], widths[1:]):
+            layers += [nn.Linear(a, b), nn.ReLU()]
+        self.write = nn.Sequential(*layers[:-1])  # H -> 64 -> 64 -> k, no activation at the end
+        self.actions = nn.Linear(H, 5)  # W_a [5, H], b_a [5]
+
+    def forward(self, x, n):  # x [B, L, D], n [B] long
+        B = x.shape[0]
+        h = x.new_zeros(B, self.H)  # [B, H]
+        M = x.new_zeros(B, self.m, self.k)  # [B, m, k]
+        one = torch.ones_like(n)  # [B]
+        out = []
+        for t in range(x.shape[1]):
+            u = torch.cat([x[:, t], M[:, 0]], dim=-1)  # [B, D + k]
+            h = torch.tanh(self.input_to_hidden(u) + self.hidden_to_hidden(h))  # [B, H]
+            w = self.write(h)  # [B, k]
+            a = torch.softmax(self.actions(h), dim=-1)[:, :, None, None]  # [B, 5, 1, 1]
+            Mw = torch.cat([w[:, None], M[:, 1:]], dim=1)  # [B, m, k]
+            M = (a[:, 0] * Mw + a[:, 1] * roll_rows(Mw, -one) + a[:, 2] * roll_rows(Mw, one)
+                 + a[:, 3] * roll_rows(Mw, -n) + a[:, 4] * roll_rows(Mw, n))  # [B, m, k]
+            out.append(h)
+        return torch.stack(out, dim=1)  # [B, L, H]

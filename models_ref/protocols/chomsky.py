@@ -1,0 +1,88 @@
+"""The Chomsky hierarchy (generators/chomsky/, docs/tasks/chomsky.md): Delétang, Ruoss et al.'s 15 tasks
+(ICLR 2023) under their length-generalisation protocol, the presets of their models (``rnn``, ``lstm``,
+``stack-rnn``, ``tape-rnn``: models_ref/chomsky.py) and the suites.
+
+The authors' protocol (google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be): train on lengths
+uniform in 1-40 (experiments/example.py 77-79, ``UniformCurriculum``), batch 128 (example.py 29-34),
+Adam with the global gradient norm clipped to 1 (experiments/training.py 59, 203-205) at a constant rate,
+fresh samples every step (training.py 228-231); the score is the mean accuracy over the test lengths
+41-500 (example.py 133-135, range_evaluation over every length); the paper's section 4 sweeps the
+learning rates 1e-4, 3e-4, 5e-4 over 10 seeds for 1,000,000 steps and reports the best run.
+
+Here: one protocol per task (named as the task); the test lengths are the protocol's ``test_sets``, one
+fixed length each (every 20th length of 41-500 and 500: the paper evaluates all 460), so the report shows
+accuracy by length, and the verdict reads their mean (``score_test_sets``), the paper's score. Each protocol's
+training lengths are its ``data`` (min_length, max_length). Differences from the authors', written in
+each row's source: lengths are drawn per sample (theirs: one length per batch); the loss is the mean
+cross-entropy over scored positions (theirs: the sum over a row's output positions, averaged over rows);
+24 test lengths of 512 samples (theirs: all 460).
+
+``scale="tiny"`` shrinks the recipe for one CPU core: train 1-10, test 11-40, 500 steps of 32 at lr 1e-3
+(the rate of example.py 121), test lengths 11, 14, ..., 38, 40.
+"""
+from __future__ import annotations
+
+PROTOCOLS, ARCHITECTURES, PAPER, PAPER_SOURCE, SUITES = {}, {}, {}, {}, {}
+PAPER_NAMES, PAPER_FROM = {}, {}  # protocol -> {column: the paper's name of the row}, {column: its source}
+
+LEVELS = {  # experiments/constants.py 115-131
+    "regular": ("even-pairs", "parity-check", "cycle-navigation", "modular-arithmetic"),
+    "dcf": ("modular-arithmetic-brackets", "reverse-string", "solve-equation", "stack-manipulation"),
+    "cs": ("binary-addition", "binary-multiplication", "compute-sqrt", "duplicate-string",
+           "missing-duplicate-string", "odds-first", "bucket-sort"),
+}
+TASKS = tuple(f"chomsky-{t}" for level in LEVELS.values() for t in level)
+PAPER_LRS = (1e-4, 3e-4, 5e-4)  # the paper's section 4
+PAPER_SEEDS = 10  # the paper's section 4: `--seeds 10`, the best run is the paper's figure
+# (train lengths, the test lengths (one test set each), batch, steps, eval_every, eval_batches, lr)
+_SCALES = {
+    "paper": ((1, 40), (*range(41, 500, 20), 500), 128, 1_000_000, 10_000, 4, 3e-4),
+    "tiny": ((1, 10), (*range(11, 40, 3), 40), 32, 500, 100, 4, 1e-3),
+}
+_SOURCE = ("Delétang et al. 2023 (google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be experiments/"
+           "example.py, training.py; the paper's section 4)")
+_DIFFERS = ("lengths drawn per sample (theirs: per batch), the mean cross-entropy over scored positions (theirs: "
+            "summed over a row's outputs), a grid of test lengths (theirs: every length)")
+
+
+def _range(lo, hi):
+    return {"min_length": lo, "max_length": hi}
+
+
+for _task in TASKS:
+    for _scale, (_train, _test, _B, _steps, _every, _batches, _lr) in _SCALES.items():
+        PROTOCOLS[(_task, _scale)] = dict(
+            objective="tokens", readout="positions", causal=True, schedule="constant", warmup_steps=0,
+            weight_decay=0.0, splits=None, task=_task, data=_range(*_train), batch_size=_B, steps=_steps, lr=_lr,
+            lrs=PAPER_LRS if _scale == "paper" else None, grad_clip=1.0, eval_every=_every,
+            eval_batches=_batches, score_test_sets=True, test_sets={str(n): _range(n, n) for n in _test},
+            source=(f"{_SOURCE}: train lengths {_train[0]}-{_train[1]}, test {_test[0]}-{_test[-1]} "
+                    f"({len(_test)} lengths, {_batches * _B} samples each), batch {_B}, Adam (clip 1), "
+                    f"{_steps:,} steps" + (f", lr in {', '.join(map(str, PAPER_LRS))} over {PAPER_SEEDS} seeds "
+                                           "(--seeds 10; the paper reports the best)" if _scale == "paper" else
+                                           f" at lr {_lr:g}: shrunk for one CPU core") + f"; differs: {_DIFFERS}"))
+
+SUITES["chomsky"] = [(t, t) for t in TASKS]
+for _level, _names in LEVELS.items():
+    SUITES[f"chomsky-{_level}"] = [(f"chomsky-{t}", f"chomsky-{t}") for t in _names]
+
+# ----------------------------------------------------------------- the built-ins on these suites
+# experiments/constants.py 45-72 and example.py 68-72: every core of hidden size 256; the stack of 30 cells
+# (stack_rnn.py 120's default) of 8; the tape of 40 cells of 8 with the write MLP 64-64 (tape_rnn.py 41).
+MODELS = {
+    "rnn": dict(H=256),
+    "lstm": dict(H=256),
+    "stack-rnn": dict(H=256, stack_size=30, cell=8),
+    "tape-rnn": dict(H=256, memory_size=40, cell=8, mlp=(64, 64)),
+}
+COLUMNS = {"rnn": "RNN", "stack-rnn": "Stack-RNN", "tape-rnn": "Tape-RNN", "chomsky-transformer": "Transformer",
+           "lstm": "LSTM"}  # the paper's Table 2 names
+for (_task, _scale), _row in PROTOCOLS.items():
+    for _model, _arch in MODELS.items():
+        ARCHITECTURES[(_task, _scale, _model)] = dict(
+            arch=dict(_arch), lr=_row["lr"],
+            source=f"Delétang et al.'s {COLUMNS[_model]} (models_ref/chomsky.py; experiments/constants.py 45-72, "
+                   f"example.py 68-72), lr {_row['lr']:g}")
+    PAPER_NAMES[_task] = dict(COLUMNS)
+# PAPER: Table 2's figures are not transcribed yet (no copy of the paper's table could be read where this was
+# written); they go in PAPER[task] = {column: {"accuracy": ...}} with PAPER_FROM "Delétang et al. Table 2 (a table)".

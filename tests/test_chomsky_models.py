@@ -1,0 +1,224 @@
+"""The Chomsky-hierarchy paper's built-ins (models_ref/chomsky.py, models_ref/layers/{rnn,lstm,stack_rnn,
+tape_rnn}.py; docs/models.md "Chomsky hierarchy baselines"): each layer against a plain float64 loop of its
+recurrence written from the authors' code (google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be),
+causality and shapes, parameter counts, and one short evaluate."""
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from longsynth.models_ref.chomsky import ChomskyModel, config  # noqa: E402
+from longsynth.models_ref.layers.lstm import LSTM  # noqa: E402
+from longsynth.models_ref.layers.rnn import VanillaRNN  # noqa: E402
+from longsynth.models_ref.layers.stack_rnn import StackRNN  # noqa: E402
+from longsynth.models_ref.layers.tape_rnn import TapeRNN  # noqa: E402
+
+torch.set_num_threads(1)
+B, L, D, H = 2, 7, 3, 5
+
+
+def _w(lin):
+    return lin.weight.detach().numpy(), lin.bias.detach().numpy()
+
+
+def _sig(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def _softmax(z):
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def _layer(cls, **kw):
+    torch.manual_seed(0)
+    layer = cls(D, H, **kw).double()
+    for p in layer.parameters():  # larger than torch's init, so every nonlinearity is exercised
+        torch.nn.init.uniform_(p, -1.0, 1.0)
+    return layer
+
+
+def _x():
+    return torch.randn(B, L, D, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+
+
+def twin_rnn(layer, x):
+    (Wx, bx), (Wh, bh) = _w(layer.input_to_hidden), _w(layer.hidden_to_hidden)
+    out = np.zeros((B, L, H))
+    for b in range(B):
+        h = np.zeros(H)
+        for t in range(L):
+            h = np.tanh(Wx @ x[b, t] + bx + Wh @ h + bh)  # hk.VanillaRNN
+            out[b, t] = h
+    return out
+
+
+def twin_lstm(layer, x):
+    W, bias = _w(layer.gates)
+    out = np.zeros((B, L, H))
+    for b in range(B):
+        h, c = np.zeros(H), np.zeros(H)
+        for t in range(L):
+            z = W @ np.concatenate([x[b, t], h]) + bias
+            i, g, f, o = z[:H], z[H:2 * H], z[2 * H:3 * H], z[3 * H:]  # hk.LSTM's split order
+            c = _sig(f + 1.0) * c + _sig(i) * np.tanh(g)
+            h = _sig(o) * np.tanh(c)
+            out[b, t] = h
+    return out
+
+
+def twin_stack(layer, x, s, k):
+    (Wx, bx), (Wh, bh) = _w(layer.input_to_hidden), _w(layer.hidden_to_hidden)
+    (Wv, bv), (Wa, ba) = _w(layer.push), _w(layer.actions)
+    out = np.zeros((B, L, H))
+    for b in range(B):
+        h, S = np.zeros(H), np.zeros((s, k))
+        for t in range(L):
+            h = np.tanh(Wx @ np.concatenate([x[b, t], S[0]]) + bx + Wh @ h + bh)
+            v, a = Wv @ h + bv, _softmax(Wa @ h + ba)
+            new = np.zeros((s, k))
+            for i in range(s):  # stack_rnn.py _update_stack, cell by cell
+                above = v if i == 0 else S[i - 1]
+                below = S[i + 1] if i + 1 < s else np.zeros(k)
+                new[i] = a[0] * above + a[1] * below + a[2] * S[i]
+            S = new
+            out[b, t] = h
+    return out
+
+
+def twin_tape(layer, x, n, m, k):
+    (Wx, bx), (Wh, bh), (Wa, ba) = _w(layer.input_to_hidden), _w(layer.hidden_to_hidden), _w(layer.actions)
+    mlp = [_w(lin) for lin in layer.write if isinstance(lin, torch.nn.Linear)]
+    out = np.zeros((B, L, H))
+    for b in range(B):
+        h, M = np.zeros(H), np.zeros((m, k))
+        for t in range(L):
+            h = np.tanh(Wx @ np.concatenate([x[b, t], M[0]]) + bx + Wh @ h + bh)
+            w = h
+            for j, (W, bias) in enumerate(mlp):
+                w = W @ w + bias
+                w = np.maximum(w, 0) if j < len(mlp) - 1 else w
+            a = _softmax(Wa @ h + ba)
+            Mw = M.copy()
+            Mw[0] = w
+            eye = np.eye(m)
+            ops = [eye, np.roll(eye, -1, axis=0), np.roll(eye, 1, axis=0), np.roll(eye, -n[b], axis=0),
+                   np.roll(eye, n[b], axis=0)]  # tape_rnn.py 175-181, applied as their einsum 'mM,bMc->bmc'
+            M = sum(a[i] * ops[i] @ Mw for i in range(5))
+            out[b, t] = h
+    return out
+
+
+@pytest.mark.parametrize("name", ["rnn", "lstm", "stack-rnn", "tape-rnn"])
+def test_twin(name):
+    x = _x()
+    if name == "rnn":
+        layer = _layer(VanillaRNN)
+        got, want = layer(x), twin_rnn(layer, x.numpy())
+    elif name == "lstm":
+        layer = _layer(LSTM)
+        got, want = layer(x), twin_lstm(layer, x.numpy())
+    elif name == "stack-rnn":
+        layer = _layer(StackRNN, stack_size=4, cell=3)
+        got, want = layer(x), twin_stack(layer, x.numpy(), 4, 3)
+    else:
+        layer = _layer(TapeRNN, memory_size=6, cell=3, mlp=(4,))
+        n = torch.tensor([2, 5])
+        got, want = layer(x, n), twin_tape(layer, x.numpy(), n.numpy(), 6, 3)
+    assert got.shape == (B, L, H)
+    assert np.abs(got.detach().numpy() - want).max() < 1e-10
+    assert np.abs(want).max() > 0.05  # the twin compares non-trivial states
+
+
+def test_stack_is_read():
+    """The stack changes the state: zeroing the push values changes later outputs."""
+    layer = _layer(StackRNN, stack_size=4, cell=3)
+    x = _x()
+    y = layer(x)
+    with torch.no_grad():
+        layer.push.weight.zero_()
+        layer.push.bias.zero_()
+    assert (layer(x) - y)[:, 1:].abs().max() > 1e-3
+
+
+def _model(name, task="chomsky-reverse-string"):
+    arch = {"rnn": {"H": 256}, "lstm": {"H": 256}, "stack-rnn": {"H": 256, "stack_size": 30, "cell": 8},
+            "tape-rnn": {"H": 256, "memory_size": 40, "cell": 8, "mlp": (64, 64)}}[name]
+    torch.manual_seed(0)
+    return ChomskyModel(config(name, task, 4, arch))
+
+
+# the authors' Haiku modules at the paper's sizes on a task of I = 2 inputs (+ the empty token) and O = 2
+# outputs: hk.VanillaRNN 3*256+256 + 256*256+256; hk.LSTM (3+256)*1024+1024; the stack's inner RNN reads
+# 3 + 8 inputs, its push 256*8+8, actions 256*3+3; the tape's MLP 256*64+64 + 64*64+64 + 64*8+8, actions
+# 256*5+5; the head hk.Linear(2) 256*2+2
+COUNTS = {
+    "rnn": (3 * 256 + 256) + (256 * 256 + 256) + (256 * 2 + 2),
+    "lstm": (3 + 256 + 1) * 4 * 256 + (256 * 2 + 2),
+    "stack-rnn": (11 * 256 + 256) + (256 * 256 + 256) + (256 * 8 + 8) + (256 * 3 + 3) + (256 * 2 + 2),
+    "tape-rnn": ((11 * 256 + 256) + (256 * 256 + 256) + (256 * 64 + 64) + (64 * 64 + 64) + (64 * 8 + 8)
+                 + (256 * 5 + 5) + (256 * 2 + 2)),
+}
+
+
+@pytest.mark.parametrize("name", list(COUNTS))
+def test_parameter_count(name):
+    assert sum(p.numel() for p in _model(name).parameters()) == COUNTS[name]
+
+
+@pytest.mark.parametrize("name", list(COUNTS))
+def test_causal_and_shape(name):
+    """Reverse string, n = 3: inputs 0 1 1, three empty tokens (2), padding (3). Outputs at t do not move
+    when a later input changes; the padding's logits never reach the O = 2 classes."""
+    model = _model(name).eval()
+    x = torch.tensor([[0, 1, 1, 2, 2, 2, 3, 3], [1, 0, 0, 2, 2, 2, 3, 3]])
+    with torch.no_grad():
+        y = model(x)
+        assert y.shape == (2, 8, 4) and torch.isfinite(y).all()
+        assert (y[..., 2:] == -1e4).all() and not math.isclose(float(y[..., :2].abs().max()), 0.0)
+        z = x.clone()
+        z[:, 2] = 1 - z[:, 2]
+        y2 = model(z)
+    assert torch.equal(y[:, :2], y2[:, :2])
+    assert (y[:, 2:] - y2[:, 2:]).abs().max() > 0
+
+
+def test_refuses_other_tasks():
+    from longsynth.errors import LongsynthError
+
+    with pytest.raises(LongsynthError):
+        config("lstm", "parity", 4, {"H": 8})
+    with pytest.raises(LongsynthError):
+        config("lstm", "chomsky-reverse-string", 7, {"H": 8})  # a vocab_size other than the defaults'
+
+
+def test_protocol_tables():
+    from longsynth.models_ref.protocol import resolve
+    from longsynth.models_ref.protocols.registry import SUITES, architecture
+
+    assert len(SUITES["chomsky"]) == 15 and sum(len(SUITES[f"chomsky-{lv}"]) for lv in ("regular", "dcf", "cs")) == 15
+    p = resolve("chomsky-reverse-string", "paper")
+    assert (p.data, p.batch_size, p.grad_clip, p.lrs) == ({"min_length": 1, "max_length": 40}, 128, 1.0,
+                                                          (1e-4, 3e-4, 5e-4))
+    assert min(map(int, p.test_sets)) == 41 and max(map(int, p.test_sets)) == 500 and p.score_test_sets
+    assert architecture("chomsky-parity-check", "tiny", "stack-rnn")["arch"]["stack_size"] == 30
+    assert architecture("parity", "tiny", "stack-rnn") is None
+
+
+def test_evaluate_end_to_end(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from longsynth.cli.main import cli
+
+    r = CliRunner().invoke(cli, ["evaluate", "lstm", "--suite", "chomsky-parity-check", "--scale", "tiny",
+                                 "--steps", "3", "--out", str(tmp_path / "out")])
+    torch.set_num_threads(1)
+    assert r.exit_code == 0, r.output
+    rep = json.loads((tmp_path / "out" / "report.json").read_text())
+    row = rep["rows"][0]
+    assert {c["at"] for c in row["by_length"] if c["kind"] == "test length"} == {*range(11, 40, 3), 40}
+    assert 0.0 <= row["test_mean"] <= 1.0
