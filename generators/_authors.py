@@ -91,10 +91,3 @@ class Authors:
 
     def __call__(self, *args):
         return self.open(*args).rows()
-
-
-def stacked(rows, row_shape):
-    """A list of (inputs, targets) rows as one block (int64 [len(rows), *row_shape])."""
-    n = len(rows)
-    return {k: np.asarray([r[j] for r in rows], dtype=np.int64).reshape((n,) + tuple(row_shape))
-            for j, k in enumerate(KEYS)}

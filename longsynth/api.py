@@ -125,11 +125,6 @@ def authors_dataset(task, splits, *, seed, **params):
     return {s: streams[s].rows() for s in counts}
 
 
-def authors_split(t, cfg, seed, counts, split):
-    """Split ``split`` of the authors' data set whose splits have ``counts``, as int64 C arrays."""
-    return authors_open(t, cfg, seed, counts, split).rows()
-
-
 def authors_open(t, cfg, seed, counts, split, stream=None):
     """The ``Stream`` (longsynth/generators/_authors.py) of split ``split`` of the authors' data set
     whose splits have ``counts`` ({split: count}), validated (a refusal is one LongsynthError line)
@@ -143,8 +138,9 @@ def authors_open(t, cfg, seed, counts, split, stream=None):
         fn, args = t.authors_pipeline, (cfg, seed, counts, split)
     if hasattr(fn, "open"):
         return fn.open(*args)
-    rows = _shaped(t, cfg, counts[split], fn(*args))  # a task registering a plain function: its whole split
-    return Stream(counts[split], iter([rows]), rows["inputs"].shape[1:])
+    # a task registering a plain function: its whole split, drawn when the stream is first read
+    blocks = (_shaped(t, cfg, counts[split], fn(*args)) for _ in range(1))
+    return Stream(counts[split], blocks, tuple(t.keys(cfg)["inputs"].shape))
 
 
 def authors_streams(t, cfg, seed, counts, stream=None, keep=False):
@@ -234,11 +230,6 @@ def authors_block(t, cfg, seed, split, counts, start, n, stream=None):
     if cur.position == cur.count:
         _CURSOR.clear()
     return rows
-
-
-def authors_rows(t, cfg, count, seed, split):
-    """``t.authors`` for a validated config, as int64 C arrays of the task's key shapes."""
-    return authors_open(t, cfg, seed, {split: count}, split, "authors").rows()
 
 
 def _shaped(t, cfg, count, rows):

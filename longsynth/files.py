@@ -22,12 +22,17 @@ _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
 
 def file_sha256(path):
     """Hex SHA-256 of the regular file ``path`` (a link or a FIFO is never read)."""
+    with os.fdopen(safe.open_regular(path), "rb", buffering=0) as f:
+        return sha256_of(f)
+
+
+def sha256_of(f):
+    """Hex SHA-256 of what is left to read in the open binary file ``f``."""
     h = hashlib.sha256()
     buf = bytearray(1 << 20)  # one buffer, read into: no fresh 4 MB object (and page faults) per read
     view = memoryview(buf)
-    with os.fdopen(safe.open_regular(path), "rb", buffering=0) as f:
-        while n := f.readinto(buf):
-            h.update(view[:n])
+    while n := f.readinto(buf):
+        h.update(view[:n])
     return h.hexdigest()
 
 

@@ -47,17 +47,18 @@ def _finished(job, run_dir, notify, edited="redo"):
     if changed:
         what = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
         return _edited(f"{run_dir.path}: {what} changed since the run finished (not as {RECORD} records "
-                       f"{'it' if len(changed) == 1 else 'them'})", run_dir, notify, edited)
+                       f"{'it' if len(changed) == 1 else 'them'})", run_dir, notify, edited, changed)
     return cert
 
 
-def _edited(problem, run_dir, notify, edited):
+def _edited(problem, run_dir, notify, edited, changed=None):
     """A finished run whose files cannot be trusted: stop (``refuse``), or say so and redo
-    it, from the start when its checkpoints are not as recorded. Returns None (run it)."""
+    it, from the start when its checkpoints are not as recorded. Returns None (run it).
+    ``changed``: the files found changed, when the caller has hashed them already."""
     if edited == "refuse":
         raise LongsynthError(f"{problem}; evaluate stops (--edited refuse): restore the run's files, remove its "
                              f"folder, or rerun with --edited redo to train it again")
-    changed = changed_files(run_dir)
+    changed = changed_files(run_dir) if changed is None else changed
     fresh = changed is not None and any(name in changed for name in (RECORD, *CHECKPOINTS))
     notify(f"{problem}; the run is redone" + (" from the start (its checkpoints are not as recorded)" if fresh
                                                else ""))

@@ -21,13 +21,10 @@ def _place(out_dir, name):
 
 def _sha256(folder, name):
     """Hex SHA-256 of the regular file ``name`` in ``folder``, read without following a link."""
-    import hashlib
+    from longsynth.files import sha256_of
 
-    h = hashlib.sha256()
     with folder.open_read(name) as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
+        return sha256_of(f)
 
 
 def _digest(out_dir, name):

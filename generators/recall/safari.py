@@ -310,11 +310,12 @@ def _recall_blocks(cfg, count, seed, split, block):
             pairs = rng.integers(0, T, size=P)
             t = int(rng.integers(0, T))
             seen, first = np.unique(pairs, return_index=True)
-            if not cfg.allow_dot and t not in set(seen.tolist()):
+            present = t in set(seen.tolist())
+            if not cfg.allow_dot and not present:
                 order = seen[np.argsort(first)]
-                t = int(order[rng.integers(0, order.size)])
+                t, present = int(order[rng.integers(0, order.size)]), True  # a tuple shown: present
             body = np.concatenate([digits[pairs], vals[pairs][:, None]], axis=1).ravel()
-            answer = vals[t] if t in set(seen.tolist()) else 0
+            answer = vals[t] if present else 0
             rows.append(np.concatenate([body, [n + 1], digits[t], [answer]]))
         yield _authors_rows(rows, _recall_len(cfg), split, 1)
 

@@ -15,7 +15,7 @@ from longsynth.generators._tokens import IGNORE
 from longsynth.rng import SPLITS, split_name
 
 SPLIT_ORDER = ("train", "val", "test")  # the order the authors draw their split seeds in
-MINUS, TIMES, EQUALS = 2, 3, 4  # modular arithmetic without brackets: '-', '*', '=' (formal_language.py)
+PLUS, MINUS, TIMES, EQUALS = 1, 2, 3, 4  # modular arithmetic without brackets: the operators' and '=' ids
 
 
 def split_lengths(cfg, split):
@@ -30,12 +30,6 @@ def authors_split_seeds(seed):
     for train, validation and test, in that order."""
     rnd = random.Random(seed)
     return {name: rnd.randint(0, 1 << 32) for name in SPLIT_ORDER}
-
-
-def authors_example_seeds(split_seed, count):
-    """The per-example seeds base + i, base = default_rng(split_seed).integers(2^32 - count)."""
-    base = _authors_base(split_seed, count)
-    return [base + i for i in range(count)]
 
 
 def _authors_base(split_seed, count):

@@ -45,7 +45,8 @@ from numba import njit, prange
 from longsynth.errors import LongsynthError
 from longsynth.generators._tokens import IGNORE
 from longsynth.rng import next_u64, randint, stream
-from longsynth.generators.state.formal_authors import authors_modular, authors_parity, split_lengths
+from longsynth.generators.state.formal_authors import (EQUALS, MINUS, TIMES, authors_modular, authors_parity,
+                                                     split_lengths)
 from longsynth.task import KeySpec, Task, param
 
 CITATION = """@inproceedings{grazzi2025unlocking,
@@ -58,7 +59,6 @@ CITATION = """@inproceedings{grazzi2025unlocking,
 }"""
 MAX_CONTEXT = 1 << 20
 MAX_VOCAB = int(np.iinfo(np.int16).max)
-PLUS, MINUS, TIMES, EQUALS = 1, 2, 3, 4  # modular arithmetic without brackets
 FIRST_NUMBER = 5
 
 

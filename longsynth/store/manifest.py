@@ -36,7 +36,7 @@ class ShardJob:
     count: int
     compression: str
     generation: str | None = None  # the manifest's: written into the shard (docs/format.md, "Trust")
-    # the data set's ((split, count), ...) when cut from the authors' data (api.authors_split); None: our law
+    # the data set's ((split, count), ...) when cut from the authors' data (api.authors_block); None: our law
     authors_counts: tuple | None = None
     stream: str = "longsynth"  # the manifest's "stream"
 
