@@ -140,7 +140,7 @@ def show_dataset(dataset, split, path, progress=None):
     """A token dataset's statistics, every split side by side (a column each, x axes shared
     down a row so train's and test's ranges compare): scored targets per row, the share of
     each token id among inputs and among scored targets, and, for the tasks whose rows vary
-    in length (parity, modular arithmetic; longsynth.stats.row_lengths), the rows'
+    in length (parity, modular arithmetic: Task.row_length_offset; longsynth.stats.row_lengths), the rows'
     lengths. ``split`` is not used: the point is the splits against each other. Reads every
     sample (``progress`` follows the store's protocol). Returns a one-line summary."""
     from longsynth.plot import COLORS, _figure, _finish, _integer_ticks, _thousands

@@ -48,22 +48,13 @@ class _Moments:
         return out
 
 
-# The tasks whose stored rows hold sequences of varying length, and how a row's length n is
-# read back: the one scored target sits at index n - 2 (parity, modular arithmetic: the word
-# and its answer, shifted by one), n - 3 with brackets (the expression, '=', the answer and one
-# [PAD]; n = max(uniform length, 5)); docs/tasks/state-tracking.md, "parity and modular-arithmetic".
-LENGTH_DEFINITION = ("n, the raw sequence's length as the authors count it (the word and its answer; with brackets "
-                     "also the [PAD] after the answer), read from the scored target's index: n - 2 (n - 3 with "
-                     "brackets); docs/tasks/state-tracking.md")
-
-
 def row_lengths(task, cfg):
     """``lengths(targets [n, L]) -> int64 [n]`` (-1 for a row without a scored target) for the
-    tasks whose rows vary in length by split (parity, modular-arithmetic: ``LENGTH_DEFINITION``),
+    tasks whose rows vary in length (``task.row_length_offset``: n = last scored index + offset),
     else None (every row of the others has one length)."""
-    if task.name not in ("parity", "modular-arithmetic"):
+    if task.row_length_offset is None:
         return None
-    extra = 3 if getattr(cfg, "brackets", False) else 2
+    extra = int(task.row_length_offset(cfg))
 
     def lengths(targets):
         t = np.asarray(targets)

@@ -160,6 +160,11 @@ class Task:
     # (cfg, seed, counts {split: count}, split name) -> that split's rows (an Authors too); what
     # gen --authors-stream writes
     authors_pipeline: Callable | None = None
+    # tasks whose rows hold sequences of varying length (parity, modular arithmetic): cfg -> the offset k
+    # of a row's length n from its last scored target's index t (n = t + k), read back by info, show
+    # --stats and the harness's accuracy by length; the text says what n is
+    row_length_offset: Callable[[Any], int] | None = None
+    row_length_definition: str = ""
     citation: str = ""  # BibTeX of the paper that defines the task (dataset cards); empty: the DLR paper
 
     def __post_init__(self):

@@ -274,8 +274,12 @@ BREAKDOWNS = {  # how a token suite's test accuracy is grouped (models_ref/metri
 
 
 def length_offset(protocol):
-    """n minus the scored target's index for the "length" breakdown: 3 with brackets, else 2."""
-    return 3 if (protocol.data or {}).get("brackets") else 2
+    """n minus the scored target's index for the "length" breakdown: the task's
+    ``row_length_offset`` for the protocol's data (2 for parity, 3 with brackets)."""
+    task = registry.get(protocol.task)
+    if task.row_length_offset is None:
+        return 2
+    return int(task.row_length_offset(task.make_config(**_task_params(protocol))))
 
 
 def groups(y, kind, offset=2):

@@ -336,6 +336,18 @@ def _vocab_modular(cfg):
 
 
 
+# A row's length n as the authors count it (the word and its answer; with brackets also the [PAD]
+# after the answer), read back from its one scored target's index t: n = t + 2, t + 3 with brackets
+# (docs/tasks/state-tracking.md, "Lengths from stored rows").
+LENGTH_DEFINITION = ("n, the raw sequence's length as the authors count it (the word and its answer; with brackets "
+                     "also the [PAD] after the answer), read from the scored target's index: n - 2 (n - 3 with "
+                     "brackets); docs/tasks/state-tracking.md")
+
+
+def _length_offset(cfg):
+    return 3 if getattr(cfg, "brackets", False) else 2
+
+
 TASKS = [
     Task(
         name="parity",
@@ -348,6 +360,8 @@ TASKS = [
         family="tokens",
         vocab_size=_vocab_size,
         authors=authors_parity,
+        row_length_offset=_length_offset,
+        row_length_definition=LENGTH_DEFINITION,
         citation=CITATION,
         card="bits are tokens 1 and 2 (vocab_size 3), then the answer 1 + parity and zero padding; the answer "
         "is hidden in the input and scored one position early; lengths 3-40 for train, 40-256 for val/test.",
@@ -364,6 +378,8 @@ TASKS = [
         family="tokens",
         vocab_size=_vocab_size,
         authors=authors_modular,
+        row_length_offset=_length_offset,
+        row_length_definition=LENGTH_DEFINITION,
         citation=CITATION,
         card="numbers 5.. and operators + - * (1-3), '=' 4, then the answer, hidden in the input and scored one "
         "position early; --brackets: nested bracketed +/- expressions with the authors' layout (numbers first).",

@@ -20,7 +20,7 @@ from longsynth.store import identity
 from longsynth.store.layout import DIGEST_KEY, sample_digest
 from longsynth.store.manifest import _jsonable, progress_of, read_manifest, writer
 from longsynth.store.read import open
-from longsynth.stats import LENGTH_DEFINITION, row_lengths, split_statistics
+from longsynth.stats import split_statistics
 from longsynth.task import Ragged
 
 INCOMPLETE = "manifest: dataset is incomplete (generation did not finish)"
@@ -228,8 +228,8 @@ def _statistics(ds, samples, progress):
         result["balance"] = {s: b for s, st in per.items() if (b := st.balance()) is not None}
     if ds.task.family == "tokens":
         result["tokens"] = {s: st.tokens.summary() for s, st in per.items()}
-    if row_lengths(ds.task, ds.config) is not None:
-        result["length_definition"] = LENGTH_DEFINITION
+    if ds.task.row_length_offset is not None:
+        result["length_definition"] = ds.task.row_length_definition
         result["lengths"] = {s: L for s, st in per.items() if (L := st.length_summary()) is not None}
     return result
 
