@@ -34,9 +34,12 @@ class StackRNN(nn.Module):
         S = x.new_zeros(B, self.s, self.k)  # [B, s, k]  the empty stack (initial_state, 189-194)
         zero = x.new_zeros(B, 1, self.k)  # [B, 1, k]  what a pop brings up from below the bottom
         out = []
+        W, b = self.input_to_hidden.weight, self.input_to_hidden.bias  # W [H, D + k]: x's columns, then the read's
+        D = x.shape[-1]
+        ux = torch.nn.functional.linear(x, W[:, :D], b)  # [B, L, H]  x's part of W_x [x; read] + b_x, all steps
         for t in range(x.shape[1]):
-            u = torch.cat([x[:, t], S[:, 0]], dim=-1)  # [B, D + k]
-            h = torch.tanh(self.input_to_hidden(u) + self.hidden_to_hidden(h))  # [B, H]
+            u = ux[:, t] + S[:, 0] @ W[:, D:].T  # [B, H]
+            h = torch.tanh(u + self.hidden_to_hidden(h))  # [B, H]
             v = self.push(h)  # [B, k]
             a = torch.softmax(self.actions(h), dim=-1)[:, :, None, None]  # [B, 3, 1, 1]
             down = torch.cat([v[:, None], S[:, :-1]], dim=1)  # [B, s, k]  after a push

@@ -48,9 +48,12 @@ class TapeRNN(nn.Module):
         M = x.new_zeros(B, self.m, self.k)  # [B, m, k]
         one = torch.ones_like(n)  # [B]
         out = []
+        W, b = self.input_to_hidden.weight, self.input_to_hidden.bias  # W [H, D + k]: x's columns, then the read's
+        D = x.shape[-1]
+        ux = torch.nn.functional.linear(x, W[:, :D], b)  # [B, L, H]  x's part of W_x [x; read] + b_x, all steps
         for t in range(x.shape[1]):
-            u = torch.cat([x[:, t], M[:, 0]], dim=-1)  # [B, D + k]
-            h = torch.tanh(self.input_to_hidden(u) + self.hidden_to_hidden(h))  # [B, H]
+            u = ux[:, t] + M[:, 0] @ W[:, D:].T  # [B, H]
+            h = torch.tanh(u + self.hidden_to_hidden(h))  # [B, H]
             w = self.write(h)  # [B, k]
             a = torch.softmax(self.actions(h), dim=-1)[:, :, None, None]  # [B, 5, 1, 1]
             Mw = torch.cat([w[:, None], M[:, 1:]], dim=1)  # [B, m, k]
