@@ -1,14 +1,13 @@
 """zoology-attention (models_ref/zoology.py; docs/models.md "zoology-attention"): zoology's Figure 2
 attention model. Its parameter count re-derived from zoology's modules, causality, a twin that runs
 every position over its prefix with explicit loops (the residual quirk included), zoology's own
-LanguageModel with our weights (where einops and a checkout at /tmp/ref/zoology exist), the built-in's
-presets and refusals, and a short learning run."""
+LanguageModel's logits and parameter counts from tests/data/zoology_mixers.npz (bench/zoology_mixer_fixtures.py
+ran it; no checkout needed), the built-in's presets and refusals, and a short learning run."""
 import math
 import os
-import sys
 import time
-import types
 
+import numpy as np
 import pytest
 import torch  # a test dependency: its absence must fail, not skip
 
@@ -17,7 +16,7 @@ from longsynth.models_ref.zoology import ZoologyAttention, ZoologyConfig
 from longsynth.spec import ModelSpec
 
 torch.set_num_threads(1)
-ZOOLOGY = "/tmp/ref/zoology"  # HazyResearch/zoology @ d88d6f5474f36998d82d5c3bd58a190248d0a669
+FIXTURE = os.path.join(os.path.dirname(__file__), "data", "zoology_mixers.npz")  # zoology @ d88d6f5
 
 
 def _model(V=32, T=12, D=16, L=2, heads=1, seed=0, dtype=torch.float64):
@@ -115,63 +114,47 @@ def test_twin_position_by_position(heads, L):
         assert (m(x[:, :5]) - twin(m, x[:, :5])).abs().max().item() < 1e-10  # fewer positions than the table
 
 
-def _zoology(monkeypatch):
-    """zoology's LanguageModel class, imported from the checkout; skip where it cannot be."""
-    if not os.path.isdir(os.path.join(ZOOLOGY, "zoology")):
-        pytest.skip(f"no zoology checkout at {ZOOLOGY}")
-    pytest.importorskip("einops", reason="zoology's MHA needs einops")
-    pytest.importorskip("pydantic", reason="zoology's config needs pydantic")
-    try:
-        import torchvision.ops  # noqa: F401
-    except ImportError:  # model.py 6 imports StochasticDepth; at drop_path 0 (config.py 108) it is the identity
-        ops = types.ModuleType("torchvision.ops")
-        ops.StochasticDepth = lambda p, mode: torch.nn.Identity() if p == 0 else pytest.fail("drop_path > 0")
-        monkeypatch.setitem(sys.modules, "torchvision", types.ModuleType("torchvision"))
-        monkeypatch.setitem(sys.modules, "torchvision.ops", ops)
-    for name in ("wandb", "pandas"):  # zoology/utils.py 35-36, its logging helpers; the model uses neither
-        try:
-            __import__(name)
-        except ImportError:
-            monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
-    monkeypatch.syspath_prepend(ZOOLOGY)
-    from zoology.config import ModelConfig, ModuleConfig
-    from zoology.model import LanguageModel, TokenEmbeddings
-
-    # TokenEmbeddings' device defaults to "cuda" (model.py 21) and LMBackbone does not pass one: on the CPU
-    defaults = list(TokenEmbeddings.__init__.__defaults__)
-    monkeypatch.setattr(TokenEmbeddings.__init__, "__defaults__", tuple("cpu" if d == "cuda" else d for d in defaults))
-    return LanguageModel, ModelConfig, ModuleConfig
+def _from_zoology(name):
+    """zoology's state_dict name -> ours (models_ref/zoology.py)."""
+    for theirs, ours in (("backbone.embeddings.word_embeddings.", "word."),
+                         ("backbone.embeddings.position_embeddings.", "position."), ("backbone.layers.", "blocks."),
+                         (".sequence_mixer.", ".mixer."), ("backbone.ln_f.", "ln_f.")):
+        name = name.replace(theirs, ours)
+    return name
 
 
-def test_side_by_side_with_zoologys_language_model(monkeypatch):
-    LanguageModel, ModelConfig, ModuleConfig = _zoology(monkeypatch)
-    V, T, D = 64, 16, 32
-    ours = _model(V=V, T=T, D=D, L=2, heads=1)
-    cfg = ModelConfig(d_model=D, n_layers=2, block_type="TransformerBlock", max_position_embeddings=T, vocab_size=V,
-                      sequence_mixer=ModuleConfig(name="zoology.mixers.attention.MHA",
-                                                  kwargs={"dropout": 0.1, "num_heads": 1}),
-                      state_mixer=ModuleConfig(name="torch.nn.Identity", kwargs={}))  # configs.py 54-61, 138-146
-    theirs = LanguageModel(cfg).to(torch.float64).eval()
-    assert sum(p.numel() for p in theirs.parameters()) == sum(p.numel() for p in ours.parameters())
+@pytest.mark.parametrize("heads, logits", [(1, "attention/y"), (2, "attention/heads2/y")])
+def test_equal_to_zoologys_language_model(heads, logits):
+    """zoology's LanguageModel with Figure 2's attention (configs.py 54-61, 138-146: MHA, dropout 0.1, positions
+    up to the input length) as bench/zoology_mixer_fixtures.py ran it at d88d6f5: two TransformerBlocks of width
+    16, V 32, a position table of 32 rows, weights moved by 0.1 N(0, 1). Its weights loaded into ours give its
+    logits to 1e-6 at T = 32 and 20 (20: the table's first rows), in eval mode (no dropout). Two heads (not a
+    Figure 2 run, the same weights) pin the head split and the 1/sqrt(head_dim) scale, which one head cannot
+    tell from 1/sqrt(d_model)."""
+    z = np.load(FIXTURE)
+    assert {"sha256/zoology/model.py", "sha256/zoology/mixers/attention.py"} <= set(z.files)  # what ran, by hash
+    sd = {_from_zoology(k[len("attention/sd/"):]): torch.from_numpy(z[k]) for k in z.files
+          if k.startswith("attention/sd/")}
+    m = ZoologyAttention(ZoologyConfig(vocab_size=32, max_position_embeddings=32, d_model=16, n_layers=2,
+                                       num_heads=heads)).eval()
+    m.load_state_dict(sd, strict=True)  # every tensor of ours is one of zoology's, and the converse
     with torch.no_grad():
-        pairs = [("backbone.embeddings.word_embeddings.weight", ours.word.weight),
-                 ("backbone.embeddings.position_embeddings.weight", ours.position.weight),
-                 ("backbone.ln_f.weight", ours.ln_f.weight), ("backbone.ln_f.bias", ours.ln_f.bias)]
-        for i, b in enumerate(ours.blocks):
-            for theirs_name, p in (("sequence_mixer.Wqkv", b.mixer.Wqkv), ("sequence_mixer.out_proj", b.mixer.out_proj),
-                                   ("norm1", b.norm1), ("norm2", b.norm2)):
-                pairs += [(f"backbone.layers.{i}.{theirs_name}.weight", p.weight),
-                          (f"backbone.layers.{i}.{theirs_name}.bias", p.bias)]
-        params = dict(theirs.named_parameters())
-        assert len(pairs) == len(params)  # lm_head.weight is the word embedding (tied)
-        for name, p in pairs:
-            params[name].copy_(p)
-        assert theirs.lm_head.weight is theirs.backbone.embeddings.word_embeddings.weight
-        x = torch.randint(0, V, (3, T))
-        # return_embeddings=False: the lm_head path (model.py 315-321; the default returns the hidden states)
-        want = theirs(x, return_embeddings=False)
-        assert want.shape == (3, T, V)
-        assert (ours(x) - want).abs().max().item() < 1e-12
+        for T in (32, 20):
+            x = torch.from_numpy(z[f"attention/x{T}"].astype(np.int64))
+            want = torch.from_numpy(z[f"{logits}{T}"])
+            assert want.shape == (2, T, 32)
+            assert (m(x) - want).abs().max().item() < 1e-6
+
+
+def test_parameter_counts_are_zoologys_on_figure_2s_grid():
+    """zoology's own parameter counts (the fixture's ``attention/counts``) over Figure 2's grid: input length
+    and d_model in 64..512, V 8192, the position table as long as the input (configs.py 142)."""
+    rows = np.load(FIXTURE)["attention/counts"].tolist()
+    assert len(rows) == 16
+    for L, D, count in rows:
+        with torch.device("meta"):
+            m = ZoologyAttention(ZoologyConfig(vocab_size=8192, max_position_embeddings=L, d_model=D))
+        assert sum(p.numel() for p in m.parameters()) == count, (L, D)
 
 
 def _spec(protocol="mqar-64", **change):
