@@ -179,6 +179,31 @@ for (_name, _scale), _row in list(PROTOCOLS.items()):
                 lr=_row["lr"], **({"column": f"{_key} (d 64)"} if _scale == "tiny" else {}),
                 source=f"zoology's Figure 2 {_key} model (configs.py 62-89, 138-146; models_ref/zoology_mixers.py), "
                        f"two blocks of width {_H} unless the grid sets it, lr {_row['lr']:g} ({_row['source']})")
+# h3 on H3's synthetics (Table 1's H3 row): safari's model there is lm_simple (configs/experiment/synthetics/
+# induction_head/h3.yaml 1-13, associative_recall/h3.yaml 1-13, configs/model/layer/h3.yaml 1-6): width 32, two
+# layers, H3 of d_state 64 and head_dim 1, S4D-Lin kernel, no l_max (a kernel as long as the input: h3.py 107). Kept:
+# width, depth, embed dropout 0.1 and none elsewhere, no position table, tied head, prenorm residual stream, N(0, .02)
+# init. l_max 64 makes the port's d_state (= l_max, zoology configs.py 85-86) safari's 64; the input (31, 22) is
+# shorter, so the kernels span it as safari's do. Differences in the source below.
+_SAFARI_H3 = (
+    "safari's H3 model (configs/experiment/synthetics/{induction_head,associative_recall}/h3.yaml 1-13, "
+    "configs/model/layer/h3.yaml 1-6, src/models/sequence/simple_lm.py, src/models/sequence/h3.py) as zoology's "
+    "LanguageModel with its H3 mixer (models_ref/zoology.py, zoology_mixers.py): two blocks of width 32, d_state 64 "
+    "(l_max 64 >= the input), embed dropout 0.1, no position table, tied head, as safari. Differs from safari: "
+    "(1) no MLP: zoology's state mixer is Identity (zoology configs.py 145) where safari's block has Mlp 32-128-32 "
+    "with tanh GELU after norm2 (simple_lm.py 279-286, 325-332; d_inner 4 x 32 in h3.yaml 10), so norm2's output "
+    "is added to the residual stream again by the next block (zoology model.py 205-215); (2) head_dim 2, 16 heads "
+    "of 2 x 2 state products (zoology configs.py 87) where safari's is head_dim 1, 32 heads (layer/h3.yaml 3; "
+    "h3.py 47-48, 143-155); (3) one AdamW group at the protocol's lr and weight decay 0.1 on every parameter "
+    "(zoology train.py 185-189) where safari gives the SSM kernels' log_dt, B, A (ss_kernel_diag.py 83-86) and "
+    "the shift kernel's B (ss_kernel_shift.py 33) lr min(1e-3, lr) and no weight decay (layer/h3.yaml 6; "
+    "src/utils/train.py 145-156; train.py 467-491)")
+for (_name, _scale), _row in list(PROTOCOLS.items()):
+    if _name in ("h3-induction", "h3-recall"):
+        ARCHITECTURES[(_name, _scale, "h3")] = dict(
+            arch=dict(d_model=32, n_layers=2, max_position_embeddings=0, sequence_mixer="h3", l_max=64),
+            lr=_row["lr"], column="h3",  # Table 1's H3 row
+            source=f"{_SAFARI_H3}; lr {_row['lr']:g} ({_row['source']})")
 
 # ----------------------------------------------------------------- certificates (controls.py)
 VALIDATE = {  # task -> (its protocol, the positive control there)
