@@ -30,7 +30,8 @@ def _validate_help():
         if special:
             text += " (" + "; ".join(f"{', '.join(ts)}: {n}" for n, ts in special.items()) + ")"
         rows.setdefault(name, {})[scale] = text
-    lines = [f"{name:20s} tiny {r.get('tiny', '-'):50s} paper {r.get('paper', '-')}" for name, r in rows.items()]
+    w = max(map(len, rows))  # the longest protocol name: the columns stay aligned
+    lines = [f"{name:{w}s} tiny {r.get('tiny', '-'):50s} paper {r.get('paper', '-')}" for name, r in rows.items()]
     return ("Train a reference model on a dataset DIR (or an atomic or token TASK, or a token suite's PROTOCOL, on "
             "the fly) and certify it.\n\n"
             "Exit code: 0 when the certificate passed (or has no verdict), 3 when it FAILED, 1 on an error.\n\n"
@@ -116,8 +117,8 @@ def _lrs(ctx, param, value):
               help="a task (select, cumsum, ...), a group (atomic: Table 1's 11 tasks; atomic-512: its L = 512 "
                    "columns; table2: Shift at 2^8..2^20), listops-subtrees, pathfinder-seg-128|256|512, "
                    "lra-pathfinder, path-x, lra-listops; the field's token suites mqar, h3-synthetics, "
-                   "selective-copying, induction-heads, state-tracking, word-problem, mad (mad-baselines); or a "
-                   "comma list")
+                   "selective-copying, induction-heads, state-tracking, word-problem, mad (mad-baselines), chomsky "
+                   "(chomsky-regular, chomsky-dcf, chomsky-cs: one level; chomsky-TASK: one task); or a comma list")
 @click.option("--scale", type=click.Choice(["tiny", "paper"]), default="tiny", show_default=True,
               help="tiny: the protocols shrunk to minutes on a CPU; paper: the papers' Tables 5/6")
 @click.option("--steps", type=click.IntRange(1, limits.MAX_STEPS), default=None,
@@ -151,8 +152,9 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
     """Run MODEL through the papers' protocols and report it beside the papers' figures.
 
     MODEL is a built-in name (dlr, dss, s4, s4d, essm, attention, attention-ff, local-attention,
-    dlr-prod, dlr-real, dlr-6, dlr-d1, s6, s6-signed, gru; zoology-attention on mqar),
-    path/to/file.py:function or
+    dlr-prod, dlr-real, dlr-6, dlr-d1, s6, s6-signed, s6-nogate, s4d-nogate, gru, deltanet,
+    deltanet-signed; zoology-attention, base-conv, hyena, h3 on mqar; rnn, lstm, stack-rnn,
+    tape-rnn, chomsky-transformer on the chomsky suites), path/to/file.py:function or
     package.module:function;
     a function takes a longsynth.ModelSpec and returns a torch.nn.Module mapping
     [B, T, d_input] (or tokens [B, T]) to [B, T, d_output] (docs/evaluate.md).

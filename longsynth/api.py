@@ -90,7 +90,9 @@ def authors_stream(task, count, *, seed, split="train", **params):
     row before it, unlike ``sample``/``batch``, whose rows are pure functions of their index.
     A count whose rows (and what the draws keep) cannot fit in the memory available now is
     refused before anything is drawn (``memory_available``); ``gen --authors-stream`` writes
-    such a split shard by shard."""
+    such a split shard by shard. The Chomsky tasks return the authors' own arrays instead of rows
+    (``length`` fixes the one length of their call; ``targets`` [count] where the output has one
+    position): docs/tasks/chomsky.md, "The authors' stream"."""
     t = registry.get(task)
     if t.authors is None:
         raise LongsynthError(f"task: {task} has no authors' stream (tasks with one: "
@@ -101,6 +103,8 @@ def authors_stream(task, count, *, seed, split="train", **params):
     split = split_name(split)
     s = authors_open(t, cfg, seed, {split: count}, split, "authors")
     _check_memory(t, {split: s}, keep=True)
+    if t.authors_arrays is not None:  # the authors' arrays are not rows of ours (the Chomsky tasks)
+        return t.authors_arrays(cfg, count, seed, split)
     return s.rows()
 
 

@@ -156,6 +156,10 @@ class Task:
     # the authors' own stream: (cfg, count, seed, split name) -> {"inputs", "targets": int64 [count, L]};
     # an Authors (generators/_authors.py) also opens it as a Stream, made block by block
     authors: Callable | None = None
+    # where the authors' function returns arrays that are not rows of ours (the Chomsky tasks: the argmax of
+    # sample_batch's one-hot input and output, apart): (cfg, count, seed, split name) -> {"inputs", "targets"}
+    # int64 shaped as theirs; longsynth.authors_stream returns these, and ``authors`` lays them out as rows
+    authors_arrays: Callable | None = None
     # where the authors' data sets draw every split from one generator (MAD's generate_data):
     # (cfg, seed, counts {split: count}, split name) -> that split's rows (an Authors too); what
     # gen --authors-stream writes

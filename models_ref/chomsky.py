@@ -1,11 +1,15 @@
 """The Chomsky-hierarchy paper's models as built-ins (Delétang, Ruoss et al., ICLR 2023; docs/models.md
-"Chomsky hierarchy baselines"): ``rnn``, ``lstm``, ``stack-rnn``, ``tape-rnn`` on the ``chomsky-*``
-token tasks (docs/tasks/chomsky.md), each a core of models_ref/layers/ wrapped as
+"Chomsky hierarchy baselines"): ``rnn``, ``lstm``, ``stack-rnn``, ``tape-rnn``, ``chomsky-transformer`` on
+the ``chomsky-*`` token tasks (docs/tasks/chomsky.md), each a core of models_ref/layers/ wrapped as
 google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be models/rnn.py 48-73 wraps it:
 
     x_t = one_hot(id_t) over the I input symbols and the empty token I    (experiments/utils.py 54-79)
     h = core(x)                                                           every position, causal
     logits_t = W relu(h_t) + b                                            O output classes (rnn.py 72-73)
+
+``chomsky-transformer`` is their ``transformer_encoder`` (models_ref/layers/chomsky_transformer.py): the
+encoder reads the whole row (no causal mask; the padding masked out of its keys) and the head is
+``hk.Linear(O)`` on its output without the ReLU (models/transformer.py 496-499).
 
 Our rows already hold the empty tokens the authors' wrapper appends (docs/tasks/chomsky.md, "Row
 layout"); the padding after them (id I + 1) is read as a zero vector and never scored. The harness
@@ -21,6 +25,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from longsynth.errors import LongsynthError
+from longsynth.models_ref.layers.chomsky_transformer import TransformerEncoder, haiku_init_
 from longsynth.models_ref.layers.lstm import LSTM
 from longsynth.models_ref.layers.rnn import VanillaRNN
 from longsynth.models_ref.layers.stack_rnn import StackRNN
@@ -35,7 +40,9 @@ SIZES = {
     "chomsky-duplicate-string": (2, 2), "chomsky-missing-duplicate-string": (4, 2), "chomsky-odds-first": (2, 2),
     "chomsky-bucket-sort": (5, 5),
 }
-CORES = {"rnn": VanillaRNN, "lstm": LSTM, "stack-rnn": StackRNN, "tape-rnn": TapeRNN}
+CORES = {"rnn": VanillaRNN, "lstm": LSTM, "stack-rnn": StackRNN, "tape-rnn": TapeRNN,
+         "chomsky-transformer": TransformerEncoder}
+WHOLE_ROW = ("chomsky-transformer",)  # the cores that see every position of the row (not causal)
 NO_LOGIT = -1e4  # the logits of ids outside the O output classes (finite: fp16 holds it)
 
 
@@ -52,13 +59,15 @@ class ChomskyConfig:
 
 
 class ChomskyModel(nn.Module):
-    """x [B, T] int64 -> logits [B, T, vocab_size]: one-hot, core, ReLU, linear (rnn.py 48-73)."""
+    """x [B, T] int64 -> logits [B, T, vocab_size]: one-hot, core, ReLU (not after the encoder), linear."""
 
     def __init__(self, cfg: ChomskyConfig):
         super().__init__()
         self.cfg = cfg
         self.core = CORES[cfg.core](cfg.I + 1, **cfg.arch)
         self.head = nn.Linear(self.core.H, cfg.O)  # W [O, H], b [O]  (hk.Linear(output_size))
+        if cfg.core in WHOLE_ROW:
+            haiku_init_(self.head)  # the encoder starts as Haiku's modules do (layers/chomsky_transformer.py)
 
     def forward(self, x):  # x [B, T] int64
         I = self.cfg.I  # noqa: E741
@@ -68,9 +77,11 @@ class ChomskyModel(nn.Module):
             empty = x == I  # [B, T]
             n = torch.where(empty.any(1), empty.long().argmax(1), torch.full_like(x[:, 0], x.shape[1]))  # [B]
             h = self.core(u, n.long())  # [B, T, H]
+        elif self.cfg.core in WHOLE_ROW:
+            h = self.core(u, x != I + 1)  # [B, T, H]  the padding masked out of the keys
         else:
             h = self.core(u)  # [B, T, H]
-        logits = self.head(F.relu(h))  # [B, T, O]
+        logits = self.head(h if self.cfg.core in WHOLE_ROW else F.relu(h))  # [B, T, O]  (transformer.py 499)
         rest = logits.new_full((*logits.shape[:2], self.cfg.vocab_size - self.cfg.O), NO_LOGIT)  # [B, T, V - O]
         return torch.cat([logits, rest], dim=-1)  # [B, T, vocab_size]
 

@@ -197,7 +197,8 @@ def plan(model, suite, settings, out, notify, progress=False, on_member=None):
         prepared = prepare(probe)
         torch.manual_seed(0)
         dev = torch.device(settings.device)  # on the run's device: a paper-scale model is slow on a CPU
-        check_model(build(factory, prepared.spec), prepared.spec, prepared.sources[0](0)[0][:2].to(dev))
+        check_model(build(factory, prepared.spec), factories.checked_spec(factory, prepared.spec),
+                    prepared.sources[0](0)[0][:2].to(dev))
         lrs = settings.lrs or protocol.lrs or (_default_lr(factory, proto_name, settings.scale, task),)
         mine = []
         for job, prefix in sweep(probe, protocol, settings, lrs):

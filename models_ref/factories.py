@@ -11,8 +11,8 @@ A factory is ``factory(spec: longsynth.ModelSpec) -> torch.nn.Module`` (docs/eva
   blocks run causal on every protocol: they have no bidirectional form); ``zoology-attention``,
   zoology's Figure 2 attention model (models_ref/zoology.py), and the same LanguageModel with Figure 2's
   ``base-conv``, ``hyena``, ``h3`` mixers (models_ref/zoology_mixers.py), on the ``mqar`` protocols only;
-  the Chomsky-hierarchy paper's ``rnn``, ``lstm``, ``stack-rnn``, ``tape-rnn`` (models_ref/chomsky.py)
-  on the ``chomsky-*`` protocols only;
+  the Chomsky-hierarchy paper's ``rnn``, ``lstm``, ``stack-rnn``, ``tape-rnn`` and Transformer encoder
+  ``chomsky-transformer`` (models_ref/chomsky.py) on the ``chomsky-*`` protocols only;
 - ``path/to/file.py:function``: a function in a Python file (the user's code, run as the
   user asked);
 - ``package.module:function``: a function of an importable module.
@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import dataclasses
 import os
 import sys
 
@@ -69,6 +70,10 @@ class Reference:
     def lr(self, spec):
         return preset_lr(self.preset(spec), spec.task)
 
+    def checked(self, spec):
+        """The spec its module is checked against before training (harness_checks.check_model): the protocol's."""
+        return spec
+
     def __call__(self, spec):
         return Model(self.config(spec))
 
@@ -102,8 +107,8 @@ class Zoology(Reference):
 
 
 class Chomsky(Reference):
-    """``rnn``, ``lstm``, ``stack-rnn``, ``tape-rnn``: the Chomsky-hierarchy paper's models
-    (models_ref/chomsky.py), on the ``chomsky-*`` protocols only (their preset refuses the others)."""
+    """``rnn``, ``lstm``, ``stack-rnn``, ``tape-rnn``, ``chomsky-transformer``: the Chomsky-hierarchy paper's
+    models (models_ref/chomsky.py), on the ``chomsky-*`` protocols only (their preset refuses the others)."""
 
     def config(self, spec):
         from longsynth.models_ref import chomsky
@@ -115,6 +120,16 @@ class Chomsky(Reference):
 
         return chomsky.ChomskyModel(self.config(spec))
 
+    def checked(self, spec):
+        """The paper's Transformer encoder sees the whole row (models/transformer.py 285-291: no mask, as
+        ``make_transformer_encoder`` leaves ``causal_masking`` off), so its module is not checked for
+        causality. The chomsky protocols are causal for the recurrent models' sake only: their inputs hold
+        no target (the input, the empty tokens, the padding), so nothing is learnt from a later position
+        that the authors' encoder does not see too."""
+        from longsynth.models_ref import chomsky
+
+        return dataclasses.replace(spec, causal=False) if self.name in chomsky.WHOLE_ROW else spec
+
 
 BUILTIN = {name: Reference(name) for name in ("dlr", "dss", "s4", "s4d", "essm", "dlr-prod", "dlr-real", "dlr-6",
                                                "dlr-d1", "attention", "attention-ff", "local-attention", "s6",
@@ -122,8 +137,14 @@ BUILTIN = {name: Reference(name) for name in ("dlr", "dss", "s4", "s4d", "essm",
                                                "s4d-nogate")}
 for _name in ("zoology-attention", "base-conv", "hyena", "h3"):
     BUILTIN[_name] = Zoology(_name)
-for _name in ("rnn", "lstm", "stack-rnn", "tape-rnn"):
+for _name in ("rnn", "lstm", "stack-rnn", "tape-rnn", "chomsky-transformer"):
     BUILTIN[_name] = Chomsky(_name)
+
+
+def checked_spec(factory, spec):
+    """The spec ``factory``'s module is checked against before training: a built-in's own (``checked``), else
+    the protocol's."""
+    return factory.checked(spec) if isinstance(factory, Reference) else spec
 
 
 def _sha256(path):

@@ -220,7 +220,7 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
                               checkpoint_activations=job.checkpoint_activations, checkpoint_every=job.checkpoint_every,
                               weight_decay=job.weight_decay)
     torch.manual_seed(tcfg.seed)
-    check_model(build(factory, spec), spec, p.sources[0](0)[0][:2].to(dev))
+    check_model(build(factory, spec), factories.checked_spec(factory, spec), p.sources[0](0)[0][:2].to(dev))
     if isinstance(factory, factories.Reference):
         model_config = factory.config(spec).to_dict()  # the reference model's config, as validate always recorded
     else:

@@ -170,6 +170,11 @@ def _candidates(task, cfg):
         ns = cfg.vocab_size - cfg.noise_vocab_size - 1
         n = ns - ns // 2
         return n, f"1 of {n:,} values"
+    if task.startswith("chomsky-"):  # a uniform guess among the output classes at every scored position
+        from longsynth.generators.chomsky._common import LAYOUTS
+
+        n = LAYOUTS[task].output_size(cfg)
+        return n, f"1 of {n:,} output classes"
     return None, "no chance level computed for this task"
 
 

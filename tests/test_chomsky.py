@@ -154,7 +154,9 @@ def test_stack_example_row_from_the_kernel():
     ("modular-arithmetic-brackets", dict(mult=1), "mult"),
     ("solve-equation", dict(modulus=0), "modulus"),
     ("bucket-sort", dict(vocab_size=0), "vocab_size"),
-    ("reverse-string", dict(length=5), "length"),
+    ("reverse-string", dict(length=0), "length"),
+    ("reverse-string", dict(length=5, max_length=9), "length: 5 fixes the input length"),
+    ("reverse-string", dict(width=5), "width: not a parameter"),
 ])
 def test_bad_parameters_one_line(task, params, message):
     with pytest.raises(LongsynthError, match=message) as err:

@@ -220,5 +220,5 @@ def test_evaluate_end_to_end(tmp_path):
     assert r.exit_code == 0, r.output
     rep = json.loads((tmp_path / "out" / "report.json").read_text())
     row = rep["rows"][0]
-    assert {c["at"] for c in row["by_length"] if c["kind"] == "test length"} == {*range(11, 40, 3), 40}
+    assert {c["at"] for c in row["by_length"] if c["kind"] == "test length"} == {*range(41, 100, 6), 100}
     assert 0.0 <= row["test_mean"] <= 1.0

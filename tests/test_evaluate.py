@@ -352,3 +352,20 @@ def test_local_attention_runs_a_stored_pathfinder_protocol_from_data(tmp_path):
     r = _evaluate(["local-attention", "--suite", "pathfinder-seg-256", "--steps", "2", "--data", str(data),
                    "--out", str(out)])
     assert r.exit_code == 1 and "pathfinder-seg-256 does not exist" in r.output
+
+
+def test_help_names_every_builtin_and_the_token_suites():
+    """`longsynth evaluate --help` is where a user reads the model names: none may be missing."""
+    import re
+
+    from click.testing import CliRunner
+
+    from longsynth.cli.main import cli
+    from longsynth.models_ref.factories import BUILTIN
+    from longsynth.models_ref.protocols.registry import SUITES
+
+    text = " ".join(CliRunner().invoke(cli, ["evaluate", "--help"]).output.split())
+    words = set(re.findall(r"[\w-]+", text))
+    assert set(BUILTIN) <= words, sorted(set(BUILTIN) - words)
+    for suite in ("chomsky", "chomsky-regular", "chomsky-dcf", "chomsky-cs", "mqar", "mad"):
+        assert suite in SUITES and suite in words

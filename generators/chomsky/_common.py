@@ -17,7 +17,7 @@ Draws: every sample reads stream(seed, split, index) only; its first draw is the
 n = min_length + below(max_length - min_length + 1). ``bits(k)`` takes ceil(k / 64) words of
 the stream, bit i of the string being bit i % 64 of word i // 64 (least significant first).
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numba import njit
@@ -39,15 +39,21 @@ CITATION = """@inproceedings{deletang2023neural,
 MAX_LENGTH = 1 << 16  # linear-time tasks
 MAX_LENGTH_QUADRATIC = 1 << 13  # binary multiplication and square root: O(n^2) bit operations a sample
 MAX_ALPHABET = 1 << 14
+DEFAULT_RANGE = (1, 40)  # (min_length, max_length) when neither is given: the paper's training lengths
 
 
 def min_length(hi=MAX_LENGTH):
-    return param(1, "shortest input; the length is uniform per sample in [min_length, max_length] "
+    return param(DEFAULT_RANGE[0], "shortest input; the length is uniform per sample in [min_length, max_length] "
                     "(the paper trains on 1-40, tests on 41-500)", lo=1, hi=hi)
 
 
 def max_length(hi=MAX_LENGTH):
-    return param(40, "longest input; rows are padded to the longest input and its output", lo=1, hi=hi)
+    return param(DEFAULT_RANGE[1], "longest input; rows are padded to the longest input and its output", lo=1, hi=hi)
+
+
+def fixed_length(hi=MAX_LENGTH):
+    return param(None, "every input of this one length: sets min_length = max_length = length (the authors' "
+                       "sample_batch length)", lo=1, hi=hi)
 
 
 def score_padding():
@@ -59,6 +65,7 @@ def score_padding():
 class LengthConfig:
     min_length: int = min_length()
     max_length: int = max_length()
+    length: int | None = fixed_length()
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,7 @@ class AlphabetConfig:
     vocab_size: int = param(2, "symbols 0..vocab_size-1, each uniform (the paper: 2)", lo=1, hi=MAX_ALPHABET)
     min_length: int = min_length()
     max_length: int = max_length()
+    length: int | None = fixed_length()
 
 
 @dataclass(frozen=True)
@@ -73,9 +81,13 @@ class TerminatedConfig:
     score_padding: bool = score_padding()
     min_length: int = min_length()
     max_length: int = max_length()
+    length: int | None = fixed_length()
 
 
 def check_lengths(cfg):
+    if cfg.length is not None and (cfg.min_length, cfg.max_length) not in ((cfg.length, cfg.length), DEFAULT_RANGE):
+        raise LongsynthError(f"length: {cfg.length} fixes the input length; give it or min_length/max_length "
+                             f"({cfg.min_length}, {cfg.max_length}), not both")
     if cfg.min_length > cfg.max_length:
         raise LongsynthError(f"min_length: {cfg.min_length} exceeds max_length = {cfg.max_length}")
 
@@ -102,14 +114,27 @@ class Layout:
         }
 
 
+def fix_length(cfg):
+    """The config with min_length = max_length = length where ``length`` is given."""
+    return cfg if cfg.length is None else replace(cfg, min_length=cfg.length, max_length=cfg.length)
+
+
+LAYOUTS = {}  # task name -> its Layout (the authors' I, O and lengths; read by the harness's chance level)
+
+
 def make_task(name, config, summary, layout, fill, card, check=None):
     def _check(cfg):
         check_lengths(cfg)
         if check is not None:
-            check(cfg)
+            check(fix_length(cfg))
 
+    from longsynth.generators.chomsky import authors
+
+    stream, arrays = authors.register(name.removeprefix("chomsky-"), layout)
+    LAYOUTS[name] = layout
     return Task(name=name, config=config, summary=summary, keys=layout.keys, fill=fill, check=_check,
-                family="tokens", vocab_size=layout.vocab_size, citation=CITATION, card=card)
+                resolve=fix_length, family="tokens", vocab_size=layout.vocab_size, citation=CITATION, card=card,
+                authors=stream, authors_arrays=arrays)
 
 
 # ---------------------------------------------------------------- kernels' shared pieces

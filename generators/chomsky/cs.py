@@ -23,7 +23,8 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.generators.chomsky._common import (MAX_ALPHABET, AlphabetConfig, LengthConfig, Layout, bits,
-                                                   draw_length, frame, make_task, max_length, min_length)
+                                                   draw_length, fixed_length, frame, make_task, max_length,
+                                                   min_length)
 from longsynth.rng import below, stream
 from longsynth.task import param
 
@@ -33,6 +34,7 @@ class BucketSortConfig:
     vocab_size: int = param(5, "symbols 0..vocab_size-1, each uniform (the paper: 5)", lo=1, hi=MAX_ALPHABET)
     min_length: int = min_length()
     max_length: int = max_length()
+    length: int | None = fixed_length()
 
 
 # ---------------------------------------------------------------- kernels

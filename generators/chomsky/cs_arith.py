@@ -27,7 +27,7 @@ from numba import njit, prange
 
 from longsynth.generators._tokens import IGNORE
 from longsynth.generators.chomsky._common import (MAX_LENGTH_QUADRATIC, Layout, TerminatedConfig, draw_length,
-                                                   frame, make_task, max_length, min_length, nonzero_bits,
+                                                   fixed_length, frame, make_task, max_length, min_length, nonzero_bits,
                                                    score_padding)
 from longsynth.rng import below, stream
 
@@ -39,12 +39,14 @@ class MultiplicationConfig:
     score_padding: bool = score_padding()
     min_length: int = min_length(MAX_LENGTH_QUADRATIC)
     max_length: int = max_length(MAX_LENGTH_QUADRATIC)
+    length: int | None = fixed_length(MAX_LENGTH_QUADRATIC)
 
 
 @dataclass(frozen=True)
 class SqrtConfig:
     min_length: int = min_length(MAX_LENGTH_QUADRATIC)
     max_length: int = max_length(MAX_LENGTH_QUADRATIC)
+    length: int | None = fixed_length(MAX_LENGTH_QUADRATIC)
 
 
 # ---------------------------------------------------------------- kernels

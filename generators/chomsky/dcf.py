@@ -31,8 +31,8 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.generators.chomsky._common import (MAX_ALPHABET, AlphabetConfig, Layout, TerminatedConfig,
-                                                   draw_length, bits, expression, frame, make_task, max_length,
-                                                   min_length)
+                                                   draw_length, bits, expression, fixed_length, frame, make_task,
+                                                   max_length, min_length)
 from longsynth.generators._tokens import IGNORE
 from longsynth.rng import below, stream
 from longsynth.task import param
@@ -51,6 +51,7 @@ class BracketsConfig:
     mult: bool = param(True, "'*' among the operators (the paper's runs: on, TASK_BUILDERS' mult=True)")
     min_length: int = min_length()
     max_length: int = max_length()
+    length: int | None = fixed_length()
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class SolveEquationConfig:
     modulus: int = _modulus()
     min_length: int = min_length()
     max_length: int = max_length()
+    length: int | None = fixed_length()
 
 
 # ---------------------------------------------------------------- kernels

@@ -25,7 +25,7 @@ from numba import njit, prange
 
 from longsynth.errors import LongsynthError
 from longsynth.generators.chomsky._common import (MAX_ALPHABET, LengthConfig, Layout, bits, draw_length, frame,
-                                                   make_task, max_length, min_length)
+                                                   fixed_length, make_task, max_length, min_length)
 from longsynth.rng import below, stream
 from longsynth.task import param
 
@@ -40,6 +40,7 @@ class ModularArithmeticConfig:
                                   "the authors' default: all of + * -)")
     min_length: int = min_length()
     max_length: int = max_length()
+    length: int | None = fixed_length()
 
 
 def _check_modular(cfg):

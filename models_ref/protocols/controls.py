@@ -14,13 +14,13 @@ certificate fails. ``NO_CONTROL``: the tasks without a certificate, and why.
 """
 from __future__ import annotations
 
-from longsynth.models_ref.protocols import atomic, mad, recall, state
+from longsynth.models_ref.protocols import atomic, chomsky, mad, recall, state
 from longsynth.models_ref.protocols.registry import TOLERANCE, paper_figures
 
 NO_CONTROL_BELOW = 0.6
 CONTROL_TINY = 0.9
-VALIDATE = {**recall.VALIDATE, **state.VALIDATE, **mad.VALIDATE}  # task -> (its protocol, the positive control)
-NO_CONTROL = {**recall.NO_CONTROL, **state.NO_CONTROL, **mad.NO_CONTROL}  # task -> why it has no certificate
+VALIDATE = {**recall.VALIDATE, **state.VALIDATE, **mad.VALIDATE, **chomsky.VALIDATE}  # task -> (protocol, control)
+NO_CONTROL = {**recall.NO_CONTROL, **state.NO_CONTROL, **mad.NO_CONTROL, **chomsky.NO_CONTROL}  # task -> why none
 
 
 def positive_control(protocol, scale, task, model="dlr"):
