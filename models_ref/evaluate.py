@@ -37,7 +37,7 @@ from longsynth.models_ref.evaluate_plan import Settings, cpu_warning, plan, plan
 from longsynth.models_ref.harness import run
 from longsynth.models_ref.protocol import resolve
 from longsynth.models_ref.report import Report
-from longsynth.models_ref.report_records import diverged_text, member_name
+from longsynth.models_ref.report_records import diverged_text, member_name, score_of
 from longsynth.models_ref.trainer_checkpoints import CheckpointError
 
 
@@ -87,7 +87,7 @@ def _evaluate(model, suite, out, settings, progress, notify):
     for i, cert in enumerate(_run_all(todo, sent, settings, progress), 1):
         results.append(cert)
         metric = cert["primary_metric"]
-        value = (cert["test"] or {}).get(metric)
+        value = (score_of(cert) or {}).get(metric)
         sweep = "".join(f" {name} {cert[key]:g}" for key, name in (("weight_decay", "wd"), ("width", "d"),
                                                                   ("depth", "layers"))
                         if cert.get(key) is not None)

@@ -242,6 +242,9 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         res = {**res, "test": None, "diverged": {"step": res["steps"], "where": f"test at length {label}"}}
         test_sets = None
     primary = PRIMARY[tcfg.objective]
+    # what the report, the progress line and a certificate read: the test split's metrics, or on a protocol that
+    # scores its test sets (the Chomsky hierarchy's lengths beyond training) their mean
+    score = mean_of(test_sets) if proto.score_test_sets and test_sets else res["test"]
     figures = paper_figures(proto.name, proto.task)
     own, column = own_figures(proto.name, proto.scale, job.model)  # the paper's column a built-in's preset matches
     paper = paper_figures(own, proto.task).get(column)
@@ -270,9 +273,8 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         "primary_metric": primary, "final": res["final_val"], "best": res["val"], "best_step": res["best_step"],
         "diverged": res["diverged"],  # {"step", "where"} of a NaN or infinity: the run stopped there
         "test": res["test"], "test_sets": test_sets, "test_set_params": proto.test_sets, "breakdown": proto.breakdown,
-        "paper": paper, "paper_columns": figures,
-        "verdict": verdict({**res, "test": mean_of(test_sets)} if proto.score_test_sets and test_sets else res,
-                           paper, primary, paper_split(own)),
+        "score": score, "paper": paper, "paper_columns": figures,
+        "verdict": verdict({**res, "test": score}, paper, primary, paper_split(own)),
         "created": time.strftime("%Y%m%d-%H%M%S"), "rank": rank,
     }
     if rank == 0:

@@ -28,7 +28,7 @@ from longsynth.models_ref.protocols.registry import (COLUMNS, EXTRA_COLUMNS, PAP
                                                      column_source, own_figures, paper_figures, paper_split)
 from longsynth.models_ref.report_figures import ReportFigures
 from longsynth.models_ref.report_records import (_column, _figures, _level, _pct, _protocol_steps, _shared, _trained_at,
-                                                 by_length, display_name, member)
+                                                 by_length, display_name, member, score_of)
 from longsynth.models_ref.report_text import ReportText
 from longsynth.models_ref.report_text import summary  # noqa: F401 - validate's lines, importable from here (the CLI)
 from longsynth.outdir import Folder
@@ -99,7 +99,7 @@ class Report(ReportText, ReportFigures):
                for lr, rs in by_lr.items()}
         best = max(val, key=val.get)
         best_lr, best_wd = best if math.isfinite(val[best]) else (None, None)
-        tests = [r["test"][metric] for r in by_lr[best] if r.get("test")]
+        tests = [score_of(r)[metric] for r in by_lr[best] if score_of(r)]
         figures = _figures(runs[0])
         protocol = runs[0]["protocol"]
         paper = {c: (_column(figures, c) or {}).get(metric) for c in self.columns}

@@ -183,3 +183,10 @@ def _protocol_steps(run):
 
 def _level_text(level):
     return "-" if level is None else f"{level:.3f}"
+
+
+def score_of(cert):
+    """The metrics a certificate is scored by: its ``score`` (the test split's, or on a protocol that scores its
+    test sets their mean: models_ref/harness.py), the test split's in certificates made before it had one."""
+    return cert.get("score", cert.get("test"))
+

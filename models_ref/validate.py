@@ -34,6 +34,7 @@ from longsynth.models_ref.protocols.atomic import LENGTH_OF, OUT_OF_TINY_BUDGET
 from longsynth.models_ref.protocols.controls import positive_control
 from longsynth.models_ref.protocols.registry import PAPER, TOLERANCE, task_of
 from longsynth.models_ref.protocol import SCALES
+from longsynth.models_ref.report_records import score_of
 
 MODELS = tuple(BUILTIN)
 
@@ -250,7 +251,7 @@ def token_certificate(out):
     """A token task's verdict (models_ref/protocols/controls.py): the positive control's test accuracy reaches
     its threshold (0.9 at tiny scale; its paper figure less the tolerance at paper scale)."""
     need = control_threshold(out["protocol"], out["scale"], out["model"])
-    test = (out.get("test") or {}).get("accuracy")
+    test = (score_of(out) or {}).get("accuracy")
     if need is None or test is None:
         return {"passed": None, "reasons": [], "can_fail": False, "threshold": need}
     reasons = [] if test >= need else [f"{out['model']} test accuracy {test:.3f} is below {need:.2f}"]

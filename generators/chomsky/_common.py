@@ -128,13 +128,9 @@ def make_task(name, config, summary, layout, fill, card, check=None):
         if check is not None:
             check(fix_length(cfg))
 
-    from longsynth.generators.chomsky import authors
-
-    stream, arrays = authors.register(name.removeprefix("chomsky-"), layout)
     LAYOUTS[name] = layout
     return Task(name=name, config=config, summary=summary, keys=layout.keys, fill=fill, check=_check,
-                resolve=fix_length, family="tokens", vocab_size=layout.vocab_size, citation=CITATION, card=card,
-                authors=stream, authors_arrays=arrays)
+                resolve=fix_length, family="tokens", vocab_size=layout.vocab_size, citation=CITATION, card=card)
 
 
 # ---------------------------------------------------------------- kernels' shared pieces
