@@ -273,7 +273,8 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         "primary_metric": primary, "final": res["final_val"], "best": res["val"], "best_step": res["best_step"],
         "diverged": res["diverged"],  # {"step", "where"} of a NaN or infinity: the run stopped there
         "test": res["test"], "test_sets": test_sets, "test_set_params": proto.test_sets, "breakdown": proto.breakdown,
-        "score": score, "paper": paper, "paper_columns": figures,
+        "score": score, "scored_on": "test sets" if score is not res["test"] else "test",
+        "paper": paper, "paper_columns": figures,
         "verdict": verdict({**res, "test": score}, paper, primary, paper_split(own)),
         "created": time.strftime("%Y%m%d-%H%M%S"), "rank": rank,
     }

@@ -9,7 +9,7 @@ import os
 from longsynth.models_ref.protocols.mad import GROUP_NAMES, GROUP_SOURCE, GROUPS
 from longsynth.models_ref.protocols.registry import TOLERANCE, column_source, paper_split
 from longsynth.models_ref.report_records import (METRIC_NAMES, _level_text, _lr, _mine, _pct, _run_name, binned,
-                                                 display_name, diverged_text)
+                                                 display_name, diverged_text, score_of)
 
 
 class ReportText:
@@ -217,7 +217,9 @@ def summary(cert):
     lines = [f"{who} on {cert['target']} ({cert['protocol']}, {cert['scale']}): {how}"]
     primary = cert.get("primary_metric")
     name = METRIC_NAMES.get(primary, primary)
-    test = (cert.get("test") or {}).get(primary)
+    test = (score_of(cert) or {}).get(primary)
+    if cert.get("scored_on") == "test sets":
+        name = f"{name} (the mean over the test sets)"
     v = cert.get("verdict")
     if test is None and cert.get("diverged"):
         lines.append(f"test {name}: none: {diverged_text(cert)}")
