@@ -55,10 +55,10 @@ def batch(task, start, count, *, seed=0, split="train", out=None, **params):
     count = _check_index("count", count)
     if not t.batchable:
         raise LongsynthError(f"task: {task} has variable-length samples; use sample() or a stored dataset")
-    want = t.allocate(cfg, 0)
     if out is None:
         out = t.allocate(cfg, count)
     else:
+        want = t.allocate(cfg, 0)
         for k, arr in want.items():
             got = out.get(k)
             if (

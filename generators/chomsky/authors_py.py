@@ -52,6 +52,7 @@ from numba import njit
 
 from longsynth.errors import LongsynthError
 from longsynth.generators.chomsky.cs_arith import isqrt_bits
+from longsynth.generators.chomsky.limbs import mul_bits
 from longsynth.generators.chomsky.mt19937 import np_randint, numpy_state, py_randint_ones, python_state
 
 END = 2  # stack, addition, multiplication: the end token of the target (and the operator of the input)
@@ -212,29 +213,6 @@ def _add(x, a, y, c, out):
 
 
 @njit(cache=True)
-def _mul(x, a, y, c, out):
-    """out[:r] = x[:a] * y[:c] (little-endian bits, both non-zero); returns r; out has a + c + 1."""
-    out[:] = 0
-    for i in range(a):
-        if x[i]:
-            carry = 0
-            for j in range(c):
-                t = out[i + j] + y[j] + carry
-                out[i + j] = t & 1
-                carry = t >> 1
-            j = i + c
-            while carry:
-                t = out[j] + carry
-                out[j] = t & 1
-                carry = t >> 1
-                j += 1
-    r = a + c
-    while out[r - 1] == 0:
-        r -= 1
-    return r
-
-
-@njit(cache=True)
 def binary_batch(ns, ps, length, mul, inp, tgt):
     """Addition (mul False; tgt [count, length + 1]) or multiplication (tgt [count, length])."""
     count = inp.shape[0]
@@ -265,7 +243,7 @@ def binary_batch(ns, ps, length, mul, inp, tgt):
         x = inp[b, :a[b]]
         y = inp[b, a[b] + 1:]
         c = length - 1 - a[b]
-        r = _mul(x, a[b], y, c, res) if mul else _add(x, a[b], y, c, res)
+        r = mul_bits(x, a[b], y, c, res) if mul else _add(x, a[b], y, c, res)
         for j in range(r):
             tgt[b, j] = res[j]
         tgt[b, r] = END

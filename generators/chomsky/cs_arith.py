@@ -17,18 +17,24 @@ chomsky-binary-multiplication (I = 3, O = 3, o = n): as binary-addition with N *
 chomsky-compute-sqrt (I = 2, O = 2, o = ceil(n / 2)): X = nonzero_bits(n); x = X big-endian in
     n bits; y = floor(sqrt(X)) big-endian in o bits, every position scored.
 
+Arithmetic: the sum bit by bit (O(n)); the product and the square root on 32-bit limbs
+(limbs.py: schoolbook product, long-hand root in base 2^32), about n^2 / 4096 and 3 n^2 / 8192
+limb operations, plus O(n) to pack the drawn bits and unpack the answer's.
+
 Worked example (binary-addition, n = 9): a = 3, N = 4 (0 0 1), M = 22 (0 1 1 0 1): x =
 0 0 1 2 0 1 1 0 1; y = 26 = 0 1 0 1 1, END, 0 0 0 0: targets -100 x 9, 0 1 0 1 1 2, then -100 x 4.
 """
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
 from longsynth.generators._tokens import IGNORE
 from longsynth.generators.chomsky._common import (MAX_LENGTH_QUADRATIC, Layout, TerminatedConfig, draw_length,
                                                    fixed_length, frame, make_task, max_length, min_length, nonzero_bits,
                                                    score_padding)
+from longsynth.generators.chomsky.limbs import (bit_length, isqrt_bits_limbs, isqrt_work, mul, mul_work, pack,
+                                                 unpack)
 from longsynth.rng import below, stream
 
 END = 2  # the end token of the binary arithmetic outputs (an output class), and the operator in the input
@@ -103,7 +109,9 @@ def binary_addition_one(seed, split, index, lo, hi, pad_scored, inp, tgt):
 
 
 @njit(cache=True)
-def binary_multiplication_one(seed, split, index, lo, hi, pad_scored, inp, tgt):
+def binary_multiplication_one(seed, split, index, lo, hi, pad_scored, inp, tgt, work):
+    """work: scratch of mul_work(hi) words. N and M are packed into 32-bit limbs and multiplied
+    schoolbook (limbs.py): ceil(a / 32) ceil(b / 32) limb products instead of a b bit steps."""
     s = stream(seed, split, index)
     n = draw_length(s, lo, hi)
     frame(inp, tgt, n, n, 3)
@@ -114,131 +122,131 @@ def binary_multiplication_one(seed, split, index, lo, hi, pad_scored, inp, tgt):
         _finish(tgt, n, n - 1, n, pad_scored)
         return
     a, b = _operands(s, n, inp)
-    prod = np.zeros(a + b + 1, dtype=np.int64)
-    for i in range(a):
-        if inp[i]:
-            carry = 0
-            for j in range(b):
-                t = prod[i + j] + inp[a + 1 + j] + carry
-                prod[i + j] = t & 1
-                carry = t >> 1
-            j = i + b
-            while carry:  # a carry moves up one bit a step; the product < 2^(a + b) stops it
-                t = prod[j] + carry
-                prod[j] = t & 1
-                carry = t >> 1
-                j += 1
-    r = a + b
-    while prod[r - 1] == 0:  # N M >= 1: some bit is set
-        r -= 1
-    for j in range(r):
-        tgt[n + j] = prod[j]
+    nx, ny = (a + 31) // 32, (b + 31) // 32
+    pack(inp, 0, a, 0, work, 0)
+    pack(inp, a + 1, b, 0, work, nx)
+    mul(work, nx, ny)
+    r = bit_length(work, nx + ny, nx + ny)  # N M >= 1
+    unpack(work, nx + ny, nx + ny, 0, tgt, n, r)
     _finish(tgt, n, r, n, pad_scored)
+
+
+@njit(cache=True)
+def _reverse(a, start, k):
+    """a[start:start + k] in reverse order, in place."""
+    i, j = start, start + k - 1
+    while i < j:
+        a[i], a[j] = a[j], a[i]
+        i += 1
+        j -= 1
 
 
 @njit(cache=True)
 def isqrt_bits(x, n, out, o):
     """out[0:o] = floor(sqrt(X)) least significant bit first, X = sum of x[i] 2^i (i < n),
-    o = ceil(n / 2): digit by digit, two bits of X a step (rem = 4 rem + next pair; the trial
-    4 root + 1 is subtracted when it fits, and the root gains a 1, else a 0)."""
-    rem = np.zeros(n + 4, dtype=np.int64)  # rem < 2 root + 1 after each step: at most o + 3 bits live
-    root = np.zeros(o + 1, dtype=np.int64)
-    rl, k = 0, 0
-    for i in range(o - 1, -1, -1):
-        for j in range(rl - 1, -1, -1):
-            rem[j + 2] = rem[j]
-        rem[1] = x[2 * i + 1] if 2 * i + 1 < n else 0
-        rem[0] = x[2 * i]
-        rl += 2
-        tl = k + 2  # trial bits: t[0] = 1, t[1] = 0, t[j + 2] = root[j]
-        fits = True
-        for j in range(max(rl, tl) - 1, -1, -1):
-            u = rem[j] if j < rl else 0
-            t = 1 if j == 0 else (root[j - 2] if 2 <= j < tl else 0)
-            if u != t:
-                fits = u > t
-                break
-        if fits:
-            borrow = 0
-            for j in range(rl):
-                t = 1 if j == 0 else (root[j - 2] if 2 <= j < tl else 0)
-                d = rem[j] - t - borrow
-                borrow = 1 if d < 0 else 0
-                rem[j] = d + 2 * borrow
-        for j in range(k - 1, -1, -1):
-            root[j + 1] = root[j]
-        root[0] = 1 if fits else 0
-        k += 1
-        while rl > 0 and rem[rl - 1] == 0:
-            rl -= 1
-    for j in range(o):
-        out[j] = root[j]
+    o = ceil(n / 2) (or more: the bits past the root are 0). Long-hand square root on 32-bit
+    limbs, one root limb a step (limbs.py): about 3 m^2 / 2 limb operations for m = ceil(n / 64)
+    root limbs, plus O(n) to pack and unpack."""
+    work = np.empty(isqrt_work(n), dtype=np.uint64)
+    m, skip = isqrt_bits_limbs(x, 0, n, work)
+    unpack(work, 2 * m, m, skip, out, 0, o)
 
 
 @njit(cache=True)
-def compute_sqrt_one(seed, split, index, lo, hi, inp, tgt):
+def compute_sqrt_one(seed, split, index, lo, hi, inp, tgt, work):
+    """work: scratch of isqrt_work(hi) words. X is drawn least significant bit first into inp,
+    its root taken there (isqrt_bits_limbs), then both are turned big-endian in place."""
     s = stream(seed, split, index)
     n = draw_length(s, lo, hi)
     o = (n + 1) // 2
     frame(inp, tgt, n, o, 2)
-    x = np.empty(n, dtype=np.int64)
-    nonzero_bits(s, x, 0, n)
-    for i in range(n):
-        inp[i] = x[n - 1 - i]
-    root = np.empty(o, dtype=np.int64)
-    isqrt_bits(x, n, root, o)
-    for j in range(o):
-        tgt[n + j] = root[o - 1 - j]
+    nonzero_bits(s, inp, 0, n)
+    m, skip = isqrt_bits_limbs(inp, 0, n, work)
+    unpack(work, 2 * m, m, skip, tgt, n, o)
+    _reverse(tgt, n, o)
+    _reverse(inp, 0, n)
+
+
+# Batch fillers: a serial one over rows (one scratch for all), and a parallel one over chunks of
+# CHUNK rows that calls it. The wrappers take the serial one for small batches, where the launch
+# of a parallel loop (tens of microseconds) would cost more than the rows themselves.
+CHUNK = 16
+
+
+@njit(cache=True)
+def binary_addition_rows(seed, split, start, lo, hi, pad_scored, inp, tgt):
+    for b in range(inp.shape[0]):
+        binary_addition_one(seed, split, start + b, lo, hi, pad_scored, inp[b], tgt[b])
+
+
+@njit(cache=True)
+def binary_multiplication_rows(seed, split, start, lo, hi, pad_scored, inp, tgt):
+    work = np.empty(mul_work(hi), dtype=np.uint64)
+    for b in range(inp.shape[0]):
+        binary_multiplication_one(seed, split, start + b, lo, hi, pad_scored, inp[b], tgt[b], work)
+
+
+@njit(cache=True)
+def compute_sqrt_rows(seed, split, start, lo, hi, pad_scored, inp, tgt):
+    work = np.empty(isqrt_work(hi), dtype=np.uint64)
+    for b in range(inp.shape[0]):
+        compute_sqrt_one(seed, split, start + b, lo, hi, inp[b], tgt[b], work)
 
 
 @njit(cache=True, parallel=True)
 def binary_addition_fill(seed, split, start, lo, hi, pad_scored, inp, tgt):
-    for b in prange(inp.shape[0]):
-        binary_addition_one(seed, split, start + b, lo, hi, pad_scored, inp[b], tgt[b])
+    for c in prange((inp.shape[0] + CHUNK - 1) // CHUNK):
+        i, j = c * CHUNK, min((c + 1) * CHUNK, inp.shape[0])
+        binary_addition_rows(seed, split, start + i, lo, hi, pad_scored, inp[i:j], tgt[i:j])
 
 
 @njit(cache=True, parallel=True)
 def binary_multiplication_fill(seed, split, start, lo, hi, pad_scored, inp, tgt):
-    for b in prange(inp.shape[0]):
-        binary_multiplication_one(seed, split, start + b, lo, hi, pad_scored, inp[b], tgt[b])
+    for c in prange((inp.shape[0] + CHUNK - 1) // CHUNK):
+        i, j = c * CHUNK, min((c + 1) * CHUNK, inp.shape[0])
+        binary_multiplication_rows(seed, split, start + i, lo, hi, pad_scored, inp[i:j], tgt[i:j])
 
 
 @njit(cache=True, parallel=True)
-def compute_sqrt_fill(seed, split, start, lo, hi, inp, tgt):
-    for b in prange(inp.shape[0]):
-        compute_sqrt_one(seed, split, start + b, lo, hi, inp[b], tgt[b])
+def compute_sqrt_fill(seed, split, start, lo, hi, pad_scored, inp, tgt):
+    for c in prange((inp.shape[0] + CHUNK - 1) // CHUNK):
+        i, j = c * CHUNK, min((c + 1) * CHUNK, inp.shape[0])
+        compute_sqrt_rows(seed, split, start + i, lo, hi, pad_scored, inp[i:j], tgt[i:j])
 
 
 # ---------------------------------------------------------------- wrappers
 
 
-def _terminated(filler):
-    def fill(cfg, seed, split, start, out, fixed):
-        filler(seed, split, start, cfg.min_length, cfg.max_length, cfg.score_padding, out["inputs"],
-               out["targets"])
-    return fill
+SERIAL_WORK = 1 << 15  # count * max_length up to which a batch runs serially even with many threads
 
 
-def _fill_sqrt(cfg, seed, split, start, out, fixed):
-    compute_sqrt_fill(seed, split, start, cfg.min_length, cfg.max_length, out["inputs"], out["targets"])
+def _filler(rows, fill):
+    """fill(cfg, seed, split, start, out, fixed): the serial filler on one thread or for a batch
+    of at most SERIAL_WORK (count times max_length), else the parallel one."""
+    def run(cfg, seed, split, start, out, fixed):
+        inp, tgt = out["inputs"], out["targets"]
+        serial = inp.shape[0] * cfg.max_length <= SERIAL_WORK or get_num_threads() == 1
+        (rows if serial else fill)(seed, split, start, cfg.min_length, cfg.max_length,
+                                   getattr(cfg, "score_padding", False), inp, tgt)
+    return run
 
 
 TASKS = [
     make_task("chomsky-binary-addition", TerminatedConfig, "Chomsky hierarchy (CS): the sum of two binary "
               "numbers, little-endian", Layout(lambda cfg: 3, lambda cfg: 3, lambda n: n + 1),
-              _terminated(binary_addition_fill),
+              _filler(binary_addition_rows, binary_addition_fill),
               "input: N 2 M, two uniform non-zero numbers in little-endian bits whose lengths split n - 1 "
               "uniformly; output (n + 1 tokens): N + M little-endian, the end token 2, then 0s (scored only "
               "with --score-padding). n <= 2: one number below 2^n - 1, output itself (the authors' case)."),
     make_task("chomsky-binary-multiplication", MultiplicationConfig, "Chomsky hierarchy (CS): the product of "
               "two binary numbers, little-endian", Layout(lambda cfg: 3, lambda cfg: 3, lambda n: n),
-              _terminated(binary_multiplication_fill),
+              _filler(binary_multiplication_rows, binary_multiplication_fill),
               "input: N 2 M as in binary-addition; output (n tokens): N M little-endian, the end token 2, "
               "then 0s (scored only with --score-padding). n <= 2: output n - 1 zeros and 2 whatever the "
               "input (the authors' placeholder)."),
     make_task("chomsky-compute-sqrt", SqrtConfig, "Chomsky hierarchy (CS): the integer square root of a "
               "binary number, big-endian", Layout(lambda cfg: 2, lambda cfg: 2, lambda n: (n + 1) // 2),
-              _fill_sqrt,
+              _filler(compute_sqrt_rows, compute_sqrt_fill),
               "input: a uniform number of [1, 2^n - 1] in n big-endian bits; output (ceil(n / 2) tokens): "
               "floor(sqrt) in big-endian bits."),
 ]
