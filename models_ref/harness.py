@@ -314,7 +314,8 @@ def _write_certificate(out, res, p, out_dir):
 def _write_files(out, res, p, out_dir):
     out_dir.write_json("history.json", res["history"], indent=None)
     out_dir.save_png("curves.png", curves(res["history"], out["primary_metric"], None,
-                                          f"{out['task']} / {display_name(out['model_identity'])} / {out['scale']}"),
+                                          f"{out['task']} / {display_name(out['model_identity'])} / {out['scale']}",
+                                          out.get("test_sets")),
                       plot.DPI)
     if out["task"] == "pathfinder-seg":
         xv, yv = p.sources[1]()[0][:2]

@@ -16,8 +16,10 @@ def _evaluations(n):
     return f"{n} evaluation{'s' if n != 1 else ''}"
 
 
-def curves(history, primary, path, title):
-    """Training loss per step, validation loss and metric per evaluation (x: steps)."""
+def curves(history, primary, path, title, test_sets=None):
+    """Training loss per step, validation loss and metric per evaluation (x: steps); with ``test_sets``
+    ({label: metrics} of a protocol's test sets whose labels are lengths: the Chomsky hierarchy's) a last
+    panel of the metric by test length."""
     val = history["val"]
     at = (f"at step {val[0]['step']}" if len(val) == 1 else f"at steps {val[0]['step']}..{val[-1]['step']}"
           if val else "")
@@ -28,6 +30,11 @@ def curves(history, primary, path, title):
         steps = [r["step"] for r in val]
         panels += [(f"validation loss ({_evaluations(len(val))} {at})", [r["loss"] for r in val], steps),
                    (f"validation {primary} ({_evaluations(len(val))} {at})", [r[primary] for r in val], steps)]
+    if test_sets and all(k.isdigit() and primary in v for k, v in test_sets.items()):
+        at = sorted(test_sets, key=int)
+        mean = sum(test_sets[k][primary] for k in at) / len(at)
+        panels.append((f"test {primary} by test length (the best model; mean {mean:.3f}, the score)",
+                       [test_sets[k][primary] for k in at], [int(k) for k in at]))
     return plot.lines(panels, path, title=title, robust=True)
 
 

@@ -224,3 +224,15 @@ def test_evaluate_end_to_end(tmp_path):
     assert {c["at"] for c in lengths} == {*range(41, 100, 6), 100}
     # the headline is the paper's score, the mean over the test lengths, not the split of training lengths
     assert row["test_mean"] == pytest.approx(sum(c["accuracy"] for c in lengths) / len(lengths))
+
+
+def test_certificate_curves_draw_accuracy_by_test_length():
+    """curves.png of a run whose protocol scores test lengths gets a panel of them (the paper's question)."""
+    from longsynth.models_ref.harness_figures import curves
+
+    history = {"train": [{"loss": 0.7}, {"loss": 0.6}], "val": [{"step": 2, "loss": 0.6, "accuracy": 0.5}]}
+    plain = curves(history, "accuracy", None, "t")
+    by_length = curves(history, "accuracy", None, "t", {"41": {"accuracy": 1.0}, "100": {"accuracy": 0.6}})
+    assert len(by_length.axes) == len(plain.axes) + 1  # one panel more
+    assert "by test length" in by_length.axes[-1].get_title(loc="left")
+    assert len(curves(history, "accuracy", None, "t", {"train": {"accuracy": 1.0}}).axes) == len(plain.axes)
