@@ -28,10 +28,30 @@ def _check_index(name, value):
     return int(value)
 
 
+_CONFIGS = {}  # (id of the Task, its sorted parameters) -> (the Task, its validated config): see resolve
+
+
+def _config(t, params):
+    """The validated config of Task ``t`` for ``params``: a loop that asks for a batch per step validates its
+    parameters once (a config is frozen). Parameters that cannot be a key (a list) are validated every time."""
+    try:
+        key = (id(t), tuple(sorted(params.items())))
+        hit = _CONFIGS.get(key)
+    except TypeError:
+        return t.make_config(**params)
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    cfg = t.make_config(**params)
+    if len(_CONFIGS) >= 256:
+        _CONFIGS.clear()
+    _CONFIGS[key] = (t, cfg)
+    return cfg
+
+
 def resolve(task, seed, split, params):
     """(Task, config, seed, split code, fixed draws) after validating everything."""
     t = registry.get(task)
-    cfg = t.make_config(**params)
+    cfg = _config(t, params)
     seed = check_seed(seed)
     code = split_code(split)
     return t, cfg, seed, code, t.fixed_draws(cfg, seed)

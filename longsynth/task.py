@@ -170,6 +170,9 @@ class Task:
     row_length_offset: Callable[[Any], int] | None = None
     row_length_definition: str = ""
     citation: str = ""  # BibTeX of the paper that defines the task (dataset cards); empty: the DLR paper
+    # allocate's key specs of the configs it last saw (a config is frozen, so its specs never change): a training
+    # loop that draws a batch per step pays keys(cfg) once, not every step
+    _specs: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
         if self.family == "tokens":
@@ -218,10 +221,19 @@ class Task:
         return self.fixed(cfg, seed) if self.fixed is not None else {}
 
     def allocate(self, cfg, count):
-        return {
-            k: np.zeros((count,) + tuple(spec.shape), dtype=spec.dtype)
-            for k, spec in self.keys(cfg).items()
-        }
+        try:
+            specs = self._specs.get(cfg)
+        except TypeError:  # a config that cannot be a key (not frozen)
+            specs = None
+        if specs is None:
+            specs = self.keys(cfg)
+            if len(self._specs) >= 64:
+                self._specs.clear()
+            try:
+                self._specs[cfg] = specs
+            except TypeError:
+                pass
+        return {k: np.zeros((count,) + tuple(spec.shape), dtype=spec.dtype) for k, spec in specs.items()}
 
     def generate(self, cfg, seed, split, start, count, fixed, buffers=None):
         """Block of samples as ``{key: array[count, ...] | Ragged}``.

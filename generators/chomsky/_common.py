@@ -1,6 +1,7 @@
 """What the 15 Chomsky-hierarchy tasks share (docs/tasks/chomsky.md, "Conventions"): the length
 parameters, the row layout, the draws of bits and of uniform non-zero binary numbers, the
-bracketed expressions of the two DCF arithmetic tasks, and the Task record.
+bracketed expressions of the two DCF arithmetic tasks, the choice between a task's two batch
+fillers, and the Task record.
 
 Row layout (the authors' non-autoregressive models, ``make_model_with_empty_targets``): a
 sample of input length n and output length o is the row
@@ -13,6 +14,12 @@ of width W = n(max_length) + o(max_length), E = I (the empty token, I the author
 class ids (the argmax of the authors' one-hot ``output``); vocab_size = max(I + 2, O), O
 the authors' ``output_size``.
 
+Batch fillers: every task has two of one signature, (seed, split, start, lo, hi, extra..., inp,
+tgt): ``<task>_rows``, serial over the rows, and ``<task>_fill``, parallel over chunks of CHUNK
+rows, each chunk one ``<task>_rows`` call. ``Filler`` picks one per batch: launching a parallel
+loop costs tens of microseconds even on one thread, more than a training batch (128 rows of 1-40
+tokens) takes to draw.
+
 Draws: every sample reads stream(seed, split, index) only; its first draw is the input length
 n = min_length + below(max_length - min_length + 1). ``bits(k)`` takes ceil(k / 64) words of
 the stream, bit i of the string being bit i % 64 of word i // 64 (least significant first).
@@ -20,7 +27,7 @@ the stream, bit i of the string being bit i % 64 of word i // 64 (least signific
 from dataclasses import dataclass, replace
 
 import numpy as np
-from numba import njit
+from numba import get_num_threads, njit
 
 from longsynth.errors import LongsynthError
 from longsynth.generators._tokens import IGNORE, token_dtype
@@ -120,6 +127,25 @@ def fix_length(cfg):
 
 
 LAYOUTS = {}  # task name -> its Layout (the authors' I, O and lengths; read by the harness's chance level)
+
+
+CHUNK = 16  # rows a parallel filler hands one thread at a time (the rows' scratch is allocated once a chunk)
+SERIAL_WORK = 1 << 15  # count * max_length up to which a batch runs serially even with many threads
+
+
+class Filler:
+    """Task.fill from a task's serial filler ``rows`` and parallel one ``fill``: ``rows`` on one
+    thread or for a batch of at most SERIAL_WORK (count times max_length), else ``fill``; both
+    get (seed, split, start, min_length, max_length, *args(cfg), inputs, targets)."""
+
+    def __init__(self, rows, fill, args=lambda cfg: ()):
+        self.rows, self.fill, self.args = rows, fill, args
+
+    def __call__(self, cfg, seed, split, start, out, fixed):
+        inp, tgt = out["inputs"], out["targets"]
+        serial = inp.shape[0] * cfg.max_length <= SERIAL_WORK or get_num_threads() == 1
+        (self.rows if serial else self.fill)(seed, split, start, cfg.min_length, cfg.max_length, *self.args(cfg),
+                                             inp, tgt)
 
 
 def make_task(name, config, summary, layout, fill, card, check=None):

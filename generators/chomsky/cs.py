@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from longsynth.generators.chomsky._common import (MAX_ALPHABET, AlphabetConfig, LengthConfig, Layout, bits,
-                                                   draw_length, fixed_length, frame, make_task, max_length,
-                                                   min_length)
+from longsynth.generators.chomsky._common import (CHUNK, MAX_ALPHABET, AlphabetConfig, Filler, LengthConfig,
+                                                   Layout, bits, draw_length, fixed_length, frame, make_task,
+                                                   max_length, min_length)
 from longsynth.rng import below, stream
 from longsynth.task import param
 
@@ -109,41 +109,65 @@ def bucket_sort_one(seed, split, index, lo, hi, v, inp, tgt):
             at += 1
 
 
+# Batch fillers (_common.py, "Batch fillers"): serial over rows, and parallel over chunks of CHUNK rows.
+
+
+@njit(cache=True)
+def duplicate_string_rows(seed, split, start, lo, hi, v, inp, tgt):
+    for b in range(inp.shape[0]):
+        duplicate_string_one(seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+
+
+@njit(cache=True)
+def missing_duplicate_rows(seed, split, start, lo, hi, inp, tgt):
+    for b in range(inp.shape[0]):
+        missing_duplicate_one(seed, split, start + b, lo, hi, inp[b], tgt[b])
+
+
+@njit(cache=True)
+def odds_first_rows(seed, split, start, lo, hi, v, inp, tgt):
+    for b in range(inp.shape[0]):
+        odds_first_one(seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+
+
+@njit(cache=True)
+def bucket_sort_rows(seed, split, start, lo, hi, v, inp, tgt):
+    for b in range(inp.shape[0]):
+        bucket_sort_one(seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+
+
 @njit(cache=True, parallel=True)
 def duplicate_string_fill(seed, split, start, lo, hi, v, inp, tgt):
-    for b in prange(inp.shape[0]):
-        duplicate_string_one(seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+    for c in prange((inp.shape[0] + CHUNK - 1) // CHUNK):
+        i, j = c * CHUNK, min((c + 1) * CHUNK, inp.shape[0])
+        duplicate_string_rows(seed, split, start + i, lo, hi, v, inp[i:j], tgt[i:j])
 
 
 @njit(cache=True, parallel=True)
 def missing_duplicate_fill(seed, split, start, lo, hi, inp, tgt):
-    for b in prange(inp.shape[0]):
-        missing_duplicate_one(seed, split, start + b, lo, hi, inp[b], tgt[b])
+    for c in prange((inp.shape[0] + CHUNK - 1) // CHUNK):
+        i, j = c * CHUNK, min((c + 1) * CHUNK, inp.shape[0])
+        missing_duplicate_rows(seed, split, start + i, lo, hi, inp[i:j], tgt[i:j])
 
 
 @njit(cache=True, parallel=True)
 def odds_first_fill(seed, split, start, lo, hi, v, inp, tgt):
-    for b in prange(inp.shape[0]):
-        odds_first_one(seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+    for c in prange((inp.shape[0] + CHUNK - 1) // CHUNK):
+        i, j = c * CHUNK, min((c + 1) * CHUNK, inp.shape[0])
+        odds_first_rows(seed, split, start + i, lo, hi, v, inp[i:j], tgt[i:j])
 
 
 @njit(cache=True, parallel=True)
 def bucket_sort_fill(seed, split, start, lo, hi, v, inp, tgt):
-    for b in prange(inp.shape[0]):
-        bucket_sort_one(seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+    for c in prange((inp.shape[0] + CHUNK - 1) // CHUNK):
+        i, j = c * CHUNK, min((c + 1) * CHUNK, inp.shape[0])
+        bucket_sort_rows(seed, split, start + i, lo, hi, v, inp[i:j], tgt[i:j])
 
 
 # ---------------------------------------------------------------- wrappers
 
 
-def _alphabet(filler):
-    def fill(cfg, seed, split, start, out, fixed):
-        filler(seed, split, start, cfg.min_length, cfg.max_length, cfg.vocab_size, out["inputs"], out["targets"])
-    return fill
-
-
-def _fill_missing(cfg, seed, split, start, out, fixed):
-    missing_duplicate_fill(seed, split, start, cfg.min_length, cfg.max_length, out["inputs"], out["targets"])
+_VOCAB = lambda cfg: (cfg.vocab_size,)  # noqa: E731
 
 
 def _strings(out_len):
@@ -152,17 +176,20 @@ def _strings(out_len):
 
 TASKS = [
     make_task("chomsky-duplicate-string", AlphabetConfig, "Chomsky hierarchy (CS): a string of uniform "
-              "symbols, written twice", _strings(lambda n: 2 * n), _alphabet(duplicate_string_fill),
+              "symbols, written twice", _strings(lambda n: 2 * n),
+              Filler(duplicate_string_rows, duplicate_string_fill, _VOCAB),
               "input: n uniform symbols 0..V-1; output (2n tokens): the string twice."),
     make_task("chomsky-missing-duplicate-string", LengthConfig, "Chomsky hierarchy (CS): the bit hidden in "
-              "a bit string written twice", Layout(lambda cfg: 4, lambda cfg: 2, lambda n: 1), _fill_missing,
+              "a bit string written twice", Layout(lambda cfg: 4, lambda cfg: 2, lambda n: 1),
+              Filler(missing_duplicate_rows, missing_duplicate_fill),
               "input: w w for n // 2 uniform bits w, one uniform position of the two replaced by 2, then 3 when "
               "n is odd; output (one token): the hidden bit. n = 1: input 1, output 1 (the authors' placeholder)."),
     make_task("chomsky-odds-first", AlphabetConfig, "Chomsky hierarchy (CS): the symbols at even positions, "
-              "then those at odd positions", _strings(lambda n: n), _alphabet(odds_first_fill),
+              "then those at odd positions", _strings(lambda n: n),
+              Filler(odds_first_rows, odds_first_fill, _VOCAB),
               "input: n uniform symbols 0..V-1; output (n tokens): x_2 x_4 ... then x_1 x_3 ... (1-based; "
               "the authors' code, whose docstring says the reverse)."),
     make_task("chomsky-bucket-sort", BucketSortConfig, "Chomsky hierarchy (CS): a string of uniform symbols "
-              "of 5, sorted", _strings(lambda n: n), _alphabet(bucket_sort_fill),
+              "of 5, sorted", _strings(lambda n: n), Filler(bucket_sort_rows, bucket_sort_fill, _VOCAB),
               "input: n uniform symbols 0..V-1 (V = 5); output (n tokens): the symbols in increasing order."),
 ]

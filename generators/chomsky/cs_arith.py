@@ -27,12 +27,12 @@ Worked example (binary-addition, n = 9): a = 3, N = 4 (0 0 1), M = 22 (0 1 1 0 1
 from dataclasses import dataclass
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
 from longsynth.generators._tokens import IGNORE
-from longsynth.generators.chomsky._common import (MAX_LENGTH_QUADRATIC, Layout, TerminatedConfig, draw_length,
-                                                   fixed_length, frame, make_task, max_length, min_length, nonzero_bits,
-                                                   score_padding)
+from longsynth.generators.chomsky._common import (CHUNK, MAX_LENGTH_QUADRATIC, Filler, Layout, TerminatedConfig,
+                                                   draw_length, fixed_length, frame, make_task, max_length,
+                                                   min_length, nonzero_bits, score_padding)
 from longsynth.generators.chomsky.limbs import (bit_length, isqrt_bits_limbs, isqrt_work, mul, mul_work, pack,
                                                  unpack)
 from longsynth.rng import below, stream
@@ -167,10 +167,9 @@ def compute_sqrt_one(seed, split, index, lo, hi, inp, tgt, work):
     _reverse(inp, 0, n)
 
 
-# Batch fillers: a serial one over rows (one scratch for all), and a parallel one over chunks of
-# CHUNK rows that calls it. The wrappers take the serial one for small batches, where the launch
-# of a parallel loop (tens of microseconds) would cost more than the rows themselves.
-CHUNK = 16
+# Batch fillers (_common.py, "Batch fillers"): serial over rows with one scratch for all, and parallel
+# over chunks of CHUNK rows. compute-sqrt takes pad_scored too, unused, so that the three share one
+# signature.
 
 
 @njit(cache=True)
@@ -217,36 +216,26 @@ def compute_sqrt_fill(seed, split, start, lo, hi, pad_scored, inp, tgt):
 # ---------------------------------------------------------------- wrappers
 
 
-SERIAL_WORK = 1 << 15  # count * max_length up to which a batch runs serially even with many threads
-
-
-def _filler(rows, fill):
-    """fill(cfg, seed, split, start, out, fixed): the serial filler on one thread or for a batch
-    of at most SERIAL_WORK (count times max_length), else the parallel one."""
-    def run(cfg, seed, split, start, out, fixed):
-        inp, tgt = out["inputs"], out["targets"]
-        serial = inp.shape[0] * cfg.max_length <= SERIAL_WORK or get_num_threads() == 1
-        (rows if serial else fill)(seed, split, start, cfg.min_length, cfg.max_length,
-                                   getattr(cfg, "score_padding", False), inp, tgt)
-    return run
+_PAD = lambda cfg: (cfg.score_padding,)  # noqa: E731
+_NO_PAD = lambda cfg: (False,)  # noqa: E731
 
 
 TASKS = [
     make_task("chomsky-binary-addition", TerminatedConfig, "Chomsky hierarchy (CS): the sum of two binary "
               "numbers, little-endian", Layout(lambda cfg: 3, lambda cfg: 3, lambda n: n + 1),
-              _filler(binary_addition_rows, binary_addition_fill),
+              Filler(binary_addition_rows, binary_addition_fill, _PAD),
               "input: N 2 M, two uniform non-zero numbers in little-endian bits whose lengths split n - 1 "
               "uniformly; output (n + 1 tokens): N + M little-endian, the end token 2, then 0s (scored only "
               "with --score-padding). n <= 2: one number below 2^n - 1, output itself (the authors' case)."),
     make_task("chomsky-binary-multiplication", MultiplicationConfig, "Chomsky hierarchy (CS): the product of "
               "two binary numbers, little-endian", Layout(lambda cfg: 3, lambda cfg: 3, lambda n: n),
-              _filler(binary_multiplication_rows, binary_multiplication_fill),
+              Filler(binary_multiplication_rows, binary_multiplication_fill, _PAD),
               "input: N 2 M as in binary-addition; output (n tokens): N M little-endian, the end token 2, "
               "then 0s (scored only with --score-padding). n <= 2: output n - 1 zeros and 2 whatever the "
               "input (the authors' placeholder)."),
     make_task("chomsky-compute-sqrt", SqrtConfig, "Chomsky hierarchy (CS): the integer square root of a "
               "binary number, big-endian", Layout(lambda cfg: 2, lambda cfg: 2, lambda n: (n + 1) // 2),
-              _filler(compute_sqrt_rows, compute_sqrt_fill),
+              Filler(compute_sqrt_rows, compute_sqrt_fill, _NO_PAD),
               "input: a uniform number of [1, 2^n - 1] in n big-endian bits; output (ceil(n / 2) tokens): "
               "floor(sqrt) in big-endian bits."),
 ]

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from longsynth.generators.chomsky._common import (MAX_ALPHABET, AlphabetConfig, Layout, TerminatedConfig,
-                                                   draw_length, bits, expression, fixed_length, frame, make_task,
-                                                   max_length, min_length)
+from longsynth.generators.chomsky._common import (CHUNK, MAX_ALPHABET, AlphabetConfig, Filler, Layout,
+                                                   TerminatedConfig, bits, draw_length, expression, fixed_length,
+                                                   frame, make_task, max_length, min_length)
 from longsynth.generators._tokens import IGNORE
 from longsynth.rng import below, stream
 from longsynth.task import param
@@ -137,51 +137,62 @@ def stack_manipulation_one(seed, split, index, lo, hi, pad_scored, inp, tgt):
         tgt[n + j] = 0 if pad_scored else IGNORE
 
 
+# Batch fillers (_common.py, "Batch fillers"): serial over rows, and parallel over chunks of CHUNK rows.
+
+
+@njit(cache=True)
+def brackets_rows(seed, split, start, lo, hi, m, n_ops, inp, tgt):
+    for b in range(inp.shape[0]):
+        brackets_one(seed, split, start + b, lo, hi, m, n_ops, inp[b], tgt[b])
+
+
+@njit(cache=True)
+def reverse_string_rows(seed, split, start, lo, hi, v, inp, tgt):
+    for b in range(inp.shape[0]):
+        reverse_string_one(seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+
+
+@njit(cache=True)
+def solve_equation_rows(seed, split, start, lo, hi, m, inp, tgt):
+    for b in range(inp.shape[0]):
+        solve_equation_one(seed, split, start + b, lo, hi, m, inp[b], tgt[b])
+
+
+@njit(cache=True)
+def stack_manipulation_rows(seed, split, start, lo, hi, pad_scored, inp, tgt):
+    for b in range(inp.shape[0]):
+        stack_manipulation_one(seed, split, start + b, lo, hi, pad_scored, inp[b], tgt[b])
+
+
 @njit(cache=True, parallel=True)
 def brackets_fill(seed, split, start, lo, hi, m, n_ops, inp, tgt):
-    for b in prange(inp.shape[0]):
-        brackets_one(seed, split, start + b, lo, hi, m, n_ops, inp[b], tgt[b])
+    for c in prange((inp.shape[0] + CHUNK - 1) // CHUNK):
+        i, j = c * CHUNK, min((c + 1) * CHUNK, inp.shape[0])
+        brackets_rows(seed, split, start + i, lo, hi, m, n_ops, inp[i:j], tgt[i:j])
 
 
 @njit(cache=True, parallel=True)
 def reverse_string_fill(seed, split, start, lo, hi, v, inp, tgt):
-    for b in prange(inp.shape[0]):
-        reverse_string_one(seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+    for c in prange((inp.shape[0] + CHUNK - 1) // CHUNK):
+        i, j = c * CHUNK, min((c + 1) * CHUNK, inp.shape[0])
+        reverse_string_rows(seed, split, start + i, lo, hi, v, inp[i:j], tgt[i:j])
 
 
 @njit(cache=True, parallel=True)
 def solve_equation_fill(seed, split, start, lo, hi, m, inp, tgt):
-    for b in prange(inp.shape[0]):
-        solve_equation_one(seed, split, start + b, lo, hi, m, inp[b], tgt[b])
+    for c in prange((inp.shape[0] + CHUNK - 1) // CHUNK):
+        i, j = c * CHUNK, min((c + 1) * CHUNK, inp.shape[0])
+        solve_equation_rows(seed, split, start + i, lo, hi, m, inp[i:j], tgt[i:j])
 
 
 @njit(cache=True, parallel=True)
 def stack_manipulation_fill(seed, split, start, lo, hi, pad_scored, inp, tgt):
-    for b in prange(inp.shape[0]):
-        stack_manipulation_one(seed, split, start + b, lo, hi, pad_scored, inp[b], tgt[b])
+    for c in prange((inp.shape[0] + CHUNK - 1) // CHUNK):
+        i, j = c * CHUNK, min((c + 1) * CHUNK, inp.shape[0])
+        stack_manipulation_rows(seed, split, start + i, lo, hi, pad_scored, inp[i:j], tgt[i:j])
 
 
 # ---------------------------------------------------------------- wrappers
-
-
-def _fill_brackets(cfg, seed, split, start, out, fixed):
-    brackets_fill(seed, split, start, cfg.min_length, cfg.max_length, cfg.modulus, 3 if cfg.mult else 2,
-                  out["inputs"], out["targets"])
-
-
-def _fill_reverse(cfg, seed, split, start, out, fixed):
-    reverse_string_fill(seed, split, start, cfg.min_length, cfg.max_length, cfg.vocab_size, out["inputs"],
-                        out["targets"])
-
-
-def _fill_solve(cfg, seed, split, start, out, fixed):
-    solve_equation_fill(seed, split, start, cfg.min_length, cfg.max_length, cfg.modulus, out["inputs"],
-                        out["targets"])
-
-
-def _fill_stack(cfg, seed, split, start, out, fixed):
-    stack_manipulation_fill(seed, split, start, cfg.min_length, cfg.max_length, cfg.score_padding, out["inputs"],
-                            out["targets"])
 
 
 _ONE = lambda n: 1  # noqa: E731
@@ -189,20 +200,23 @@ _ARITH = Layout(lambda cfg: cfg.modulus + 6, lambda cfg: cfg.modulus, _ONE)
 
 TASKS = [
     make_task("chomsky-modular-arithmetic-brackets", BracketsConfig, "Chomsky hierarchy (DCF): the value mod 5 "
-              "of a bracketed expression of exactly n tokens", _ARITH, _fill_brackets,
+              "of a bracketed expression of exactly n tokens", _ARITH,
+              Filler(brackets_rows, brackets_fill, lambda cfg: (cfg.modulus, 3 if cfg.mult else 2)),
               "input: a random bracketed expression of exactly n tokens (numbers 0..M-1, + M, - M+1, * M+2, "
               "( M+3, ) M+4), split points, numbers and operators uniform; output (one token): its value mod M."),
     make_task("chomsky-reverse-string", AlphabetConfig, "Chomsky hierarchy (DCF): a string of uniform "
               "symbols, reversed", Layout(lambda cfg: cfg.vocab_size, lambda cfg: cfg.vocab_size, lambda n: n),
-              _fill_reverse, "input: n uniform symbols 0..V-1; output (n tokens): the string reversed."),
+              Filler(reverse_string_rows, reverse_string_fill, lambda cfg: (cfg.vocab_size,)),
+              "input: n uniform symbols 0..V-1; output (n tokens): the string reversed."),
     make_task("chomsky-solve-equation", SolveEquationConfig, "Chomsky hierarchy (DCF): solve a bracketed "
-              "+/- equation mod 5 for its unknown x", _ARITH, _fill_solve,
+              "+/- equation mod 5 for its unknown x", _ARITH,
+              Filler(solve_equation_rows, solve_equation_fill, lambda cfg: (cfg.modulus,)),
               "input: a bracketed +/- expression of n - 2 tokens with one number replaced by x (M+4), then "
               "= (M+5) and its value; output (one token): the number x stands for. n < 3: n zeros, answer 0 "
               "(the authors' placeholder)."),
     make_task("chomsky-stack-manipulation", TerminatedConfig, "Chomsky hierarchy (DCF): run POP / PUSH 0 / "
               "PUSH 1 on a bit stack and pop the result", Layout(lambda cfg: 5, lambda cfg: 3, lambda n: n + 1),
-              _fill_stack,
+              Filler(stack_manipulation_rows, stack_manipulation_fill, lambda cfg: (cfg.score_padding,)),
               "input: a stack of k uniform bits (bottom first, k uniform in 1..n-1), then n - k uniform actions "
               "2 POP, 3 PUSH 0, 4 PUSH 1; output (n + 1 tokens): the final stack top first, the end token 2, "
               "then 0s (scored only with --score-padding)."),

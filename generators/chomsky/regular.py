@@ -24,8 +24,8 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.errors import LongsynthError
-from longsynth.generators.chomsky._common import (MAX_ALPHABET, LengthConfig, Layout, bits, draw_length, frame,
-                                                   fixed_length, make_task, max_length, min_length)
+from longsynth.generators.chomsky._common import (CHUNK, MAX_ALPHABET, Filler, LengthConfig, Layout, bits,
+                                                   draw_length, fixed_length, frame, make_task, max_length, min_length)
 from longsynth.rng import below, stream
 from longsynth.task import param
 
@@ -105,43 +105,67 @@ def modular_arithmetic_one(seed, split, index, lo, hi, m, codes, inp, tgt):
     tgt[n] = (total + sign * term) % m
 
 
+# Batch fillers (_common.py, "Batch fillers"): serial over rows, and parallel over chunks of CHUNK rows.
+
+
+@njit(cache=True)
+def even_pairs_rows(seed, split, start, lo, hi, inp, tgt):
+    for b in range(inp.shape[0]):
+        even_pairs_one(seed, split, start + b, lo, hi, inp[b], tgt[b])
+
+
+@njit(cache=True)
+def parity_check_rows(seed, split, start, lo, hi, inp, tgt):
+    for b in range(inp.shape[0]):
+        parity_check_one(seed, split, start + b, lo, hi, inp[b], tgt[b])
+
+
+@njit(cache=True)
+def cycle_navigation_rows(seed, split, start, lo, hi, inp, tgt):
+    for b in range(inp.shape[0]):
+        cycle_navigation_one(seed, split, start + b, lo, hi, inp[b], tgt[b])
+
+
+@njit(cache=True)
+def modular_arithmetic_rows(seed, split, start, lo, hi, m, codes, inp, tgt):
+    for b in range(inp.shape[0]):
+        modular_arithmetic_one(seed, split, start + b, lo, hi, m, codes, inp[b], tgt[b])
+
+
 @njit(cache=True, parallel=True)
 def even_pairs_fill(seed, split, start, lo, hi, inp, tgt):
-    for b in prange(inp.shape[0]):
-        even_pairs_one(seed, split, start + b, lo, hi, inp[b], tgt[b])
+    for c in prange((inp.shape[0] + CHUNK - 1) // CHUNK):
+        i, j = c * CHUNK, min((c + 1) * CHUNK, inp.shape[0])
+        even_pairs_rows(seed, split, start + i, lo, hi, inp[i:j], tgt[i:j])
 
 
 @njit(cache=True, parallel=True)
 def parity_check_fill(seed, split, start, lo, hi, inp, tgt):
-    for b in prange(inp.shape[0]):
-        parity_check_one(seed, split, start + b, lo, hi, inp[b], tgt[b])
+    for c in prange((inp.shape[0] + CHUNK - 1) // CHUNK):
+        i, j = c * CHUNK, min((c + 1) * CHUNK, inp.shape[0])
+        parity_check_rows(seed, split, start + i, lo, hi, inp[i:j], tgt[i:j])
 
 
 @njit(cache=True, parallel=True)
 def cycle_navigation_fill(seed, split, start, lo, hi, inp, tgt):
-    for b in prange(inp.shape[0]):
-        cycle_navigation_one(seed, split, start + b, lo, hi, inp[b], tgt[b])
+    for c in prange((inp.shape[0] + CHUNK - 1) // CHUNK):
+        i, j = c * CHUNK, min((c + 1) * CHUNK, inp.shape[0])
+        cycle_navigation_rows(seed, split, start + i, lo, hi, inp[i:j], tgt[i:j])
 
 
 @njit(cache=True, parallel=True)
 def modular_arithmetic_fill(seed, split, start, lo, hi, m, codes, inp, tgt):
-    for b in prange(inp.shape[0]):
-        modular_arithmetic_one(seed, split, start + b, lo, hi, m, codes, inp[b], tgt[b])
+    for c in prange((inp.shape[0] + CHUNK - 1) // CHUNK):
+        i, j = c * CHUNK, min((c + 1) * CHUNK, inp.shape[0])
+        modular_arithmetic_rows(seed, split, start + i, lo, hi, m, codes, inp[i:j], tgt[i:j])
 
 
 # ---------------------------------------------------------------- wrappers
 
 
-def _plain(filler):
-    def fill(cfg, seed, split, start, out, fixed):
-        filler(seed, split, start, cfg.min_length, cfg.max_length, out["inputs"], out["targets"])
-    return fill
-
-
-def _fill_modular(cfg, seed, split, start, out, fixed):
-    codes = np.array([OPERATORS.index(c) for c in cfg.operators], dtype=np.int64)
-    modular_arithmetic_fill(seed, split, start, cfg.min_length, cfg.max_length, cfg.modulus, codes,
-                            out["inputs"], out["targets"])
+def _modular_args(cfg):
+    """The modulus and the operators' indices in OPERATORS (int64)."""
+    return cfg.modulus, np.array([OPERATORS.index(c) for c in cfg.operators], dtype=np.int64)
 
 
 _ONE = lambda n: 1  # noqa: E731
@@ -149,21 +173,21 @@ BITS = Layout(lambda cfg: 2, lambda cfg: 2, _ONE)
 
 TASKS = [
     make_task("chomsky-even-pairs", LengthConfig, "Chomsky hierarchy (regular): is the number of 01 and 10 "
-              "pairs of a bit string odd?", BITS, _plain(even_pairs_fill),
+              "pairs of a bit string odd?", BITS, Filler(even_pairs_rows, even_pairs_fill),
               "input: n uniform bits; output (one token): the parity of the number of unequal neighbours "
               "(1 exactly when the first and last bits differ)."),
     make_task("chomsky-parity-check", LengthConfig, "Chomsky hierarchy (regular): the parity of the number "
-              "of 1s of a bit string", BITS, _plain(parity_check_fill),
+              "of 1s of a bit string", BITS, Filler(parity_check_rows, parity_check_fill),
               "input: n uniform bits; output (one token): the number of 1s mod 2."),
     make_task("chomsky-cycle-navigation", LengthConfig, "Chomsky hierarchy (regular): the final position "
               "of a walk on a cycle of 5", Layout(lambda cfg: 3, lambda cfg: 5, _ONE),
-              _plain(cycle_navigation_fill),
+              Filler(cycle_navigation_rows, cycle_navigation_fill),
               "input: n uniform moves 0 (left), 1 (stay), 2 (right) on a cycle of 5 states from state 0; "
               "output (one token): the final state, sum of (move - 1) mod 5."),
     make_task("chomsky-modular-arithmetic", ModularArithmeticConfig, "Chomsky hierarchy (regular): the "
               "value mod 5 of an expression of numbers and + - * without brackets",
               Layout(lambda cfg: cfg.modulus + 4, lambda cfg: cfg.modulus, _ONE, in_len=lambda n: n - 1 + n % 2),
-              _fill_modular,
+              Filler(modular_arithmetic_rows, modular_arithmetic_fill, _modular_args),
               "input: an odd number of tokens, numbers 0..M-1 (uniform) and operators (+ M, - M+1, * M+2, "
               "uniform over --operators) alternating; an even length is shortened by one as the authors do; "
               "output (one token): the value mod M with * before + and -.", check=_check_modular),
