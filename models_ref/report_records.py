@@ -55,7 +55,9 @@ def _trained_at(run):
     if not isinstance(changes, dict) or not changes:
         return None
     first = next(iter(changes.values()))
-    key = next(iter(first), None) if isinstance(first, dict) else None
+    keys = list(first) if isinstance(first, dict) else []
+    # a range of lengths (min_length, max_length: the Chomsky hierarchy's) was trained up to its longest
+    key = next((k for k in keys if k.startswith("max_")), keys[0] if keys else None)
     value = ((run.get("data") or {}).get("params") or {}).get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 

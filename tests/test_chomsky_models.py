@@ -236,3 +236,14 @@ def test_certificate_curves_draw_accuracy_by_test_length():
     assert len(by_length.axes) == len(plain.axes) + 1  # one panel more
     assert "by test length" in by_length.axes[-1].get_title(loc="left")
     assert len(curves(history, "accuracy", None, "t", {"train": {"accuracy": 1.0}}).axes) == len(plain.axes)
+
+
+def test_lengths_figure_marks_the_longest_training_length():
+    """A protocol that trains on a range of lengths (1-40) and tests single lengths is marked at its longest
+    training length, not its shortest."""
+    from longsynth.models_ref.report_records import _trained_at
+
+    run = {"test_set_params": {"41": {"min_length": 41, "max_length": 41}},
+           "data": {"params": {"min_length": 1, "max_length": 40}}}
+    assert _trained_at(run) == 40
+    assert _trained_at({"test_set_params": {"x": {"input_seq_len": 128}}, "data": {"params": {"input_seq_len": 64}}}) == 64
