@@ -246,4 +246,5 @@ def test_lengths_figure_marks_the_longest_training_length():
     run = {"test_set_params": {"41": {"min_length": 41, "max_length": 41}},
            "data": {"params": {"min_length": 1, "max_length": 40}}}
     assert _trained_at(run) == 40
-    assert _trained_at({"test_set_params": {"x": {"input_seq_len": 128}}, "data": {"params": {"input_seq_len": 64}}}) == 64
+    one = {"test_set_params": {"x": {"input_seq_len": 128}}, "data": {"params": {"input_seq_len": 64}}}
+    assert _trained_at(one) == 64
