@@ -43,7 +43,7 @@ def _validate_help():
 @click.command(help=_validate_help())
 @click.argument("target")
 @click.option("--model", default=None,
-              help="reference model [default: dlr; for a token task its positive control: attention, s6 or gru, "
+              help="reference model [default: dlr; for a token task its positive control: attention, s6, gru or lstm, "
                    "docs/evaluate.md]; where DLR is expected to fail an atomic task, the paper's best model trains "
                    "beside it")
 @click.option("--scale", type=click.Choice(["tiny", "paper"]), default="tiny", show_default=True,
