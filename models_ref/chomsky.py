@@ -53,9 +53,19 @@ class ChomskyConfig:
     O: int  # output classes  # noqa: E741
     vocab_size: int  # the logits the harness reads (I + 2)
     arch: dict  # the core's sizes (H, stack_size, cell, memory_size, mlp)
+    layer: str = "chomsky"  # what trainer_checkpoints.load_model rebuilds: a ChomskyModel
 
     def to_dict(self):
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d):
+        d = dict(d)
+        if d.get("core") not in CORES or d.get("layer", "chomsky") != "chomsky":
+            raise LongsynthError(f"model_config: not a Chomsky model ({d.get('core')!r})")
+        if "mlp" in d.get("arch", {}):
+            d["arch"] = {**d["arch"], "mlp": tuple(d["arch"]["mlp"])}  # JSON and pickles may give a list
+        return cls(**d)
 
 
 class ChomskyModel(nn.Module):

@@ -178,10 +178,14 @@ def load_checkpoint(path, map_location="cpu"):
 def load_model(path, map_location="cpu"):
     """(Model, checkpoint dict) of a reference model, rebuilt from the config stored in its checkpoint."""
     ck = load_checkpoint(path, map_location)
-    if ck["model_config"].get("layer") == "zoology-attention":  # the built-in outside the stack
+    if ck["model_config"].get("layer") == "zoology-attention":  # the built-ins outside the stack
         from longsynth.models_ref.zoology import ZoologyAttention, ZoologyConfig
 
         model = ZoologyAttention(ZoologyConfig.from_dict(ck["model_config"]))
+    elif ck["model_config"].get("layer") == "chomsky":
+        from longsynth.models_ref.chomsky import ChomskyConfig, ChomskyModel
+
+        model = ChomskyModel(ChomskyConfig.from_dict(ck["model_config"]))
     else:
         model = Model(ModelConfig.from_dict(ck["model_config"]))
     model.load_state_dict(ck["model"])

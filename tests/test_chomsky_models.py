@@ -248,3 +248,20 @@ def test_lengths_figure_marks_the_longest_training_length():
     assert _trained_at(run) == 40
     one = {"test_set_params": {"x": {"input_seq_len": 128}}, "data": {"params": {"input_seq_len": 64}}}
     assert _trained_at(one) == 64
+
+
+@pytest.mark.parametrize("name", ["stack-rnn", "chomsky-transformer"])
+def test_checkpoint_rebuilds_the_model(tmp_path, name):
+    """trainer_checkpoints.load_model rebuilds a Chomsky built-in from its checkpoint: same outputs."""
+    from longsynth.models_ref.factories import BUILTIN
+    from longsynth.models_ref.harness import Job, prepare
+    from longsynth.models_ref.trainer_checkpoints import load_model
+
+    p = prepare(Job(model=name, protocol="chomsky-reverse-string", task="chomsky-reverse-string", scale="tiny"))
+    model = BUILTIN[name](p.spec).eval()
+    cfg = BUILTIN[name].config(p.spec)
+    torch.save({"model_config": cfg.to_dict(), "model": model.state_dict()}, tmp_path / "c.pt")
+    back, _ = load_model(str(tmp_path / "c.pt"))
+    x = p.sources[0](0)[0][:3]
+    with torch.no_grad():
+        assert torch.equal(back.eval()(x), model(x))
