@@ -93,7 +93,8 @@ class ReportText:
             out += ["", "Sources: " + "; ".join(tables) + "."]
         out += self._summary_markdown() + self._caveats_markdown(rows) + self._diverged_markdown() \
             + self._lengths_markdown()
-        out += ["", f"Runs: {len(self.runs)}, each with its certificate under runs/ (curves, history, metrics)."]
+        out += ["", f"Runs: {len(self.runs)}, each with its certificate under runs/ beside the report where it was "
+                       "written (curves, history, metrics; the copies kept in docs/validation/ leave them out)."]
         return "\n".join(out) + "\n"
 
     @staticmethod
