@@ -15,7 +15,7 @@ from longsynth.models_ref.harness_files import CHECKPOINTS, RECORD, changed_file
 EDITED = ("redo", "refuse")  # what a rerun does with a run whose files changed (--edited)
 
 
-def _finished(job, run_dir, notify, edited="redo"):
+def _finished(job, run_dir, notify, edited="redo", hash_files=True):
     """A run's certificate when it finished and its files are as it left them; None (run
     it, resuming) when it has none. A certificate is untrusted input (longsynth.certificate):
     read without following a link (a link is refused), bounded, and checked field by field
@@ -23,7 +23,9 @@ def _finished(job, run_dir, notify, edited="redo"):
     that files.json recorded as the run finished. One that fails the schema, is another
     run's, or whose run folder changed is said in one line, then its run is redone
     (``edited="redo"``: from its last checkpoint when the checkpoints are as recorded, else
-    from the start) or evaluate stops (``"refuse"``). Nothing edited is reported."""
+    from the start) or evaluate stops (``"refuse"``). Nothing edited is reported. ``hash_files`` False
+    (evaluate --dry-run, which only counts what is left) trusts a valid certificate without hashing the run's
+    files, its checkpoints included; the run itself checks them."""
     path = run_dir.join("metrics.json")
     try:
         if os.path.islink(path):
@@ -40,6 +42,8 @@ def _finished(job, run_dir, notify, edited="redo"):
     if other:
         return _edited(f"{path}: {other[0]}: {cert[other[0]]!r}, but this run's is {mine[other[0]]!r}", run_dir,
                        notify, edited)
+    if not hash_files:
+        return cert
     changed = changed_files(run_dir)
     if changed is None:
         return _edited(f"{run_dir.path}: has no {RECORD} (the SHA-256 of its files, written as its run finishes)",

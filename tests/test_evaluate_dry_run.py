@@ -73,6 +73,19 @@ def test_dry_run_leaves_out_the_runs_already_finished(report):
     assert after == before  # no lock, no report, nothing touched
 
 
+def test_dry_run_counts_finished_runs_without_hashing_their_files(report, monkeypatch):
+    """A dry run only estimates what is left: it reads the certificates, not every byte of the checkpoints."""
+    from longsynth.models_ref import evaluate_finished
+
+    def no_hashing(run_dir):
+        raise AssertionError("the dry run hashed a run's files")
+
+    monkeypatch.setattr(evaluate_finished, "changed_files", no_hashing)
+    r = invoke("evaluate", "dlr", "--suite", "cumsum", "--steps", "2", "--dry-run", "--out", report)
+    assert r.exit_code == 0, r.output
+    assert "all 1 run(s) already finished" in r.output
+
+
 def _paper_sweep(suite):
     from longsynth.models_ref.evaluate_plan import Settings, suite_tasks, sweep
     from longsynth.models_ref.harness import Job
