@@ -16,6 +16,7 @@ unscored targets).
     mad(path)          -> mad.data.instances                           (athms/mad-lab @ 0f49a452)
     word_problem(path) -> src/generate_data.py                          (jopetty/word-problem @ 8f910f92)
     formal_language(path) -> FormLangDatasetGenerator                  (automl/unlocking_state_tracking @ df8f8407)
+    chomsky(path)      -> tasks/{regular,dcf,cs}/*.py (google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be)
 """
 import contextlib
 import csv
@@ -143,6 +144,37 @@ def formal_language(path):
     )
 
     return FormLangDatasetConfig, FormLangDatasetGenerator
+
+
+_CHOMSKY_PACKAGE = "neural_networks_chomsky_hierarchy"  # the name their modules import themselves by
+_CHOMSKY_CLASSES = {  # our task name without chomsky- -> (their module under tasks/, its class)
+    "even-pairs": ("regular.even_pairs", "EvenPairs"), "parity-check": ("regular.parity_check", "ParityCheck"),
+    "cycle-navigation": ("regular.cycle_navigation", "CycleNavigation"),
+    "modular-arithmetic": ("regular.modular_arithmetic", "ModularArithmetic"),
+    "modular-arithmetic-brackets": ("dcf.modular_arithmetic_brackets", "ModularArithmeticBrackets"),
+    "reverse-string": ("dcf.reverse_string", "ReverseString"),
+    "solve-equation": ("dcf.solve_equation", "SolveEquation"),
+    "stack-manipulation": ("dcf.stack_manipulation", "StackManipulation"),
+    "binary-addition": ("cs.binary_addition", "BinaryAddition"),
+    "binary-multiplication": ("cs.binary_multiplication", "BinaryMultiplication"),
+    "compute-sqrt": ("cs.compute_sqrt", "ComputeSqrt"), "duplicate-string": ("cs.duplicate_string", "DuplicateString"),
+    "missing-duplicate-string": ("cs.missing_duplicate_string", "MissingDuplicateString"),
+    "odds-first": ("cs.odds_first", "OddsFirst"), "bucket-sort": ("cs.bucket_sort", "BucketSort"),
+}
+
+
+@_once
+def chomsky(path):
+    """The Chomsky hierarchy's task modules (needs jax and chex), imported under their package name
+    through a link to the checkout in a temporary folder (their modules import each other by it)."""
+    if not os.path.isdir(os.path.join(path, "tasks")):
+        raise LongsynthError(f"--authors: {path} has no tasks/ folder: is it a checkout of "
+                             "google-deepmind/neural_networks_chomsky_hierarchy?")
+    tmp = tempfile.mkdtemp(prefix="longsynth-chomsky-")
+    os.symlink(path, os.path.join(tmp, _CHOMSKY_PACKAGE))
+    _fresh(tmp, _CHOMSKY_PACKAGE)
+    return {name: getattr(importlib.import_module(f"{_CHOMSKY_PACKAGE}.tasks.{module}"), cls)
+            for name, (module, cls) in _CHOMSKY_CLASSES.items()}
 
 
 # ---------------------------------------------------------------- runners: (checkout, cfg, seed, counts, split, stream)
@@ -275,6 +307,33 @@ def _formal(task):
     return run
 
 
+def _chomsky(task):
+    def run(path, cfg, seed, counts, split, stream):
+        import random
+
+        import jax
+
+        from longsynth.generators.chomsky._common import LAYOUTS
+        from longsynth.generators.chomsky.authors import params_of, rows
+
+        builder = chomsky(path)[task.removeprefix("chomsky-")]
+        kw = params_of(cfg)
+        if "operators" in kw:
+            kw["operators"] = list(kw["operators"])
+        before = jax.config.jax_threefry_partitionable
+        jax.config.update("jax_threefry_partitionable", False)  # the layout the authors ran
+        try:
+            obj = builder(**kw)  # a fresh object, as TASK_BUILDERS makes it (brackets: mult as the config says)
+            random.seed(seed)
+            np.random.seed(seed)
+            b = obj.sample_batch(jax.random.PRNGKey(seed), counts[split], cfg.max_length)
+        finally:
+            jax.config.update("jax_threefry_partitionable", before)
+        raw = {"inputs": np.argmax(np.asarray(b["input"]), -1), "targets": np.argmax(np.asarray(b["output"]), -1)}
+        return rows(LAYOUTS[task], cfg, raw)
+    return run
+
+
 RUNNERS = {
     "mqar": _mqar,
     "associative-recall": _safari("associative-recall"),
@@ -284,6 +343,7 @@ RUNNERS = {
     "parity": _formal("parity"),
     "modular-arithmetic": _formal("modular-arithmetic"),
     **{name: _mad(name) for name in MAD_FUNCTIONS},
+    **{f"chomsky-{name}": _chomsky(f"chomsky-{name}") for name in _CHOMSKY_CLASSES},
 }
 
 

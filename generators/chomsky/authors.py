@@ -28,7 +28,7 @@ DIGIT_TASKS = ("modular-arithmetic-brackets", "solve-equation")  # numbers writt
 END = 2  # the end token of the terminated outputs (stack manipulation, binary addition and multiplication)
 
 
-def _params(cfg):
+def params_of(cfg):
     """The authors' constructor arguments held by ``cfg`` (TASK_BUILDERS' names)."""
     names = ("modulus", "operators", "mult", "vocab_size")
     return {k: getattr(cfg, k) for k in names if hasattr(cfg, k)}
@@ -56,7 +56,7 @@ def arrays(name, cfg, count, seed):
         from longsynth.generators.chomsky import authors_jax as impl
     else:
         from longsynth.generators.chomsky import authors_py as impl
-    inputs, targets = impl.draw(name, count, seed, cfg.max_length, _params(cfg))
+    inputs, targets = impl.draw(name, count, seed, cfg.max_length, params_of(cfg))
     return {"inputs": inputs, "targets": targets}
 
 
