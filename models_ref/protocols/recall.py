@@ -39,6 +39,12 @@ PROTOCOLS[("mqar-64", "tiny")] = dict(
     TOKENS, task="mqar", data={"input_seq_len": 64, "num_kv_pairs": 4, "vocab_size": 128}, batch_size=64,
     steps=3000, lr=3e-3, weight_decay=0.1, eval_every=500, eval_batches=4, train_samples=20_000, widths=(64,),
     source=f"{_ZOO}, its (64, 4) cell shrunk: V 128, 20K sequences, 3,000 steps of 64 at lr 3e-3, width 64")
+# tiny, Figure 2's question (does a gated convolution need width where attention does not?): its (128, 8) cell at
+# two widths, V 256, 20K sequences, 3,000 steps of 64 at lr 3e-3 (docs/validation.md, "Findings": zoology Figure 2)
+PROTOCOLS[("mqar-128", "tiny")] = dict(
+    TOKENS, task="mqar", data={"input_seq_len": 128, "num_kv_pairs": 8, "vocab_size": 256}, batch_size=64,
+    steps=3000, lr=3e-3, weight_decay=0.1, eval_every=500, eval_batches=4, train_samples=20_000, widths=(64, 256),
+    source=f"{_ZOO}, its (128, 8) cell shrunk: V 256, 20K sequences, 3,000 steps of 64 at lr 3e-3, widths 64 and 256")
 SUITES["mqar"] = [(f"mqar-{L}", "mqar") for L, _, _ in MQAR_GRID]
 # Figure 2's accuracies read off the plot (assets/figure2.png, +-0.03): attention 0.97-1.0 in every
 # cell (0.98 here); gated convolutions at the widths where a value could be read.
