@@ -51,7 +51,7 @@ import numpy as np
 from numba import njit
 
 from longsynth.errors import LongsynthError
-from longsynth.generators.chomsky.cs_arith import isqrt_bits
+from longsynth.generators.chomsky.cs_arith import add_bits, isqrt_bits
 from longsynth.generators.chomsky.limbs import mul_bits
 from longsynth.generators.chomsky.mt19937 import np_randint, numpy_state, py_randint_ones, python_state
 
@@ -200,19 +200,6 @@ def stack_batch(ns, length, inp, tgt):
 
 
 @njit(cache=True)
-def _add(x, a, y, c, out):
-    """out[:r] = x[:a] + y[:c] (little-endian bits); returns r, the sum's bit length (>= 1)."""
-    carry, r = 0, 1
-    for j in range(max(a, c) + 1):
-        t = carry + (x[j] if j < a else 0) + (y[j] if j < c else 0)
-        out[j] = t & 1
-        carry = t >> 1
-        if t & 1:
-            r = j + 1
-    return r
-
-
-@njit(cache=True)
 def binary_batch(ns, ps, length, mul, inp, tgt):
     """Addition (mul False; tgt [count, length + 1]) or multiplication (tgt [count, length])."""
     count = inp.shape[0]
@@ -243,7 +230,7 @@ def binary_batch(ns, ps, length, mul, inp, tgt):
         x = inp[b, :a[b]]
         y = inp[b, a[b] + 1:]
         c = length - 1 - a[b]
-        r = mul_bits(x, a[b], y, c, res) if mul else _add(x, a[b], y, c, res)
+        r = mul_bits(x, a[b], y, c, res) if mul else add_bits(x, a[b], y, c, res)
         for j in range(r):
             tgt[b, j] = res[j]
         tgt[b, r] = END

@@ -86,6 +86,20 @@ def _operands(s, n, inp):
 
 
 @njit(cache=True)
+def add_bits(x, a, y, c, out):
+    """out[:r] = x[:a] + y[:c] (bits, least significant first; out has max(a, c) + 1 entries); returns r, the
+    sum's bit length (at least 1)."""
+    carry, r = 0, 1
+    for j in range(max(a, c) + 1):
+        t = carry + (x[j] if j < a else 0) + (y[j] if j < c else 0)
+        out[j] = t & 1
+        carry = t >> 1
+        if t & 1:
+            r = j + 1
+    return r
+
+
+@njit(cache=True)
 def binary_addition_one(seed, split, index, lo, hi, pad_scored, inp, tgt):
     s = stream(seed, split, index)
     n = draw_length(s, lo, hi)
@@ -98,13 +112,7 @@ def binary_addition_one(seed, split, index, lo, hi, pad_scored, inp, tgt):
         _finish(tgt, n, r, n + 1, pad_scored)
         return
     a, b = _operands(s, n, inp)
-    carry, r = 0, 0
-    for j in range(max(a, b) + 1):
-        t = carry + (inp[j] if j < a else 0) + (inp[a + 1 + j] if j < b else 0)
-        tgt[n + j] = t & 1
-        carry = t >> 1
-        if t & 1:
-            r = j + 1
+    r = add_bits(inp[:a], a, inp[a + 1:], b, tgt[n:])
     _finish(tgt, n, r, n + 1, pad_scored)
 
 
