@@ -21,6 +21,7 @@ Stored arrays:
   per-position counts do not show; drawn last, so the arrays above do not depend on them.
 ``meta`` (JSON): the commit, the JAX version, PAIRS, LAW, RAW and the lengths.
 """
+import functools
 import json
 import os
 import random
@@ -43,7 +44,8 @@ SUB = 500  # samples per sample_batch call (their Python tasks build lists of th
 
 
 def _tasks(root):
-    """{our name without 'chomsky-': a zero-argument builder of their task, as TASK_BUILDERS}."""
+    """{our name without 'chomsky-': a builder of their task, as TASK_BUILDERS (called with no arguments) or with
+    their constructor's arguments (modulus, mult, operators as a string of characters, vocab_size)}."""
     tmp = tempfile.mkdtemp()
     os.symlink(os.path.abspath(root), os.path.join(tmp, "neural_networks_chomsky_hierarchy"))
     sys.path.insert(0, tmp)
@@ -60,7 +62,8 @@ def _tasks(root):
         "cycle-navigation": cycle_navigation.CycleNavigation,
         # a new instance per call: their operators are a generator, used up by the first trace
         "modular-arithmetic": modular_arithmetic.ModularArithmetic,
-        "modular-arithmetic-brackets": lambda: modular_arithmetic_brackets.ModularArithmeticBrackets(mult=True),
+        "modular-arithmetic-brackets": functools.partial(modular_arithmetic_brackets.ModularArithmeticBrackets,
+                                                         mult=True),
         "reverse-string": reverse_string.ReverseString,
         "solve-equation": solve_equation.SolveEquation,
         "stack-manipulation": stack_manipulation.StackManipulation,

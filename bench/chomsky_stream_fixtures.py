@@ -31,13 +31,13 @@ what each holds).
 """
 import hashlib
 import json
-import os
 import random
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from chomsky_fixtures import _tasks  # their classes, built as experiments/constants.py 81-113
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "data" / "chomsky_stream.npz"
 COMMIT = "2b8eb4bee872acf5b637fcc672f01c06939dc4ef"
@@ -62,45 +62,6 @@ VARIANTS = {
     "odds-first": [{"vocab_size": 3}],
     "bucket-sort": [{"vocab_size": 3}, {"vocab_size": 2}],
 }
-
-
-def _tasks(root):
-    """{our name without 'chomsky-': a builder of their task from our params, as TASK_BUILDERS}."""
-    tmp = tempfile.mkdtemp()
-    os.symlink(os.path.abspath(root), os.path.join(tmp, "neural_networks_chomsky_hierarchy"))
-    sys.path.insert(0, tmp)
-    from neural_networks_chomsky_hierarchy.tasks.cs import (binary_addition, binary_multiplication, bucket_sort,
-                                                             compute_sqrt, duplicate_string,
-                                                             missing_duplicate_string, odds_first)
-    from neural_networks_chomsky_hierarchy.tasks.dcf import (modular_arithmetic_brackets, reverse_string,
-                                                              solve_equation, stack_manipulation)
-    from neural_networks_chomsky_hierarchy.tasks.regular import (cycle_navigation, even_pairs,
-                                                                  modular_arithmetic, parity_check)
-
-    def brackets(modulus=5, mult=True):
-        return modular_arithmetic_brackets.ModularArithmeticBrackets(modulus=modulus, mult=mult)
-
-    def arithmetic(modulus=5, operators=None):
-        # our config gives the operators as one string, one character each, in order
-        return modular_arithmetic.ModularArithmetic(modulus=modulus, operators=operators)
-
-    return {
-        "even-pairs": even_pairs.EvenPairs,
-        "parity-check": parity_check.ParityCheck,
-        "cycle-navigation": cycle_navigation.CycleNavigation,
-        "modular-arithmetic": arithmetic,
-        "modular-arithmetic-brackets": brackets,
-        "reverse-string": reverse_string.ReverseString,
-        "solve-equation": solve_equation.SolveEquation,
-        "stack-manipulation": stack_manipulation.StackManipulation,
-        "binary-addition": binary_addition.BinaryAddition,
-        "binary-multiplication": binary_multiplication.BinaryMultiplication,
-        "compute-sqrt": compute_sqrt.ComputeSqrt,
-        "duplicate-string": duplicate_string.DuplicateString,
-        "missing-duplicate-string": missing_duplicate_string.MissingDuplicateString,
-        "odds-first": odds_first.OddsFirst,
-        "bucket-sort": bucket_sort.BucketSort,
-    }
 
 
 def _settings(name):
