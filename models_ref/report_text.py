@@ -57,6 +57,11 @@ class ReportText:
                f"its paper names the row"
                + (" (the DLR paper's Tables 1 and 2 are validation averages: their verdicts read our validation "
                   "metric)." if on_val else "."), ""]
+        by_sets = sorted({r["task"] for r in self.runs if r.get("scored_on") == "test sets"})
+        if by_sets:
+            out += [f"On {', '.join(by_sets)} the test metric is the mean over the protocol's test sets (its test "
+                    "lengths, each beyond the training ones: the paper's score); the table under \"Accuracy by test "
+                    "length\" gives each.", ""]
         cut = [r for r in rows if r["budget"] is not None]
         if cut:
             budgets = {}

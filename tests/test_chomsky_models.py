@@ -224,6 +224,7 @@ def test_evaluate_end_to_end(tmp_path):
     assert {c["at"] for c in lengths} == {*range(41, 100, 6), 100}
     # the headline is the paper's score, the mean over the test lengths, not the split of training lengths
     assert row["test_mean"] == pytest.approx(sum(c["accuracy"] for c in lengths) / len(lengths))
+    assert "the test metric is the mean over the protocol's test sets" in (tmp_path / "out" / "report.md").read_text()
 
 
 def test_certificate_curves_draw_accuracy_by_test_length():
