@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch  # a test dependency: its absence must fail, not skip
 
 from longsynth.models_ref.chomsky import ChomskyModel, config  # noqa: E402
 from longsynth.models_ref.layers.lstm import LSTM  # noqa: E402

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch  # a test dependency: its absence must fail, not skip
 
 from longsynth.errors import LongsynthError  # noqa: E402
 from longsynth.models_ref.chomsky import ChomskyModel, config  # noqa: E402
