@@ -11,6 +11,8 @@ Key -> state (all words uint64, ``mix`` is the SplitMix64 finaliser, a bijection
 ``c`` sits in word 1 because xoshiro256**'s first output reads word 1 only; then
 ``WARMUP`` steps diffuse the key over all words.
 
+``reseed(s, ...)`` writes that state into an existing array (a kernel making many samples).
+
 Draws:
     next_u64(s)        64 random bits
     uniform(s)         (u >> 11) * 2^-53, in [0, 1)
@@ -18,6 +20,8 @@ Draws:
     below(s, n)        exact uniform integer in [0, n), n <= 2^32, without a division on most
                        draws (Lemire): x = the top 32 bits of a u64, m = x * n; redrawn while
                        m mod 2^32 < 2^32 mod n; the result m >> 32 (the token tasks' draw)
+    below_fill(s, out, start, n, bound)  n draws of below(s, bound) into out[start:], the
+                       state in registers (the same values as the loop)
     normal(s)          ziggurat, 256 layers (Marsaglia & Tsang), one u64 per fast draw:
                        bits 0-7 layer, bit 8 sign, bits 9-60 the 52-bit abscissa
     normal_fill(s, x)  x[i] = normal(s) for i in order
@@ -112,17 +116,31 @@ def popcount(typingctx, x):
     return types.int64(types.uint64), codegen
 
 
-@njit(cache=True)
-def stream(seed, split, index):
-    """xoshiro256** state (uint64[4]) for key (seed, split code, index); all >= 0."""
+@njit(cache=True, inline="always")
+def reseed(s, seed, split, index):
+    """s (uint64[4]) <- the state of key (seed, split code, index): ``stream`` without allocating,
+    for a kernel that makes many samples with one state array."""
     a = _mix(np.uint64(seed) ^ _K0)
     b = _mix(a ^ _mix(np.uint64(split) ^ _K1))
     c = _mix(b ^ _mix(np.uint64(index) ^ _K2))
     d = _mix(c ^ _K3)
+    s0, s1, s2, s3 = a, c, b, d
+    for _ in range(WARMUP):  # next_u64's steps on local variables: the array is written once
+        t = s1 << np.uint64(17)
+        s2 ^= s0
+        s3 ^= s1
+        s1 ^= s2
+        s0 ^= s3
+        s2 ^= t
+        s3 = _rotl(s3, 45)
+    s[0], s[1], s[2], s[3] = s0, s1, s2, s3
+
+
+@njit(cache=True)
+def stream(seed, split, index):
+    """xoshiro256** state (uint64[4]) for key (seed, split code, index); all >= 0."""
     s = np.empty(4, dtype=np.uint64)
-    s[0], s[1], s[2], s[3] = a, c, b, d
-    for _ in range(WARMUP):
-        next_u64(s)
+    reseed(s, seed, split, index)
     return s
 
 
@@ -156,6 +174,32 @@ def below(s, n):
             m = (next_u64(s) >> np.uint64(32)) * un
             low = m & np.uint64(0xFFFFFFFF)
     return np.int64(m >> np.uint64(32))
+
+
+@njit(cache=True, inline="always")
+def below_fill(s, out, start, n, bound):
+    """out[start + i] <- below(s, bound) for i < n, in order: the same values and final state as a
+    loop of below(). The state stays in local variables (registers) over the loop; through the
+    array, every store to ``out`` would make the compiler reload it (they might alias)."""
+    s0, s1, s2, s3 = s[0], s[1], s[2], s[3]
+    un = np.uint64(bound)
+    for i in range(n):
+        while True:  # one pass but for a draw rejected by below's test (probability < n / 2^32)
+            m5 = s1 * np.uint64(5)
+            r = ((m5 << np.uint64(7)) | (m5 >> np.uint64(57))) * np.uint64(9)
+            t = s1 << np.uint64(17)
+            s2 ^= s0
+            s3 ^= s1
+            s1 ^= s2
+            s0 ^= s3
+            s2 ^= t
+            s3 = (s3 << np.uint64(45)) | (s3 >> np.uint64(19))
+            m = (r >> np.uint64(32)) * un
+            low = m & np.uint64(0xFFFFFFFF)
+            if low >= un or low >= (np.uint64(0x100000000) - un) % un:
+                break
+        out[start + i] = m >> np.uint64(32)
+    s[0], s[1], s[2], s[3] = s0, s1, s2, s3
 
 
 @njit(cache=True)

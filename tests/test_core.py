@@ -39,6 +39,30 @@ def test_stream_matches_pure_python_twin(key):
     assert [int(v) for v in k] == [twin.randint(7 + i) for i in range(3000)]
 
 
+@njit
+def _below_filled(seed, split, index, sizes, bound):
+    """below_fill in runs of ``sizes`` into one array, then one next_u64: the values and the state after."""
+    s = np.empty(4, dtype=np.uint64)
+    rng.reseed(s, seed, split, index)
+    out = np.full(sizes.sum() + 2, -1, dtype=np.int64)
+    at = 1
+    for k in sizes:
+        rng.below_fill(s, out, at, k, bound)
+        at += k
+    return out, rng.next_u64(s)
+
+
+# 3 * 2^30 rejects a draw with probability 1/4 (2^32 mod bound = 2^30): the fill's rejection path runs
+@pytest.mark.parametrize("bound", [1, 2, 3, 5, 1000, 3 * 2**30, 2**32])
+def test_below_fill_matches_the_twins_below(bound):
+    sizes = np.array([0, 1, 7, 64, 300], dtype=np.int64)
+    out, after = _below_filled(11, 1, 5, sizes, bound)
+    twin = naive.Stream(11, 1, 5)
+    assert out[0] == -1 and out[-1] == -1  # nothing written outside out[start:start + n]
+    assert [int(v) for v in out[1:-1]] == [twin.below(bound) for _ in range(sizes.sum())]
+    assert int(after) == twin.u64()  # the state is written back
+
+
 def test_streams_of_different_keys_differ():
     firsts = {tuple(_draws(*key, 4)[0]) for key in KEYS}
     assert len(firsts) == len(KEYS)

@@ -20,6 +20,11 @@ rows, each chunk one ``<task>_rows`` call. ``Filler`` picks one per batch: launc
 loop costs tens of microseconds even on one thread, more than a training batch (128 rows of 1-40
 tokens) takes to draw.
 
+Kernels: a batch filler keeps one random state for its rows, ``reseed`` for each; a task's
+``<task>_one`` and the small pieces below are inlined into its fillers (``inline="always"``): as
+calls, the views and state they take cost more than a short row's draws. Runs of uniform symbols
+are drawn by ``below_fill``, the state in registers.
+
 Draws: every sample reads stream(seed, split, index) only; its first draw is the input length
 n = min_length + below(max_length - min_length + 1). ``bits(k)`` takes ceil(k / 64) words of
 the stream, bit i of the string being bit i % 64 of word i // 64 (least significant first).
@@ -167,18 +172,28 @@ def draw_length(s, lo, hi):
     return lo + below(s, hi - lo + 1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def unsigned(i):
+    """An index as uint64 (i >= 0): loops over unsigned indices vectorise (``frame``). Keep both sides of
+    index arithmetic unsigned: Numba computes uint64 with int64 in float64."""
+    return np.uint64(i)
+
+
+@njit(cache=True, inline="always")
 def frame(inp, tgt, n, o, empty):
-    """inp[n:n+o] = empty, inp[n+o:] = empty + 1 (padding), tgt[:] = -100; inp[:n] is the caller's."""
-    for i in range(n, n + o):
+    """inp[n:n+o] = empty, inp[n+o:] = empty + 1 (padding), tgt[:] = -100; inp[:n] is the caller's.
+    Unsigned indices (``unsigned``): Numba checks a signed index for a negative value, which keeps the
+    compiler from vectorising a loop; slice assignments vectorise but cost more on short rows."""
+    un, uo, uw = unsigned(n), unsigned(n + o), unsigned(inp.shape[0])
+    for i in range(un, uo):
         inp[i] = empty
-    for i in range(n + o, inp.shape[0]):
+    for i in range(uo, uw):
         inp[i] = empty + 1
-    for i in range(tgt.shape[0]):
+    for i in range(unsigned(0), unsigned(tgt.shape[0])):
         tgt[i] = IGNORE
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def bits(s, out, start, k):
     """out[start + i] = bit i of bits(k), i < k; returns how many are 1."""
     ones = 0
@@ -192,7 +207,7 @@ def bits(s, out, start, k):
     return ones
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def nonzero_bits(s, out, start, k):
     """out[start:start + k] = the bits (least significant first) of a number uniform in [1, 2^k - 1]:
     bits(k), drawn again while all are 0."""
@@ -200,21 +215,41 @@ def nonzero_bits(s, out, start, k):
         pass
 
 
+@njit(cache=True, inline="always")
+def nonzero_word(s, k):
+    """nonzero_bits(k) for k <= 64 as one word (bit i of the word = bit i of the string): the same draws."""
+    mask = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - k)
+    word = next_u64(s) & mask
+    while word == 0:
+        word = next_u64(s) & mask
+    return word
+
+
+@njit(cache=True, inline="always")
+def put_bits(out, start, word, k):
+    """out[start + i] = bit i of word, i < k (least significant first)."""
+    for i in range(k):
+        out[start + i] = (word >> np.uint64(i)) & np.uint64(1)
+
+
 @njit(cache=True)
-def expression(s, m, n_ops, length, out, start, ids):
+def expression_frames(max_length):
+    """Scratch for ``expression`` of at most max_length tokens: every open frame has length >= 5
+    and holds its child, so the depth is at most length / 4 + 1."""
+    return max_length // 4 + 2
+
+
+@njit(cache=True)
+def expression(s, m, n_ops, length, out, start, ids, frames):
     """Writes a bracketed expression of ``length`` tokens at out[start:] and returns its value mod m
-    (docs/tasks/chomsky.md, "modular-arithmetic-brackets"). ids = (+, -, *, (, )) token ids.
+    (docs/tasks/chomsky.md, "modular-arithmetic-brackets"). ids = (+, -, *, (, )) token ids;
+    frames: int64 scratch [5, expression_frames(length) or more].
 
     length 1: t; 2: - t; 3: ( t ); 4: ( - t ) with t = below(m); length >= 5: ( e1 op e2 ) with
     |e1| = 1 + below(length - 4) drawn first, then e1, e2, then op = below(n_ops) (+, -, *).
     Pre-order with an explicit stack of frames (no recursion: lengths reach 2^16)."""
     minus, lpar, rpar = ids[1], ids[3], ids[4]
-    cap = length // 4 + 2  # every open frame has length >= 5 and holds its child: depth <= length / 4 + 1
-    fpos = np.empty(cap, dtype=np.int64)
-    flen = np.empty(cap, dtype=np.int64)
-    fleft = np.empty(cap, dtype=np.int64)
-    fval = np.empty(cap, dtype=np.int64)
-    fstage = np.empty(cap, dtype=np.int64)
+    fpos, flen, fleft, fval, fstage = frames[0], frames[1], frames[2], frames[3], frames[4]
     depth = 1
     fpos[0], flen[0], fstage[0] = start, length, 0
     ret = 0

@@ -24,8 +24,8 @@ from numba import njit, prange
 
 from longsynth.generators.chomsky._common import (CHUNK, MAX_ALPHABET, AlphabetConfig, Filler, LengthConfig,
                                                    Layout, bits, draw_length, fixed_length, frame, make_task,
-                                                   max_length, min_length)
-from longsynth.rng import below, stream
+                                                   max_length, min_length, unsigned)
+from longsynth.rng import below, below_fill, reseed
 from longsynth.task import param
 
 
@@ -40,26 +40,21 @@ class BucketSortConfig:
 # ---------------------------------------------------------------- kernels
 
 
-@njit(cache=True)
-def _symbols(s, inp, n, v):
-    for i in range(n):
-        inp[i] = below(s, v)
-
-
-@njit(cache=True)
-def duplicate_string_one(seed, split, index, lo, hi, v, inp, tgt):
-    s = stream(seed, split, index)
+@njit(cache=True, inline="always")
+def duplicate_string_one(s, seed, split, index, lo, hi, v, inp, tgt):
+    reseed(s, seed, split, index)
     n = draw_length(s, lo, hi)
     frame(inp, tgt, n, 2 * n, v)
-    _symbols(s, inp, n, v)
-    for i in range(n):
-        tgt[n + i] = inp[i]
-        tgt[2 * n + i] = inp[i]
+    below_fill(s, inp, 0, n, v)
+    un = unsigned(n)
+    for i in range(un):  # unsigned indices: _common.unsigned
+        tgt[un + i] = inp[i]
+        tgt[un + un + i] = inp[i]
 
 
-@njit(cache=True)
-def missing_duplicate_one(seed, split, index, lo, hi, inp, tgt):
-    s = stream(seed, split, index)
+@njit(cache=True, inline="always")
+def missing_duplicate_one(s, seed, split, index, lo, hi, inp, tgt):
+    reseed(s, seed, split, index)
     n = draw_length(s, lo, hi)
     frame(inp, tgt, n, 1, 4)
     if n == 1:
@@ -77,31 +72,30 @@ def missing_duplicate_one(seed, split, index, lo, hi, inp, tgt):
         inp[n - 1] = 3
 
 
-@njit(cache=True)
-def odds_first_one(seed, split, index, lo, hi, v, inp, tgt):
-    s = stream(seed, split, index)
+@njit(cache=True, inline="always")
+def odds_first_one(s, seed, split, index, lo, hi, v, inp, tgt):
+    reseed(s, seed, split, index)
     n = draw_length(s, lo, hi)
     frame(inp, tgt, n, n, v)
-    _symbols(s, inp, n, v)
-    at = n
-    for i in range(1, n, 2):
-        tgt[at] = inp[i]
-        at += 1
-    for i in range(0, n, 2):
-        tgt[at] = inp[i]
-        at += 1
+    below_fill(s, inp, 0, n, v)
+    un, half, one = unsigned(n), unsigned(n // 2), unsigned(1)
+    for j in range(half):  # unsigned indices: _common.unsigned
+        tgt[un + j] = inp[j + j + one]
+    for j in range(un - half):
+        tgt[un + half + j] = inp[j + j]
 
 
-@njit(cache=True)
-def bucket_sort_one(seed, split, index, lo, hi, v, inp, tgt):
-    s = stream(seed, split, index)
+@njit(cache=True, inline="always")
+def bucket_sort_one(s, seed, split, index, lo, hi, v, inp, tgt, counts):
+    """counts: scratch of v entries."""
+    reseed(s, seed, split, index)
     n = draw_length(s, lo, hi)
     frame(inp, tgt, n, n, v)
-    counts = np.zeros(v, dtype=np.int64)
+    below_fill(s, inp, 0, n, v)
+    for a in range(v):
+        counts[a] = 0
     for i in range(n):
-        a = below(s, v)
-        inp[i] = a
-        counts[a] += 1
+        counts[inp[i]] += 1
     at = n
     for a in range(v):
         for _ in range(counts[a]):
@@ -114,26 +108,31 @@ def bucket_sort_one(seed, split, index, lo, hi, v, inp, tgt):
 
 @njit(cache=True)
 def duplicate_string_rows(seed, split, start, lo, hi, v, inp, tgt):
+    s = np.empty(4, dtype=np.uint64)  # the rows' random state, reseeded per row
     for b in range(inp.shape[0]):
-        duplicate_string_one(seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+        duplicate_string_one(s, seed, split, start + b, lo, hi, v, inp[b], tgt[b])
 
 
 @njit(cache=True)
 def missing_duplicate_rows(seed, split, start, lo, hi, inp, tgt):
+    s = np.empty(4, dtype=np.uint64)  # the rows' random state, reseeded per row
     for b in range(inp.shape[0]):
-        missing_duplicate_one(seed, split, start + b, lo, hi, inp[b], tgt[b])
+        missing_duplicate_one(s, seed, split, start + b, lo, hi, inp[b], tgt[b])
 
 
 @njit(cache=True)
 def odds_first_rows(seed, split, start, lo, hi, v, inp, tgt):
+    s = np.empty(4, dtype=np.uint64)  # the rows' random state, reseeded per row
     for b in range(inp.shape[0]):
-        odds_first_one(seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+        odds_first_one(s, seed, split, start + b, lo, hi, v, inp[b], tgt[b])
 
 
 @njit(cache=True)
 def bucket_sort_rows(seed, split, start, lo, hi, v, inp, tgt):
+    s = np.empty(4, dtype=np.uint64)  # the rows' random state, reseeded per row
+    counts = np.empty(v, dtype=np.int64)
     for b in range(inp.shape[0]):
-        bucket_sort_one(seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+        bucket_sort_one(s, seed, split, start + b, lo, hi, v, inp[b], tgt[b], counts)
 
 
 @njit(cache=True, parallel=True)

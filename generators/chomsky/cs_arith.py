@@ -32,10 +32,11 @@ from numba import njit, prange
 from longsynth.generators._tokens import IGNORE
 from longsynth.generators.chomsky._common import (CHUNK, MAX_LENGTH_QUADRATIC, Filler, Layout, TerminatedConfig,
                                                    draw_length, fixed_length, frame, make_task, max_length,
-                                                   min_length, nonzero_bits, score_padding)
-from longsynth.generators.chomsky.limbs import (bit_length, isqrt_bits_limbs, isqrt_work, mul, mul_work, pack,
-                                                 unpack)
-from longsynth.rng import below, stream
+                                                   min_length, nonzero_bits, nonzero_word, put_bits,
+                                                   score_padding)
+from longsynth.generators.chomsky.limbs import (bit_length, isqrt_bits_limbs, isqrt_u64, isqrt_work, mul, mul_work,
+                                                 pack, unpack)
+from longsynth.rng import below, reseed
 
 END = 2  # the end token of the binary arithmetic outputs (an output class), and the operator in the input
 
@@ -58,7 +59,7 @@ class SqrtConfig:
 # ---------------------------------------------------------------- kernels
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _finish(tgt, n, r, o, pad_scored):
     """The result's r bits are at tgt[n:n+r]: END after them, then 0s (or -100) up to o outputs."""
     tgt[n + r] = END
@@ -66,7 +67,7 @@ def _finish(tgt, n, r, o, pad_scored):
         tgt[j] = 0 if pad_scored else IGNORE
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _small(s, n, inp):
     """n <= 2: v = below(2^n - 1) written in n bits; returns v."""
     v = below(s, (1 << n) - 1)
@@ -75,7 +76,7 @@ def _small(s, n, inp):
     return v
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _operands(s, n, inp):
     """a, b: the two numbers' bit lengths; inp = N 2 M, little-endian."""
     a = 1 + below(s, n - 2)
@@ -85,7 +86,28 @@ def _operands(s, n, inp):
     return a, n - 1 - a
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def _word_operands(s, n, inp):
+    """_operands for n - 1 <= 64, the two numbers returned as words: the same draws and input."""
+    a = 1 + below(s, n - 2)
+    x = nonzero_word(s, a)
+    put_bits(inp, 0, x, a)
+    inp[a] = END
+    y = nonzero_word(s, n - 1 - a)
+    put_bits(inp, a + 1, y, n - 1 - a)
+    return x, y
+
+
+@njit(cache=True, inline="always")
+def _word_bits(v):
+    """The bit length of a uint64 (1 for 0: a result is written with at least one bit)."""
+    r = 1
+    while r < 64 and (v >> np.uint64(r)) != 0:
+        r += 1
+    return r
+
+
+@njit(cache=True, inline="always")
 def add_bits(x, a, y, c, out):
     """out[:r] = x[:a] + y[:c] (bits, least significant first; out has max(a, c) + 1 entries); returns r, the
     sum's bit length (at least 1)."""
@@ -99,9 +121,9 @@ def add_bits(x, a, y, c, out):
     return r
 
 
-@njit(cache=True)
-def binary_addition_one(seed, split, index, lo, hi, pad_scored, inp, tgt):
-    s = stream(seed, split, index)
+@njit(cache=True, inline="always")
+def binary_addition_one(s, seed, split, index, lo, hi, pad_scored, inp, tgt):
+    reseed(s, seed, split, index)
     n = draw_length(s, lo, hi)
     frame(inp, tgt, n, n + 1, 3)
     if n <= 2:
@@ -111,16 +133,23 @@ def binary_addition_one(seed, split, index, lo, hi, pad_scored, inp, tgt):
             tgt[n + j] = (v >> j) & 1
         _finish(tgt, n, r, n + 1, pad_scored)
         return
+    if n <= 64:  # both numbers fit one word (at most 62 bits each), and so does their sum
+        x, y = _word_operands(s, n, inp)
+        total = x + y
+        r = _word_bits(total)
+        put_bits(tgt, n, total, r)
+        _finish(tgt, n, r, n + 1, pad_scored)
+        return
     a, b = _operands(s, n, inp)
     r = add_bits(inp[:a], a, inp[a + 1:], b, tgt[n:])
     _finish(tgt, n, r, n + 1, pad_scored)
 
 
-@njit(cache=True)
-def binary_multiplication_one(seed, split, index, lo, hi, pad_scored, inp, tgt, work):
+@njit(cache=True, inline="always")
+def binary_multiplication_one(s, seed, split, index, lo, hi, pad_scored, inp, tgt, work):
     """work: scratch of mul_work(hi) words. N and M are packed into 32-bit limbs and multiplied
     schoolbook (limbs.py): ceil(a / 32) ceil(b / 32) limb products instead of a b bit steps."""
-    s = stream(seed, split, index)
+    reseed(s, seed, split, index)
     n = draw_length(s, lo, hi)
     frame(inp, tgt, n, n, 3)
     if n <= 2:
@@ -128,6 +157,13 @@ def binary_multiplication_one(seed, split, index, lo, hi, pad_scored, inp, tgt, 
         for j in range(n - 1):
             tgt[n + j] = 0
         _finish(tgt, n, n - 1, n, pad_scored)
+        return
+    if n <= 65:  # a + b = n - 1 <= 64 bits: the product N M < 2^(a + b) fits one word
+        x, y = _word_operands(s, n, inp)
+        product = x * y
+        r = _word_bits(product)
+        put_bits(tgt, n, product, r)
+        _finish(tgt, n, r, n, pad_scored)
         return
     a, b = _operands(s, n, inp)
     nx, ny = (a + 31) // 32, (b + 31) // 32
@@ -139,7 +175,7 @@ def binary_multiplication_one(seed, split, index, lo, hi, pad_scored, inp, tgt, 
     _finish(tgt, n, r, n, pad_scored)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _reverse(a, start, k):
     """a[start:start + k] in reverse order, in place."""
     i, j = start, start + k - 1
@@ -160,14 +196,22 @@ def isqrt_bits(x, n, out, o):
     unpack(work, 2 * m, m, skip, out, 0, o)
 
 
-@njit(cache=True)
-def compute_sqrt_one(seed, split, index, lo, hi, inp, tgt, work):
+@njit(cache=True, inline="always")
+def compute_sqrt_one(s, seed, split, index, lo, hi, inp, tgt, work):
     """work: scratch of isqrt_work(hi) words. X is drawn least significant bit first into inp,
     its root taken there (isqrt_bits_limbs), then both are turned big-endian in place."""
-    s = stream(seed, split, index)
+    reseed(s, seed, split, index)
     n = draw_length(s, lo, hi)
     o = (n + 1) // 2
     frame(inp, tgt, n, o, 2)
+    if n <= 64:  # X and its root fit one word
+        x = nonzero_word(s, n)
+        root = isqrt_u64(x)
+        for i in range(n):  # both big-endian
+            inp[i] = (x >> np.uint64(n - 1 - i)) & np.uint64(1)
+        for j in range(o):
+            tgt[n + j] = (root >> np.uint64(o - 1 - j)) & np.uint64(1)
+        return
     nonzero_bits(s, inp, 0, n)
     m, skip = isqrt_bits_limbs(inp, 0, n, work)
     unpack(work, 2 * m, m, skip, tgt, n, o)
@@ -182,22 +226,25 @@ def compute_sqrt_one(seed, split, index, lo, hi, inp, tgt, work):
 
 @njit(cache=True)
 def binary_addition_rows(seed, split, start, lo, hi, pad_scored, inp, tgt):
+    s = np.empty(4, dtype=np.uint64)  # the rows' random state, reseeded per row
     for b in range(inp.shape[0]):
-        binary_addition_one(seed, split, start + b, lo, hi, pad_scored, inp[b], tgt[b])
+        binary_addition_one(s, seed, split, start + b, lo, hi, pad_scored, inp[b], tgt[b])
 
 
 @njit(cache=True)
 def binary_multiplication_rows(seed, split, start, lo, hi, pad_scored, inp, tgt):
+    s = np.empty(4, dtype=np.uint64)  # the rows' random state, reseeded per row
     work = np.empty(mul_work(hi), dtype=np.uint64)
     for b in range(inp.shape[0]):
-        binary_multiplication_one(seed, split, start + b, lo, hi, pad_scored, inp[b], tgt[b], work)
+        binary_multiplication_one(s, seed, split, start + b, lo, hi, pad_scored, inp[b], tgt[b], work)
 
 
 @njit(cache=True)
 def compute_sqrt_rows(seed, split, start, lo, hi, pad_scored, inp, tgt):
+    s = np.empty(4, dtype=np.uint64)  # the rows' random state, reseeded per row
     work = np.empty(isqrt_work(hi), dtype=np.uint64)
     for b in range(inp.shape[0]):
-        compute_sqrt_one(seed, split, start + b, lo, hi, inp[b], tgt[b], work)
+        compute_sqrt_one(s, seed, split, start + b, lo, hi, inp[b], tgt[b], work)
 
 
 @njit(cache=True, parallel=True)

@@ -31,10 +31,10 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.generators.chomsky._common import (CHUNK, MAX_ALPHABET, AlphabetConfig, Filler, Layout,
-                                                   TerminatedConfig, bits, draw_length, expression, fixed_length,
-                                                   frame, make_task, max_length, min_length)
+                                                   TerminatedConfig, bits, draw_length, expression, expression_frames,
+                                                   fixed_length, frame, make_task, max_length, min_length, unsigned)
 from longsynth.generators._tokens import IGNORE
-from longsynth.rng import below, stream
+from longsynth.rng import below, below_fill, reseed
 from longsynth.task import param
 
 END = 2  # stack-manipulation's end token (an output class)
@@ -65,29 +65,30 @@ class SolveEquationConfig:
 # ---------------------------------------------------------------- kernels
 
 
-@njit(cache=True)
-def brackets_one(seed, split, index, lo, hi, m, n_ops, inp, tgt):
-    s = stream(seed, split, index)
+@njit(cache=True, inline="always")
+def brackets_one(s, seed, split, index, lo, hi, m, n_ops, inp, tgt, ids, frames):
+    """ids: the tokens of + - * ( ); frames: expression's scratch."""
+    reseed(s, seed, split, index)
     n = draw_length(s, lo, hi)
     frame(inp, tgt, n, 1, m + 6)
-    ids = np.array([m, m + 1, m + 2, m + 3, m + 4], dtype=np.int64)
-    tgt[n] = expression(s, m, n_ops, n, inp, 0, ids)
+    tgt[n] = expression(s, m, n_ops, n, inp, 0, ids, frames)
 
 
-@njit(cache=True)
-def reverse_string_one(seed, split, index, lo, hi, v, inp, tgt):
-    s = stream(seed, split, index)
+@njit(cache=True, inline="always")
+def reverse_string_one(s, seed, split, index, lo, hi, v, inp, tgt):
+    reseed(s, seed, split, index)
     n = draw_length(s, lo, hi)
     frame(inp, tgt, n, n, v)
-    for i in range(n):
-        inp[i] = below(s, v)
-    for i in range(n):
-        tgt[n + i] = inp[n - 1 - i]
+    below_fill(s, inp, 0, n, v)
+    un = unsigned(n)
+    for i in range(un):  # unsigned indices: _common.unsigned
+        tgt[un + i] = inp[un - unsigned(1) - i]
 
 
-@njit(cache=True)
-def solve_equation_one(seed, split, index, lo, hi, m, inp, tgt):
-    s = stream(seed, split, index)
+@njit(cache=True, inline="always")
+def solve_equation_one(s, seed, split, index, lo, hi, m, inp, tgt, ids, frames):
+    """ids: the tokens of + - (no *) ( ); frames: expression's scratch."""
+    reseed(s, seed, split, index)
     n = draw_length(s, lo, hi)
     frame(inp, tgt, n, 1, m + 6)
     if n < 3:
@@ -95,8 +96,7 @@ def solve_equation_one(seed, split, index, lo, hi, m, inp, tgt):
             inp[i] = 0
         tgt[n] = 0
         return
-    ids = np.array([m, m + 1, -1, m + 2, m + 3], dtype=np.int64)
-    value = expression(s, m, 2, n - 2, inp, 0, ids)
+    value = expression(s, m, 2, n - 2, inp, 0, ids, frames)
     p = below(s, n - 2)
     while inp[p] >= m:  # the expression holds a number: at most n - 3 steps
         p = (p + 1) % (n - 2)
@@ -106,9 +106,10 @@ def solve_equation_one(seed, split, index, lo, hi, m, inp, tgt):
     inp[n - 1] = value
 
 
-@njit(cache=True)
-def stack_manipulation_one(seed, split, index, lo, hi, pad_scored, inp, tgt):
-    s = stream(seed, split, index)
+@njit(cache=True, inline="always")
+def stack_manipulation_one(s, seed, split, index, lo, hi, pad_scored, inp, tgt, stack):
+    """stack: scratch of hi entries."""
+    reseed(s, seed, split, index)
     n = draw_length(s, lo, hi)
     frame(inp, tgt, n, n + 1, 5)
     if n == 1:
@@ -117,12 +118,12 @@ def stack_manipulation_one(seed, split, index, lo, hi, pad_scored, inp, tgt):
         return
     k = 1 + below(s, n - 1)
     bits(s, inp, 0, k)
-    stack = np.empty(n, dtype=np.int64)
     size = k
     for i in range(k):
         stack[i] = inp[i]
+    below_fill(s, inp, k, n - k, 3)
     for i in range(k, n):
-        a = 2 + below(s, 3)
+        a = 2 + inp[i]
         inp[i] = a
         if a == 2:
             if size > 0:
@@ -142,26 +143,35 @@ def stack_manipulation_one(seed, split, index, lo, hi, pad_scored, inp, tgt):
 
 @njit(cache=True)
 def brackets_rows(seed, split, start, lo, hi, m, n_ops, inp, tgt):
+    s = np.empty(4, dtype=np.uint64)  # the rows' random state, reseeded per row
+    ids = np.array([m, m + 1, m + 2, m + 3, m + 4], dtype=np.int64)
+    frames = np.empty((5, expression_frames(hi)), dtype=np.int64)
     for b in range(inp.shape[0]):
-        brackets_one(seed, split, start + b, lo, hi, m, n_ops, inp[b], tgt[b])
+        brackets_one(s, seed, split, start + b, lo, hi, m, n_ops, inp[b], tgt[b], ids, frames)
 
 
 @njit(cache=True)
 def reverse_string_rows(seed, split, start, lo, hi, v, inp, tgt):
+    s = np.empty(4, dtype=np.uint64)  # the rows' random state, reseeded per row
     for b in range(inp.shape[0]):
-        reverse_string_one(seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+        reverse_string_one(s, seed, split, start + b, lo, hi, v, inp[b], tgt[b])
 
 
 @njit(cache=True)
 def solve_equation_rows(seed, split, start, lo, hi, m, inp, tgt):
+    s = np.empty(4, dtype=np.uint64)  # the rows' random state, reseeded per row
+    ids = np.array([m, m + 1, -1, m + 2, m + 3], dtype=np.int64)
+    frames = np.empty((5, expression_frames(hi)), dtype=np.int64)
     for b in range(inp.shape[0]):
-        solve_equation_one(seed, split, start + b, lo, hi, m, inp[b], tgt[b])
+        solve_equation_one(s, seed, split, start + b, lo, hi, m, inp[b], tgt[b], ids, frames)
 
 
 @njit(cache=True)
 def stack_manipulation_rows(seed, split, start, lo, hi, pad_scored, inp, tgt):
+    s = np.empty(4, dtype=np.uint64)  # the rows' random state, reseeded per row
+    stack = np.empty(hi, dtype=np.int64)
     for b in range(inp.shape[0]):
-        stack_manipulation_one(seed, split, start + b, lo, hi, pad_scored, inp[b], tgt[b])
+        stack_manipulation_one(s, seed, split, start + b, lo, hi, pad_scored, inp[b], tgt[b], stack)
 
 
 @njit(cache=True, parallel=True)

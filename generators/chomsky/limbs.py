@@ -58,7 +58,7 @@ def isqrt_work(k):
     return 2 * m + m + (m + 3)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def pack(bits, start, k, shift, w, wo):
     """w[wo:wo + nw] = the k bits bits[start:start + k] (least significant first) times
     2^shift, as 32-bit limbs, nw = ceil((k + shift) / 32); returns nw."""
@@ -78,7 +78,7 @@ def pack(bits, start, k, shift, w, wo):
     return nw
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def unpack(w, wo, nw, skip, out, start, k):
     """out[start + i] = bit skip + i of the nw limbs w[wo:wo + nw], for i < k (0 past the top)."""
     for i in range(k):
@@ -87,7 +87,7 @@ def unpack(w, wo, nw, skip, out, start, k):
         out[start + i] = (w[wo + li] >> np.uint64(p & 31)) & _U1 if li < nw else np.uint64(0)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def bit_length(w, wo, nw):
     """The number of bits of the nw limbs w[wo:wo + nw] up to the highest 1 (0 for zero)."""
     i = nw - 1
@@ -102,7 +102,7 @@ def bit_length(w, wo, nw):
     return 32 * i + b
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def mul(w, nx, ny):
     """Z = X Y in one work array: X = w[0:nx], Y = w[nx:nx + ny], Z = w[nx + ny:2 (nx + ny)].
     Schoolbook: one pass over Y per limb of X, nx ny limb products."""

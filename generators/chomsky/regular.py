@@ -26,7 +26,7 @@ from numba import njit, prange
 from longsynth.errors import LongsynthError
 from longsynth.generators.chomsky._common import (CHUNK, MAX_ALPHABET, Filler, LengthConfig, Layout, bits,
                                                    draw_length, fixed_length, frame, make_task, max_length, min_length)
-from longsynth.rng import below, stream
+from longsynth.rng import below, below_fill, reseed
 from longsynth.task import param
 
 OPERATORS = "+-*_"  # the token of operator c is M + OPERATORS.index(c)
@@ -52,40 +52,39 @@ def _check_modular(cfg):
 # ---------------------------------------------------------------- kernels
 
 
-@njit(cache=True)
-def even_pairs_one(seed, split, index, lo, hi, inp, tgt):
-    s = stream(seed, split, index)
+@njit(cache=True, inline="always")
+def even_pairs_one(s, seed, split, index, lo, hi, inp, tgt):
+    reseed(s, seed, split, index)
     n = draw_length(s, lo, hi)
     frame(inp, tgt, n, 1, 2)
     bits(s, inp, 0, n)
     tgt[n] = 1 if inp[0] != inp[n - 1] else 0
 
 
-@njit(cache=True)
-def parity_check_one(seed, split, index, lo, hi, inp, tgt):
-    s = stream(seed, split, index)
+@njit(cache=True, inline="always")
+def parity_check_one(s, seed, split, index, lo, hi, inp, tgt):
+    reseed(s, seed, split, index)
     n = draw_length(s, lo, hi)
     frame(inp, tgt, n, 1, 2)
     tgt[n] = bits(s, inp, 0, n) % 2
 
 
-@njit(cache=True)
-def cycle_navigation_one(seed, split, index, lo, hi, inp, tgt):
-    s = stream(seed, split, index)
+@njit(cache=True, inline="always")
+def cycle_navigation_one(s, seed, split, index, lo, hi, inp, tgt):
+    reseed(s, seed, split, index)
     n = draw_length(s, lo, hi)
     frame(inp, tgt, n, 1, 3)
+    below_fill(s, inp, 0, n, 3)
     total = 0
     for i in range(n):
-        a = below(s, 3)
-        inp[i] = a
-        total += a + 4  # a - 1 + 5: stays >= 0
+        total += inp[i] + 4  # a - 1 + 5: stays >= 0
     tgt[n] = total % 5
 
 
-@njit(cache=True)
-def modular_arithmetic_one(seed, split, index, lo, hi, m, codes, inp, tgt):
+@njit(cache=True, inline="always")
+def modular_arithmetic_one(s, seed, split, index, lo, hi, m, codes, inp, tgt):
     """codes: int64 [k], the operators' indices in OPERATORS."""
-    s = stream(seed, split, index)
+    reseed(s, seed, split, index)
     n = draw_length(s, lo, hi)
     if n % 2 == 0:
         n -= 1
@@ -110,26 +109,30 @@ def modular_arithmetic_one(seed, split, index, lo, hi, m, codes, inp, tgt):
 
 @njit(cache=True)
 def even_pairs_rows(seed, split, start, lo, hi, inp, tgt):
+    s = np.empty(4, dtype=np.uint64)  # the rows' random state, reseeded per row
     for b in range(inp.shape[0]):
-        even_pairs_one(seed, split, start + b, lo, hi, inp[b], tgt[b])
+        even_pairs_one(s, seed, split, start + b, lo, hi, inp[b], tgt[b])
 
 
 @njit(cache=True)
 def parity_check_rows(seed, split, start, lo, hi, inp, tgt):
+    s = np.empty(4, dtype=np.uint64)  # the rows' random state, reseeded per row
     for b in range(inp.shape[0]):
-        parity_check_one(seed, split, start + b, lo, hi, inp[b], tgt[b])
+        parity_check_one(s, seed, split, start + b, lo, hi, inp[b], tgt[b])
 
 
 @njit(cache=True)
 def cycle_navigation_rows(seed, split, start, lo, hi, inp, tgt):
+    s = np.empty(4, dtype=np.uint64)  # the rows' random state, reseeded per row
     for b in range(inp.shape[0]):
-        cycle_navigation_one(seed, split, start + b, lo, hi, inp[b], tgt[b])
+        cycle_navigation_one(s, seed, split, start + b, lo, hi, inp[b], tgt[b])
 
 
 @njit(cache=True)
 def modular_arithmetic_rows(seed, split, start, lo, hi, m, codes, inp, tgt):
+    s = np.empty(4, dtype=np.uint64)  # the rows' random state, reseeded per row
     for b in range(inp.shape[0]):
-        modular_arithmetic_one(seed, split, start + b, lo, hi, m, codes, inp[b], tgt[b])
+        modular_arithmetic_one(s, seed, split, start + b, lo, hi, m, codes, inp[b], tgt[b])
 
 
 @njit(cache=True, parallel=True)
