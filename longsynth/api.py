@@ -28,33 +28,38 @@ def _check_index(name, value):
     return int(value)
 
 
-_CONFIGS = {}  # (id of the Task, its sorted parameters) -> (the Task, its validated config): see resolve
+_RESOLVED = {}  # resolve's key (below) -> (the Task, resolve's tuple)
+_RESOLVED_MAX = 256
 
 
-def _config(t, params):
-    """The validated config of Task ``t`` for ``params``: a loop that asks for a batch per step validates its
-    parameters once (a config is frozen). Parameters that cannot be a key (a list) are validated every time."""
+def _resolve_key(task, seed, split, params):
+    """The arguments with the type of every value: 1, 1.0 and True are equal as dict keys, but validation
+    takes only the first. None where a value cannot be a key (a list): resolve then validates anew. The
+    parameters in the caller's order: another order is another key, for the same result."""
     try:
-        key = (id(t), tuple(sorted(params.items())))
-        hit = _CONFIGS.get(key)
+        key = (task, type(seed), seed, type(split), split, tuple(params.items()), tuple(map(type, params.values())))
+        hash(key)
     except TypeError:
-        return t.make_config(**params)
-    if hit is not None and hit[0] is t:
-        return hit[1]
-    cfg = t.make_config(**params)
-    if len(_CONFIGS) >= 256:
-        _CONFIGS.clear()
-    _CONFIGS[key] = (t, cfg)
-    return cfg
+        return None
+    return key
 
 
 def resolve(task, seed, split, params):
-    """(Task, config, seed, split code, fixed draws) after validating everything."""
+    """(Task, config, seed, split code, fixed draws) after validating everything. A loop that asks for a
+    batch per step validates its arguments once: configs are frozen, and so are the fixed draws."""
     t = registry.get(task)
-    cfg = _config(t, params)
+    key = _resolve_key(task, seed, split, params)
+    hit = _RESOLVED.get(key) if key is not None else None
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    cfg = t.make_config(**params)
     seed = check_seed(seed)
-    code = split_code(split)
-    return t, cfg, seed, code, t.fixed_draws(cfg, seed)
+    out = (t, cfg, seed, split_code(split), t.fixed_draws(cfg, seed))
+    if key is not None:
+        if len(_RESOLVED) >= _RESOLVED_MAX:
+            _RESOLVED.clear()
+        _RESOLVED[key] = (t, out)
+    return out
 
 
 def sample(task, index, *, seed=0, split="train", **params):

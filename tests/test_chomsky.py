@@ -31,7 +31,8 @@ EXTRA = {  # beyond the defaults: every parameter that changes a kernel's path
     "reverse-string": [dict(vocab_size=1), dict(vocab_size=3), dict(vocab_size=200, max_length=20)],
     "duplicate-string": [dict(vocab_size=3), dict(vocab_size=200, max_length=20)],
     "odds-first": [dict(vocab_size=4), dict(vocab_size=1)],
-    "bucket-sort": [dict(vocab_size=1), dict(vocab_size=2), dict(vocab_size=130, max_length=20)],
+    "bucket-sort": [dict(vocab_size=1), dict(vocab_size=2), dict(vocab_size=16, max_length=60),  # the kernel's
+                    dict(vocab_size=17, max_length=60), dict(vocab_size=130, max_length=20)],  # two paths meet at 16
     "stack-manipulation": [dict(score_padding=True)],
     "binary-addition": [dict(score_padding=True), dict(min_length=120, max_length=200)],
     "binary-multiplication": [dict(score_padding=True), dict(min_length=120, max_length=200)],

@@ -141,6 +141,17 @@ def test_bad_arguments_raise_value_error(call, message):
         call()
 
 
+@pytest.mark.parametrize("good,bad,message", [
+    (dict(L=4), dict(L=4.0), "L: must be"),
+    (dict(L=4, seed=1), dict(L=4, seed=True), "seed: must be an integer"),
+])
+def test_validated_arguments_are_remembered_by_type(good, bad, message):
+    """batch() remembers validated arguments, but 4.0 and True equal 4 and 1 as dict keys: refused still."""
+    longsynth.batch("cumsum", 0, 2, **good)
+    with pytest.raises(ValueError, match=message):
+        longsynth.batch("cumsum", 0, 2, **bad)
+
+
 def test_generation_does_not_import_torch():
     code = (
         "import sys, tempfile, longsynth\n"
