@@ -43,7 +43,8 @@ def _validate_help():
 @click.command(help=_validate_help())
 @click.argument("target")
 @click.option("--model", default=None,
-              help="reference model [default: dlr; for a token task its positive control: attention, s6, gru or lstm, "
+              help="reference model [default: dlr; for a token task its positive control: attention, s6, gru, lstm or "
+                   "stack-rnn-deep, "
                    "docs/evaluate.md]; where DLR is expected to fail an atomic task, the paper's best model trains "
                    "beside it")
 @click.option("--scale", type=click.Choice(["tiny", "paper"]), default="tiny", show_default=True,
@@ -154,7 +155,7 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
     MODEL is a built-in name (dlr, dss, s4, s4d, essm, attention, attention-ff, local-attention,
     dlr-prod, dlr-real, dlr-6, dlr-d1, s6, s6-signed, s6-nogate, s4d-nogate, gru, deltanet,
     deltanet-signed; zoology-attention, base-conv, hyena, h3 on mqar; rnn, lstm, stack-rnn,
-    tape-rnn, chomsky-transformer on the chomsky suites), path/to/file.py:function or
+    stack-rnn-deep, tape-rnn, chomsky-transformer on the chomsky suites), path/to/file.py:function or
     package.module:function;
     a function takes a longsynth.ModelSpec and returns a torch.nn.Module mapping
     [B, T, d_input] (or tokens [B, T]) to [B, T, d_output] (docs/evaluate.md).

@@ -42,6 +42,7 @@ SIZES = {
 }
 CORES = {"rnn": VanillaRNN, "lstm": LSTM, "stack-rnn": StackRNN, "tape-rnn": TapeRNN,
          "chomsky-transformer": TransformerEncoder}
+VARIANTS = {"stack-rnn-deep": "stack-rnn"}  # built-in -> its core, where they differ by sizes only (the presets')
 WHOLE_ROW = ("chomsky-transformer",)  # the cores that see every position of the row (not causal)
 NO_LOGIT = -1e4  # the logits of ids outside the O output classes (finite: fp16 holds it)
 
@@ -104,4 +105,4 @@ def config(name, task, vocab_size, arch):
     if vocab_size != I + 2:
         raise LongsynthError(f"model: {name} reads {task} at its default parameters (vocab_size {I + 2}), "
                              f"this run has vocab_size {vocab_size}")
-    return ChomskyConfig(core=name, I=I, O=O, vocab_size=vocab_size, arch=dict(arch))
+    return ChomskyConfig(core=VARIANTS.get(name, name), I=I, O=O, vocab_size=vocab_size, arch=dict(arch))

@@ -207,6 +207,25 @@ def test_protocol_tables():
     assert architecture("parity", "tiny", "stack-rnn") is None
 
 
+def test_the_deep_stack_variant_is_the_stack_rnn_with_room_for_every_test_input():
+    from longsynth.models_ref.protocol import resolve
+    from longsynth.models_ref.protocols.controls import NO_CONTROL, VALIDATE
+    from longsynth.models_ref.protocols.registry import architecture
+
+    for scale in ("tiny", "paper"):
+        deep = architecture("chomsky-reverse-string", scale, "stack-rnn-deep")["arch"]
+        official = architecture("chomsky-reverse-string", scale, "stack-rnn")["arch"]
+        assert deep == {**official, "stack_size": deep["stack_size"]}  # only the depth differs
+        assert deep["stack_size"] >= max(map(int, resolve("chomsky-reverse-string", scale).test_sets))
+    m = ChomskyModel(config("stack-rnn-deep", "chomsky-reverse-string", 4,
+                            architecture("chomsky-reverse-string", "tiny", "stack-rnn-deep")["arch"]))
+    official = _model("stack-rnn")
+    assert m.cfg.core == "stack-rnn" and m.core.s == 128 and official.core.s == 30
+    assert sum(p.numel() for p in m.parameters()) == sum(p.numel() for p in official.parameters())
+    assert VALIDATE["chomsky-reverse-string"] == ("chomsky-reverse-string", "stack-rnn-deep")
+    assert "chomsky-reverse-string" not in NO_CONTROL
+
+
 def test_evaluate_end_to_end(tmp_path):
     import json
 
