@@ -116,7 +116,7 @@ def lines(panels, path=None, *, title=None, width=900, panel_height=120, robust=
         if robust and finite.size:
             lo, hi = (float(q) for q in np.percentile(finite, [0.5, 99.5]))
             v = np.clip(v, lo, hi)
-            pad = (hi - lo) * 0.05 or 0.5
+            pad = (hi - lo) * 0.05 or max(abs(hi) * 0.05, 0.05)  # a flat series: a band about its value
             ax.set_ylim(lo - pad, hi + pad)
         for c in range(v.shape[1]):
             ax.plot(xs, v[:, c], color=np.array(COLORS[c % len(COLORS)]) / 255, lw=1,
