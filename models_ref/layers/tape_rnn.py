@@ -19,12 +19,12 @@ import torch
 import torch.nn as nn
 
 
-def roll_rows(M, shift):
-    """M [B, m, k], shift [B] long -> R with R[b, j] = M[b, (j - shift[b]) mod m] (torch.roll per row)."""
-    B, m, k = M.shape
-    j = torch.arange(m, device=M.device)  # [m]
+def roll_index(shift, m, k):
+    """shift [B] long -> index [B, m, k] for ``M.gather(1, index)`` = R with R[b, j] = M[b, (j - shift[b]) mod m]
+    (torch.roll per row). Made once a forward: the shifts (1 and the input length) do not change over steps."""
+    j = torch.arange(m, device=shift.device)  # [m]
     index = (j[None, :] - shift[:, None]) % m  # [B, m]
-    return M.gather(1, index[:, :, None].expand(B, m, k))  # [B, m, k]
+    return index[:, :, None].expand(shift.shape[0], m, k)  # [B, m, k]
 
 
 class TapeRNN(nn.Module):
@@ -47,6 +47,7 @@ class TapeRNN(nn.Module):
         h = x.new_zeros(B, self.H)  # [B, H]
         M = x.new_zeros(B, self.m, self.k)  # [B, m, k]
         one = torch.ones_like(n)  # [B]
+        left, right, jump_left, jump_right = (roll_index(s, self.m, self.k) for s in (-one, one, -n, n))  # [B, m, k]
         out = []
         W, b = self.input_to_hidden.weight, self.input_to_hidden.bias  # W [H, D + k]: x's columns, then the read's
         D = x.shape[-1]
@@ -57,7 +58,7 @@ class TapeRNN(nn.Module):
             w = self.write(h)  # [B, k]
             a = torch.softmax(self.actions(h), dim=-1)[:, :, None, None]  # [B, 5, 1, 1]
             Mw = torch.cat([w[:, None], M[:, 1:]], dim=1)  # [B, m, k]
-            M = (a[:, 0] * Mw + a[:, 1] * roll_rows(Mw, -one) + a[:, 2] * roll_rows(Mw, one)
-                 + a[:, 3] * roll_rows(Mw, -n) + a[:, 4] * roll_rows(Mw, n))  # [B, m, k]
+            M = (a[:, 0] * Mw + a[:, 1] * Mw.gather(1, left) + a[:, 2] * Mw.gather(1, right)
+                 + a[:, 3] * Mw.gather(1, jump_left) + a[:, 4] * Mw.gather(1, jump_right))  # [B, m, k]
             out.append(h)
         return torch.stack(out, dim=1)  # [B, L, H]
