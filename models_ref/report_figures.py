@@ -9,6 +9,8 @@ from longsynth.models_ref.report_records import METRIC_NAMES, _pct, binned
 
 
 CHANCE_COLOR = "#d62728"
+MODEL_COLOR = "#1f4e8c"
+GRID_FROM = 5  # rows from which lengths.png gives each its own panel (on one axes their lines and legend tangle)
 LIGHT = ("#9ecae1", "#c7c7c7", "#fdae6b", "#a1d99b", "#bcbddc", "#fdd0a2", "#f4cae4", "#e6f5c9", "#d9d9d9")
 MARKS = ({"marker": "D", "s": 28, "color": "#7f2704"},)
 
@@ -27,6 +29,8 @@ class ReportFigures:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
+        if len(rows) >= GRID_FROM:
+            return self._lengths_grid(rows, plt)
         fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
         for r in rows:
             for kind in dict.fromkeys(c["kind"] for c in r["by_length"]):
@@ -58,6 +62,47 @@ class ReportFigures:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, frameon=False)
         fig.tight_layout()
+        return fig
+
+    def _lengths_grid(self, rows, plt):
+        """lengths_figure for many rows: one small panel per row (its lines, its chance, its longest training
+        length), in the rows' order (a suite's levels), on one accuracy scale."""
+        ncols = 5 if len(rows) > 12 else 4
+        nrows = -(-len(rows) // ncols)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(2.7 * ncols, 2.1 * nrows + 0.9), dpi=110, sharey=True,
+                                 squeeze=False)
+        for ax, r in zip(axes.flat, rows):
+            xs = []
+            for kind in dict.fromkeys(c["kind"] for c in r["by_length"]):
+                cells = binned([c for c in r["by_length"] if c["kind"] == kind])
+                x = [(a + z) / 2 for a, z, _, _ in cells]
+                xs += x
+                ax.plot(x, [acc for _, _, acc, _ in cells], marker="o", ms=3, lw=1.2, color=MODEL_COLOR,
+                        label=f"{self.name}: test accuracy")
+            if r["answer_chance"] is not None:
+                ax.axhline(r["answer_chance"], color=CHANCE_COLOR, linestyle=(0, (4, 3)), linewidth=1.0,
+                           label="chance (a uniform guess)")
+            if r.get("trained_at"):
+                ax.axvline(r["trained_at"], color="grey", linestyle="--", linewidth=0.8,
+                           label="the longest training length")
+            if xs and max(xs) > 8 * max(min(xs), 1):
+                ax.set_xscale("log", base=2)
+            ax.set_title(r["task"], fontsize=8)
+            ax.set_ylim(-0.03, 1.03)
+            ax.grid(alpha=0.3)
+            ax.tick_params(labelsize=7)
+        for ax in axes.flat[len(rows):]:
+            ax.axis("off")
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.45 / fig.get_figheight()),
+                   ncol=len(labels), fontsize=8, frameon=False)
+        kinds = {c["kind"] for r in rows for c in r["by_length"]}
+        fig.supxlabel("test length (tokens)" if kinds == {"test length"} else "length or position (tokens)",
+                      fontsize=9)
+        fig.supylabel("test accuracy", fontsize=9)
+        cut = " (budget cut: not a verdict)" if any(r["budget"] is not None for r in rows) else ""
+        fig.suptitle(f"{self.name} on {self.suite}, {self.scale} scale: accuracy by test length{cut}", fontsize=10)
+        fig.tight_layout(rect=(0, 0, 1, 1 - 0.75 / fig.get_figheight()))  # room for the title and the legend
         return fig
 
     def _bars(self):

@@ -124,6 +124,26 @@ def test_the_lengths_figure_draws_the_chance_of_one_answer():
         _close(fig)
 
 
+def test_a_suite_of_many_tasks_gets_a_lengths_panel_each_with_its_own_chance():
+    """Fifteen lines on one axes tangle (their legend covers them): from five rows, one panel a row."""
+    from longsynth.models_ref.protocols.chomsky import TASKS
+
+    params = {n: {"min_length": int(n), "max_length": int(n)} for n in ("41", "100")}
+    sets = {"41": {"accuracy": 0.9, "exact": {"count": 8}}, "100": {"accuracy": 0.5, "exact": {"count": 8}}}
+    runs = [{**_cert(t, 0.6), "test_set_params": params, "test_sets": sets} for t in TASKS[:6]]
+    rep = _report(runs, model="lstm")
+    fig = rep.lengths_figure()
+    try:
+        drawn = [ax for ax in fig.axes if ax.get_visible() and ax.lines]
+        assert [ax.get_title() for ax in drawn] == list(TASKS[:6])
+        for ax, row in zip(drawn, rep.rows()):
+            chance = [ln for ln in ax.lines if ln.get_linestyle() != "-" and ln.get_color() == "#d62728"]
+            assert len(chance) == 1 and chance[0].get_ydata()[0] == pytest.approx(row["answer_chance"])
+            assert list(ax.lines[0].get_ydata()) == [0.9, 0.5]
+    finally:
+        _close(fig)
+
+
 # ---------------------------------------------------------------- MAD: an incomparable task, paper bars
 
 
