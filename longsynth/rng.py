@@ -94,8 +94,8 @@ def _rotl(x, k):
 
 
 @njit(cache=True, inline="always")
-def next_u64(s):
-    s0, s1, s2, s3 = s[0], s[1], s[2], s[3]
+def _step(s0, s1, s2, s3):
+    """One xoshiro256** step on the state's four words: (output, the next four words)."""
     result = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
     t = s1 << np.uint64(17)
     s2 ^= s0
@@ -104,7 +104,12 @@ def next_u64(s):
     s0 ^= s3
     s2 ^= t
     s3 = _rotl(s3, 45)
-    s[0], s[1], s[2], s[3] = s0, s1, s2, s3
+    return result, s0, s1, s2, s3
+
+
+@njit(cache=True, inline="always")
+def next_u64(s):
+    result, s[0], s[1], s[2], s[3] = _step(s[0], s[1], s[2], s[3])
     return result
 
 
@@ -124,16 +129,9 @@ def reseed(s, seed, split, index):
     b = _mix(a ^ _mix(np.uint64(split) ^ _K1))
     c = _mix(b ^ _mix(np.uint64(index) ^ _K2))
     d = _mix(c ^ _K3)
-    s0, s1, s2, s3 = a, c, b, d
-    for _ in range(WARMUP):  # next_u64's steps on local variables: the array is written once
-        t = s1 << np.uint64(17)
-        s2 ^= s0
-        s3 ^= s1
-        s1 ^= s2
-        s0 ^= s3
-        s2 ^= t
-        s3 = _rotl(s3, 45)
-    s[0], s[1], s[2], s[3] = s0, s1, s2, s3
+    s[0], s[1], s[2], s[3] = a, c, b, d
+    for _ in range(WARMUP):
+        next_u64(s)
 
 
 @njit(cache=True)
@@ -185,15 +183,7 @@ def below_fill(s, out, start, n, bound):
     un = np.uint64(bound)
     for i in range(n):
         while True:  # one pass but for a draw rejected by below's test (probability < n / 2^32)
-            m5 = s1 * np.uint64(5)
-            r = ((m5 << np.uint64(7)) | (m5 >> np.uint64(57))) * np.uint64(9)
-            t = s1 << np.uint64(17)
-            s2 ^= s0
-            s3 ^= s1
-            s1 ^= s2
-            s0 ^= s3
-            s2 ^= t
-            s3 = (s3 << np.uint64(45)) | (s3 >> np.uint64(19))
+            r, s0, s1, s2, s3 = _step(s0, s1, s2, s3)
             m = (r >> np.uint64(32)) * un
             low = m & np.uint64(0xFFFFFFFF)
             if low >= un or low >= (np.uint64(0x100000000) - un) % un:

@@ -36,7 +36,7 @@ from numba import get_num_threads, njit
 
 from longsynth.errors import LongsynthError
 from longsynth.generators._tokens import IGNORE, token_dtype
-from longsynth.rng import below, next_u64
+from longsynth.rng import below, below_fill, next_u64, reseed
 from longsynth.task import KeySpec, Task, param
 
 CITATION = """@inproceedings{deletang2023neural,
@@ -191,6 +191,17 @@ def frame(inp, tgt, n, o, empty):
         inp[i] = empty + 1
     for i in range(unsigned(0), unsigned(tgt.shape[0])):
         tgt[i] = IGNORE
+
+
+@njit(cache=True, inline="always")
+def uniform_string(s, seed, split, index, lo, hi, v, o_per_symbol, inp, tgt):
+    """The start of a string task's row (reverse, duplicate, odds-first, bucket sort): the state of
+    (seed, split, index), n, the frame of o = o_per_symbol n outputs, then x = n symbols below(v); returns n."""
+    reseed(s, seed, split, index)
+    n = draw_length(s, lo, hi)
+    frame(inp, tgt, n, o_per_symbol * n, v)
+    below_fill(s, inp, 0, n, v)
+    return n
 
 
 @njit(cache=True, inline="always")

@@ -24,8 +24,8 @@ from numba import njit, prange
 
 from longsynth.generators.chomsky._common import (CHUNK, MAX_ALPHABET, AlphabetConfig, Filler, LengthConfig,
                                                    Layout, bits, draw_length, fixed_length, frame, make_task,
-                                                   max_length, min_length, unsigned)
-from longsynth.rng import below, below_fill, reseed
+                                                   max_length, min_length, uniform_string, unsigned)
+from longsynth.rng import below, reseed
 from longsynth.task import param
 
 
@@ -44,10 +44,7 @@ SMALL_ALPHABET = 16  # bucket sort without branches (v - 1 passes over the row, 
 
 @njit(cache=True, inline="always")
 def duplicate_string_one(s, seed, split, index, lo, hi, v, inp, tgt):
-    reseed(s, seed, split, index)
-    n = draw_length(s, lo, hi)
-    frame(inp, tgt, n, 2 * n, v)
-    below_fill(s, inp, 0, n, v)
+    n = uniform_string(s, seed, split, index, lo, hi, v, 2, inp, tgt)
     un = unsigned(n)
     for i in range(un):  # unsigned indices: _common.unsigned
         tgt[un + i] = inp[i]
@@ -76,10 +73,7 @@ def missing_duplicate_one(s, seed, split, index, lo, hi, inp, tgt):
 
 @njit(cache=True, inline="always")
 def odds_first_one(s, seed, split, index, lo, hi, v, inp, tgt):
-    reseed(s, seed, split, index)
-    n = draw_length(s, lo, hi)
-    frame(inp, tgt, n, n, v)
-    below_fill(s, inp, 0, n, v)
+    n = uniform_string(s, seed, split, index, lo, hi, v, 1, inp, tgt)
     un, half, one = unsigned(n), unsigned(n // 2), unsigned(1)
     for j in range(half):  # unsigned indices: _common.unsigned
         tgt[un + j] = inp[j + j + one]
@@ -121,10 +115,7 @@ def _counting_sort(inp, tgt, n, v, counts):
 @njit(cache=True, inline="always")
 def bucket_sort_one(s, seed, split, index, lo, hi, v, inp, tgt):
     """The input and the frame; returns n. The sort is the filler's (bucket_sort_rows)."""
-    reseed(s, seed, split, index)
-    n = draw_length(s, lo, hi)
-    frame(inp, tgt, n, n, v)
-    below_fill(s, inp, 0, n, v)
+    n = uniform_string(s, seed, split, index, lo, hi, v, 1, inp, tgt)
     return n
 
 

@@ -32,7 +32,8 @@ from numba import njit, prange
 
 from longsynth.generators.chomsky._common import (CHUNK, MAX_ALPHABET, AlphabetConfig, Filler, Layout,
                                                    TerminatedConfig, bits, draw_length, expression, expression_frames,
-                                                   fixed_length, frame, make_task, max_length, min_length, unsigned)
+                                                   fixed_length, frame, make_task, max_length, min_length,
+                                                   uniform_string, unsigned)
 from longsynth.generators._tokens import IGNORE
 from longsynth.rng import below, below_fill, reseed
 from longsynth.task import param
@@ -76,10 +77,7 @@ def brackets_one(s, seed, split, index, lo, hi, m, n_ops, inp, tgt, ids, frames)
 
 @njit(cache=True, inline="always")
 def reverse_string_one(s, seed, split, index, lo, hi, v, inp, tgt):
-    reseed(s, seed, split, index)
-    n = draw_length(s, lo, hi)
-    frame(inp, tgt, n, n, v)
-    below_fill(s, inp, 0, n, v)
+    n = uniform_string(s, seed, split, index, lo, hi, v, 1, inp, tgt)
     un = unsigned(n)
     for i in range(un):  # unsigned indices: _common.unsigned
         tgt[un + i] = inp[un - unsigned(1) - i]
