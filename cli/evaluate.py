@@ -152,14 +152,18 @@ def _lrs(ctx, param, value):
 def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, out, threads, edited, dry_run):
     """Run MODEL through the papers' protocols and report it beside the papers' figures.
 
-    MODEL is a built-in name (dlr, dss, s4, s4d, essm, attention, attention-ff, local-attention,
-    dlr-prod, dlr-real, dlr-6, dlr-d1, s6, s6-signed, s6-nogate, s4d-nogate, gru, deltanet,
-    deltanet-signed; zoology-attention, base-conv, hyena, h3 on mqar; rnn, lstm, stack-rnn,
-    stack-rnn-deep, tape-rnn, chomsky-transformer on the chomsky suites), path/to/file.py:function or
-    package.module:function;
-    a function takes a longsynth.ModelSpec and returns a torch.nn.Module mapping
+    \b
+    MODEL is a built-in name:
+      dlr, dss, s4, s4d, essm, attention, attention-ff, local-attention,
+      dlr-prod, dlr-real, dlr-6, dlr-d1, s6, s6-signed, s6-nogate, s4d-nogate,
+      gru, deltanet, deltanet-signed;
+      on mqar: zoology-attention, base-conv, hyena, h3;
+      on the chomsky suites: rnn, lstm, stack-rnn, stack-rnn-deep, tape-rnn,
+      chomsky-transformer;
+    or path/to/file.py:function or package.module:function, a function that
+    takes a longsynth.ModelSpec and returns a torch.nn.Module mapping
     [B, T, d_input] (or tokens [B, T]) to [B, T, d_output] (docs/evaluate.md).
-    """
+    """  # \b: click keeps these lines as written (wrapped, a name would split at its hyphen)
     try:
         from longsynth.models_ref.evaluate import Settings
         from longsynth.models_ref.evaluate import evaluate as run
