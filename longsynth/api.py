@@ -28,7 +28,7 @@ def _check_index(name, value):
     return int(value)
 
 
-_RESOLVED = {}  # resolve's key (below) -> (the Task, resolve's tuple)
+_RESOLVED = {}  # resolve's key (below) -> resolve's tuple
 _RESOLVED_MAX = 256
 
 
@@ -50,15 +50,15 @@ def resolve(task, seed, split, params):
     t = registry.get(task)
     key = _resolve_key(task, seed, split, params)
     hit = _RESOLVED.get(key) if key is not None else None
-    if hit is not None and hit[0] is t:
-        return hit[1]
+    if hit is not None and hit[0] is t:  # the task registered under that name when the entry was made
+        return hit
     cfg = t.make_config(**params)
     seed = check_seed(seed)
     out = (t, cfg, seed, split_code(split), t.fixed_draws(cfg, seed))
     if key is not None:
         if len(_RESOLVED) >= _RESOLVED_MAX:
             _RESOLVED.clear()
-        _RESOLVED[key] = (t, out)
+        _RESOLVED[key] = out
     return out
 
 

@@ -15,6 +15,22 @@ LIGHT = ("#9ecae1", "#c7c7c7", "#fdae6b", "#a1d99b", "#bcbddc", "#fdd0a2", "#f4c
 MARKS = ({"marker": "D", "s": 28, "color": "#7f2704"},)
 
 
+def _series(row):
+    """(kind, x, accuracy, ranged) per kind of a row's by_length cells, binned as the table bins them (ranges of
+    lengths where there are many: x their middles, ranged True)."""
+    for kind in dict.fromkeys(c["kind"] for c in row["by_length"]):
+        cells = binned([c for c in row["by_length"] if c["kind"] == kind])
+        yield (kind, [(a + z) / 2 for a, z, _, _ in cells], [acc for _, _, acc, _ in cells],
+               any(a != z for a, z, _, _ in cells))
+
+
+def _x_label(rows):
+    kinds = {c["kind"] for r in rows for c in r["by_length"]}
+    return {"position": "position of the scored token: the prefix length",
+            "length": "sequence length n of the test sample (tokens)"}.get(
+                next(iter(kinds)) if len(kinds) == 1 else None, "test length (tokens)")
+
+
 class ReportFigures:
     """The figures of a ``report.Report`` (its rows and summary)."""
 
@@ -33,10 +49,8 @@ class ReportFigures:
             return self._lengths_grid(rows, plt)
         fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
         for r in rows:
-            for kind in dict.fromkeys(c["kind"] for c in r["by_length"]):
-                cells = binned([c for c in r["by_length"] if c["kind"] == kind])  # as the table: ranges of lengths
-                ranged = any(a != z for a, z, _, _ in cells)
-                ax.plot([(a + z) / 2 for a, z, _, _ in cells], [acc for _, _, acc, _ in cells], marker="o",
+            for kind, x, y, ranged in _series(r):
+                ax.plot(x, y, marker="o",
                         label=f"{r['task']} (by {kind}{', each point a range of lengths' if ranged else ''})")
         levels = {}  # the chance of one scored answer: each point is the accuracy of answers of one length
         for r in rows:
@@ -52,13 +66,9 @@ class ReportFigures:
                 ax.annotate(f"trained at {T:,}", (T, 0.02), xytext=(3, 0), textcoords="offset points", fontsize=8,
                             color="grey")
         ax.set_ylim(-0.03, 1.03)
-        kinds = {c["kind"] for r in rows for c in r["by_length"]}
-        ax.set_xlabel({"position": "position of the scored token: the prefix length",
-                       "length": "sequence length n of the test sample (tokens)"}.get(
-                           next(iter(kinds)) if len(kinds) == 1 else None, "test length (tokens)"))
+        ax.set_xlabel(_x_label(rows))
         ax.set_ylabel("test accuracy")
-        cut = " (budget cut: not a verdict)" if any(r["budget"] is not None for r in rows) else ""
-        ax.set_title(f"{self.name} on {self.suite}, {self.scale} scale: accuracy by test length{cut}", fontsize=10)
+        ax.set_title(self._lengths_title(rows), fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, frameon=False)
         fig.tight_layout()
@@ -73,12 +83,9 @@ class ReportFigures:
                                  squeeze=False)
         for ax, r in zip(axes.flat, rows):
             xs = []
-            for kind in dict.fromkeys(c["kind"] for c in r["by_length"]):
-                cells = binned([c for c in r["by_length"] if c["kind"] == kind])
-                x = [(a + z) / 2 for a, z, _, _ in cells]
+            for _, x, y, _ in _series(r):
                 xs += x
-                ax.plot(x, [acc for _, _, acc, _ in cells], marker="o", ms=3, lw=1.2, color=MODEL_COLOR,
-                        label=f"{self.name}: test accuracy")
+                ax.plot(x, y, marker="o", ms=3, lw=1.2, color=MODEL_COLOR, label=f"{self.name}: test accuracy")
             if r["answer_chance"] is not None:
                 ax.axhline(r["answer_chance"], color=CHANCE_COLOR, linestyle=(0, (4, 3)), linewidth=1.0,
                            label="chance (a uniform guess)")
@@ -93,17 +100,21 @@ class ReportFigures:
             ax.tick_params(labelsize=7)
         for ax in axes.flat[len(rows):]:
             ax.axis("off")
-        handles, labels = axes.flat[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.45 / fig.get_figheight()),
-                   ncol=len(labels), fontsize=8, frameon=False)
-        kinds = {c["kind"] for r in rows for c in r["by_length"]}
-        fig.supxlabel("test length (tokens)" if kinds == {"test length"} else "length or position (tokens)",
-                      fontsize=9)
+        legend = {}  # label -> handle, over every panel (a row may lack a chance or a training length)
+        for ax in axes.flat[:len(rows)]:
+            for handle, label in zip(*ax.get_legend_handles_labels()):
+                legend.setdefault(label, handle)
+        fig.legend(list(legend.values()), list(legend), loc="upper center",
+                   bbox_to_anchor=(0.5, 1 - 0.45 / fig.get_figheight()), ncol=len(legend), fontsize=8, frameon=False)
+        fig.supxlabel(_x_label(rows), fontsize=9)
         fig.supylabel("test accuracy", fontsize=9)
-        cut = " (budget cut: not a verdict)" if any(r["budget"] is not None for r in rows) else ""
-        fig.suptitle(f"{self.name} on {self.suite}, {self.scale} scale: accuracy by test length{cut}", fontsize=10)
+        fig.suptitle(self._lengths_title(rows), fontsize=10)
         fig.tight_layout(rect=(0, 0, 1, 1 - 0.75 / fig.get_figheight()))  # room for the title and the legend
         return fig
+
+    def _lengths_title(self, rows):
+        cut = " (budget cut: not a verdict)" if any(r["budget"] is not None for r in rows) else ""
+        return f"{self.name} on {self.suite}, {self.scale} scale: accuracy by test length{cut}"
 
     def _bars(self):
         """(items, headers) the figure draws: one item per row, or for a suite scored by task

@@ -112,13 +112,6 @@ def _counting_sort(inp, tgt, n, v, counts):
             at += 1
 
 
-@njit(cache=True, inline="always")
-def bucket_sort_one(s, seed, split, index, lo, hi, v, inp, tgt):
-    """The input and the frame; returns n. The sort is the filler's (bucket_sort_rows)."""
-    n = uniform_string(s, seed, split, index, lo, hi, v, 1, inp, tgt)
-    return n
-
-
 # Batch fillers (_common.py, "Batch fillers"): serial over rows, and parallel over chunks of CHUNK rows.
 
 
@@ -146,15 +139,16 @@ def odds_first_rows(seed, split, start, lo, hi, v, inp, tgt):
 @njit(cache=True)
 def bucket_sort_rows(seed, split, start, lo, hi, v, inp, tgt):
     s = np.empty(4, dtype=np.uint64)  # the rows' random state, reseeded per row
-    # one loop per sort: with both sorts in one loop body the compiler slows the small one down by half
+    # a row: the string (uniform_string), then its sort. One loop per sort: with both sorts in one loop body
+    # the compiler slows the small one down by half
     if v <= SMALL_ALPHABET:
         for b in range(inp.shape[0]):
-            n = bucket_sort_one(s, seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+            n = uniform_string(s, seed, split, start + b, lo, hi, v, 1, inp[b], tgt[b])
             _sort_small(inp[b], tgt[b], n, v)
     else:
         counts = np.empty(v, dtype=np.int64)
         for b in range(inp.shape[0]):
-            n = bucket_sort_one(s, seed, split, start + b, lo, hi, v, inp[b], tgt[b])
+            n = uniform_string(s, seed, split, start + b, lo, hi, v, 1, inp[b], tgt[b])
             _counting_sort(inp[b], tgt[b], n, v, counts)
 
 
