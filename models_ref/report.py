@@ -24,8 +24,9 @@ import statistics
 
 from longsynth.models_ref.metrics import answer_chance, chance, plateau
 from longsynth.models_ref.protocols.mad import GROUP_NAMES, GROUP_PAPER, GROUPS, INCOMPARABLE, MAD_TRAIN, mad_settings
-from longsynth.models_ref.protocols.registry import (COLUMNS, EXTRA_COLUMNS, PAPER_SOURCE, TOLERANCE, column_name,
-                                                     column_source, own_figures, paper_figures, paper_split)
+from longsynth.models_ref.protocols.registry import (COLUMNS, EXTRA_COLUMNS, PAPER_MISSING, PAPER_SOURCE, TOLERANCE,
+                                                     column_name, column_source, own_figures, paper_figures,
+                                                     paper_split)
 from longsynth.models_ref.report_figures import ReportFigures
 from longsynth.models_ref.report_records import (_column, _figures, _level, _pct, _protocol_steps, _shared, _trained_at,
                                                  by_length, display_name, member, score_of)
@@ -110,7 +111,7 @@ class Report(ReportText, ReportFigures):
                "val": val[best] if math.isfinite(val[best]) else None,
                "test_mean": statistics.fmean(tests) if tests else None,
                "test_std": statistics.stdev(tests) if len(tests) > 1 else 0.0, "seeds": len(tests),
-               "paper": paper, "paper_source": PAPER_SOURCE.get(protocol),
+               "paper": paper, "paper_source": PAPER_SOURCE.get(protocol), "paper_missing": PAPER_MISSING.get(protocol),
                "paper_names": {c: column_name(protocol, c) for c in known},
                "paper_sources": {c: column_source(protocol, c) or PAPER_SOURCE.get(protocol) for c in known},
                "chance": None if level is None else level[0], "chance_why": None if level is None else level[1],
@@ -201,7 +202,8 @@ class Report(ReportText, ReportFigures):
             return (f"{said}{state + '; ' if state else ''}the paper scores tasks, not settings: see Task scores"
                     + caveat)
         if not known:
-            return f"{said}{state + '; ' if state else ''}no paper figure{caveat}"
+            none = "paper figure not entered (below)" if row["paper_missing"] else "no paper figure"
+            return f"{said}{state + '; ' if state else ''}{none}{caveat}"
         col = max(known, key=known.get)
         best = f"the paper's best ({row['paper_names'][col]}: {known[col]:.2f})"
         if state:

@@ -96,6 +96,9 @@ class ReportText:
         tables = sorted({r["paper_source"] for r in rows if r["paper_source"]})
         if tables:
             out += ["", "Sources: " + "; ".join(tables) + "."]
+        missing = sorted({r["paper_missing"] for r in rows if r["paper_missing"]})
+        if missing:
+            out += ["", "Paper figures not entered: " + "; ".join(missing) + "."]
         out += self._summary_markdown() + self._caveats_markdown(rows) + self._diverged_markdown() \
             + self._lengths_markdown()
         out += ["", f"Runs: {len(self.runs)}, each with its certificate under runs/ beside the report where it was "

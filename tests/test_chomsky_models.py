@@ -258,6 +258,23 @@ def test_certificate_curves_draw_accuracy_by_test_length():
     assert len(curves(history, "accuracy", None, "t", {"train": {"accuracy": 1.0}}).axes) == len(plain.axes)
 
 
+def test_a_report_says_the_papers_figures_are_not_entered_not_that_there_are_none():
+    """Table 2 has a figure for every task; until they are entered a report must not read "no paper figure"."""
+    from longsynth.models_ref.report import Report
+
+    run = {"task": "chomsky-parity-check", "family": "tokens", "protocol": "chomsky-parity-check", "model": "lstm",
+           "scale": "tiny", "lr": 1e-3, "weight_decay": None, "width": None, "seed": 0, "primary_metric": "accuracy",
+           "best": {"accuracy": 0.9}, "test": {"accuracy": 0.9, "exact": {"accuracy": 0.9, "count": 512}},
+           "paper_columns": {}, "wall_time_s": 1.0, "train_tokens_per_s": 1.0, "spec": {"seq_len": 80},
+           "steps": 1000, "data": {"params": {"min_length": 1, "max_length": 40}},
+           "schedule": {"steps": 1000, "protocol": {"steps": 1000}}}
+    rep = Report(identity={"model": "lstm", "sha256": None}, suite="chomsky-parity-check", scale="tiny", settings={},
+                 runs=[run])
+    (row,) = rep.rows()
+    assert row["verdict"].endswith("paper figure not entered (below)") and "no paper figure" not in row["verdict"]
+    assert "Paper figures not entered: Delétang et al.'s Table 2" in rep.to_markdown()
+
+
 def test_lengths_figure_marks_the_longest_training_length():
     """A protocol that trains on a range of lengths (1-40) and tests single lengths is marked at its longest
     training length, not its shortest."""

@@ -19,7 +19,7 @@ ATOMIC_TASKS = atomic.ATOMIC_TASKS
 def _merged(table):
     out = {}
     for family in FAMILIES:
-        out.update(getattr(family, table))
+        out.update(getattr(family, table, {}))  # a table a family has no entries for it may leave out
     return out
 
 
@@ -35,6 +35,7 @@ PAPER = _merged("PAPER")
 PAPER_SOURCE = _merged("PAPER_SOURCE")
 PAPER_NAMES = _merged("PAPER_NAMES")
 PAPER_FROM = _merged("PAPER_FROM")
+PAPER_MISSING = _merged("PAPER_MISSING")  # protocol -> why its paper's figures are not here (the paper has some)
 SUITES = _merged("SUITES")  # a group: [(protocol, task)]
 
 TOLERANCE = 0.1  # how far a verdict's metric may lie from the paper's figure and be consistent with it
