@@ -19,8 +19,8 @@ import torch
 
 from _common import finish, machine, write_json
 from longsynth.models_ref.layers.deltanet import DeltaNet
-from longsynth.models_ref.model import ModelConfig, make_layer
-from longsynth.models_ref.zoology_mixers import H3, BaseConv, Hyena
+from longsynth.models_ref.models.stack import ModelConfig, make_layer
+from longsynth.models_ref.models.zoology_mixers import H3, BaseConv, Hyena
 
 
 def layers(H, L):

@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from longsynth.models_ref.validate import validate
+from longsynth.models_ref.evaluation.validate import validate
 from _common import finish, machine
 
 

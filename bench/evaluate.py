@@ -20,9 +20,9 @@ import time
 
 import torch
 
-from longsynth.models_ref import factories
-from longsynth.models_ref.evaluate import Settings, evaluate, execute
-from longsynth.models_ref.harness import Job
+from longsynth.models_ref.models import factories
+from longsynth.models_ref.evaluation.sweep import Settings, evaluate, execute
+from longsynth.models_ref.evaluation.harness import Job
 from _common import finish, machine
 
 

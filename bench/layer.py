@@ -106,7 +106,7 @@ def authors_layer(src, c):
 
 def family_layer(impl, c):
     """One layer of the S4 family (or DLR) at the sizes of ``FAMILY``."""
-    from longsynth.models_ref.model import Block, ModelConfig
+    from longsynth.models_ref.models.stack import Block, ModelConfig
 
     fields = {"layer": impl, **FAMILY[impl]}
     cfg = ModelConfig(d_input=1, d_output=1, H=c["H"], dt_min=1e-3, dt_max=1e-1, **fields)

@@ -31,8 +31,8 @@ def one(layers, ckpt, batch, L, device, threads, amp):
     import torch
     import torch.nn.functional as F
 
-    from longsynth.models_ref.model import Model, ModelConfig
-    from longsynth.models_ref.trainer import TrainConfig, build_optimizer
+    from longsynth.models_ref.models.stack import Model, ModelConfig
+    from longsynth.models_ref.training.trainer import TrainConfig, build_optimizer
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)

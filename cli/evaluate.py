@@ -6,15 +6,15 @@ import os
 import click
 
 from longsynth.cli.common import friendly
-from longsynth.models_ref import limits  # evaluate and validate bound their options (no torch imported)
+from longsynth.models_ref.evaluation import limits  # evaluate and validate bound their options (no torch imported)
 from longsynth.progress import count
 
 
 def _validate_help():
     """validate's help: what it does, then each protocol's preset budget (steps x global
-    batch) at both scales, read from the preset table (models_ref/presets.py)."""
-    from longsynth.models_ref.field import GROUPS
-    from longsynth.models_ref.presets import PROTOCOLS
+    batch) at both scales, read from the protocols table (models_ref/protocols/registry.py)."""
+    from longsynth.models_ref.protocols.mad import GROUPS
+    from longsynth.models_ref.protocols.registry import PROTOCOLS
 
     rows = {}
     for (name, scale), row in PROTOCOLS.items():
@@ -68,7 +68,7 @@ def _validate_help():
 def validate(target, model, scale, steps, device, report_dir, batch_size, amp, compile_, checkpoint_activations,
              permute_targets, as_json, threads):
     try:
-        from longsynth.models_ref.validate import validate as run
+        from longsynth.models_ref.evaluation.validate import validate as run
     except ImportError as e:
         raise click.ClickException(f"validate needs PyTorch ({e}); pip install torch") from None
     if steps is not None and not 1 <= steps <= limits.MAX_STEPS:
@@ -81,7 +81,7 @@ def validate(target, model, scale, steps, device, report_dir, batch_size, amp, c
             keys = ("final", "best", "test", "paper", "positive_control", "certificate", "report_dir")
             click.echo(json.dumps({k: report[k] for k in keys if k in report}, indent=1))
         else:
-            from longsynth.models_ref.report import summary
+            from longsynth.models_ref.reports.report import summary
 
             click.echo(summary(report))
         if (report.get("certificate") or {}).get("passed") is False:
@@ -95,7 +95,7 @@ def _lrs(ctx, param, value):
     """--lr: finite positive numbers (nan, inf and 1e309 are refused), at most MAX_LRS of them."""
     import math
 
-    from longsynth.models_ref.limits import MAX_LRS
+    from longsynth.models_ref.evaluation.limits import MAX_LRS
 
     if value is None:
         return None
@@ -165,9 +165,9 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
     [B, T, d_input] (or tokens [B, T]) to [B, T, d_output] (docs/evaluate.md).
     """  # \b: click keeps these lines as written (wrapped, a name would split at its hyphen)
     try:
-        from longsynth.models_ref.evaluate import Settings
-        from longsynth.models_ref.evaluate import evaluate as run
-        from longsynth.models_ref.validate import check_device
+        from longsynth.models_ref.evaluation.sweep import Settings
+        from longsynth.models_ref.evaluation.sweep import evaluate as run
+        from longsynth.models_ref.evaluation.validate import check_device
     except ImportError as e:
         raise click.ClickException(f"evaluate needs PyTorch ({e}); "
                                    "pip install \"longsynth[eval]\"") from None
@@ -175,7 +175,7 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
     settings = Settings(scale=scale, steps=steps, lrs=lrs, seeds=seeds, device=device, jobs=jobs, dask=dask,
                         data=data, threads=threads, edited=edited)
     if dry_run:
-        from longsynth.models_ref.evaluate import dry_run as estimate
+        from longsynth.models_ref.evaluation.sweep import dry_run as estimate
 
         click.echo(estimate(model, suite, out=out, settings=settings,
                             notify=lambda line: click.echo(line, err=True)).text())

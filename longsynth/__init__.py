@@ -48,8 +48,8 @@ def evaluate(model, suite, *, out, scale="tiny", steps=None, lrs=None, seeds=1, 
     ``"package.module:function"``. The other arguments are ``longsynth evaluate``'s options
     (docs/evaluate.md). Needs torch.
     """
-    from longsynth.models_ref.evaluate import Settings
-    from longsynth.models_ref.evaluate import evaluate as run
+    from longsynth.models_ref.evaluation.sweep import Settings
+    from longsynth.models_ref.evaluation.sweep import evaluate as run
 
     settings = Settings(scale=scale, steps=steps, lrs=None if lrs is None else tuple(lrs), seeds=seeds,
                         device=device, jobs=jobs, dask=dask, data=data)

@@ -6,7 +6,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from longsynth.models_ref.model import Model, ModelConfig
+from longsynth.models_ref.models.stack import Model, ModelConfig
 
 
 def _with_pos(x):

@@ -5,7 +5,7 @@ import torch
 
 from longsynth.models_ref.layers.attention import Attention, local_attention, rotary
 from longsynth.models_ref.layers.dlr import DLRReal
-from longsynth.models_ref.model import Model, ModelConfig
+from longsynth.models_ref.models.stack import Model, ModelConfig
 
 torch.set_num_threads(1)
 
@@ -120,7 +120,7 @@ def _official_count(layer, H, N, glu):
 @pytest.mark.parametrize("layer", ["dlr", "dss", "s4", "s4d", "attention"])
 @pytest.mark.parametrize("glu", [False, True])
 def test_layers_have_the_official_parameter_counts(layer, glu):
-    from longsynth.models_ref.model import make_layer
+    from longsynth.models_ref.models.stack import make_layer
 
     H, N = 8, 16
     m = make_layer(ModelConfig(d_input=1, d_output=1, H=H, N=N, layer=layer, glu=glu))

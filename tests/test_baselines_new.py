@@ -18,9 +18,9 @@ from longsynth.errors import LongsynthError
 from longsynth.models_ref.layers.deltanet import DeltaNet, SwiGLU, chunked, recurrent
 from longsynth.models_ref.layers.nogate import S4DNoGate
 from longsynth.models_ref.layers.s6 import S6
-from longsynth.models_ref.model import Model, ModelConfig
-from longsynth.models_ref.zoology import ZoologyAttention, ZoologyConfig
-from longsynth.models_ref.zoology_mixers import H3, BaseConv, Hyena
+from longsynth.models_ref.models.stack import Model, ModelConfig
+from longsynth.models_ref.models.zoology import ZoologyAttention, ZoologyConfig
+from longsynth.models_ref.models.zoology_mixers import H3, BaseConv, Hyena
 from longsynth.spec import ModelSpec
 from model_data import parity_accuracy
 
@@ -188,10 +188,10 @@ def _parity_accuracy(steps, signed, seed=0):
 
 def test_deltanet_signed_learns_parity_and_deltanet_does_not():
     """Grazzi et al. Table 3 at a small scale: beta in [0, 2] lets one DeltaNet layer (H 16, one head) learn
-    the parity of 16 bits in 250 steps (0.98-1.00 for seeds 0-2, 2-4 s each); beta in [0, 1] stays at
-    chance (0.49-0.51)."""
-    assert _parity_accuracy(250, signed=True) >= 0.9
-    assert _parity_accuracy(250, signed=False) <= 0.7
+    the parity of 16 bits in 400 steps (0.996-1.00 for seeds 0-2, 3 s each; at 250 steps 0.87-0.98, which
+    moved with the machine's torch build); beta in [0, 1] stays at chance (0.49-0.54)."""
+    assert _parity_accuracy(400, signed=True) >= 0.9
+    assert _parity_accuracy(400, signed=False) <= 0.7
 
 
 # ---------------------------------------------------------------- Mamba Table 1's "No gate"
@@ -360,7 +360,7 @@ def _ours(mixer, V=32, D=16, L=32):
 
 
 def _from_zoology(name):
-    """zoology's state_dict name -> ours (models_ref/zoology.py, zoology_mixers.py)."""
+    """zoology's state_dict name -> ours (models_ref/models/zoology.py, zoology_mixers.py)."""
     for theirs, ours in (("backbone.embeddings.word_embeddings.", "word."), ("backbone.layers.", "blocks."),
                          (".sequence_mixer.", ".mixer."), ("backbone.ln_f.", "ln_f."),
                          ("ssm_k_kernel.kernel.", "shift."), ("kernel.kernel.", "diag.")):
@@ -428,7 +428,7 @@ def _spec(**change):
 
 
 def test_builtins_are_reachable_with_their_presets():
-    from longsynth.models_ref.factories import BUILTIN
+    from longsynth.models_ref.models.factories import BUILTIN
     from longsynth.models_ref.protocols.registry import own_figures
 
     for name, signed in (("deltanet", False), ("deltanet-signed", True)):
@@ -453,7 +453,7 @@ def test_builtins_are_reachable_with_their_presets():
 
 
 def test_zoology_mixer_checkpoint_rebuilds_it(tmp_path):
-    from longsynth.models_ref.trainer_checkpoints import load_model
+    from longsynth.models_ref.training.checkpoints import load_model
 
     m = _perturb(_ours("h3", V=20, D=8, L=16)).eval()
     torch.save({"model_config": m.cfg.to_dict(), "model": m.state_dict()}, tmp_path / "c.pt")

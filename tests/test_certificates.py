@@ -154,7 +154,7 @@ def test_the_figure_marks_a_verdicts_figure_that_no_column_shows(name, marked):
     task, where the L = 4096 column happens to hold the same value too); DLR's own figures are
     its column, so nothing is marked."""
     import longsynth
-    from longsynth.models_ref.report import Report
+    from longsynth.models_ref.reports.report import Report
 
     d = longsynth.read_report(os.path.join(os.path.dirname(__file__), "..", "docs", "validation", "table1-tiny",
                                            f"{name}.json"))

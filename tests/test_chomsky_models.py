@@ -1,4 +1,4 @@
-"""The Chomsky-hierarchy paper's built-ins (models_ref/chomsky.py, models_ref/layers/{rnn,lstm,stack_rnn,
+"""The Chomsky-hierarchy paper's built-ins (models_ref/models/chomsky.py, models_ref/layers/{rnn,lstm,stack_rnn,
 tape_rnn}.py; docs/models.md "Chomsky hierarchy baselines"): each layer against a plain float64 loop of its
 recurrence written from the authors' code (google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be),
 causality and shapes, parameter counts, and one short evaluate."""
@@ -9,7 +9,7 @@ import pytest
 
 import torch  # a test dependency: its absence must fail, not skip
 
-from longsynth.models_ref.chomsky import ChomskyModel, config  # noqa: E402
+from longsynth.models_ref.models.chomsky import ChomskyModel, config  # noqa: E402
 from longsynth.models_ref.layers.lstm import LSTM  # noqa: E402
 from longsynth.models_ref.layers.rnn import VanillaRNN  # noqa: E402
 from longsynth.models_ref.layers.stack_rnn import StackRNN  # noqa: E402
@@ -195,7 +195,7 @@ def test_refuses_other_tasks():
 
 
 def test_protocol_tables():
-    from longsynth.models_ref.protocol import resolve
+    from longsynth.models_ref.evaluation.protocol import resolve
     from longsynth.models_ref.protocols.registry import SUITES, architecture
 
     assert len(SUITES["chomsky"]) == 15 and sum(len(SUITES[f"chomsky-{lv}"]) for lv in ("regular", "dcf", "cs")) == 15
@@ -208,7 +208,7 @@ def test_protocol_tables():
 
 
 def test_the_deep_stack_variant_is_the_stack_rnn_with_room_for_every_test_input():
-    from longsynth.models_ref.protocol import resolve
+    from longsynth.models_ref.evaluation.protocol import resolve
     from longsynth.models_ref.protocols.controls import NO_CONTROL, VALIDATE
     from longsynth.models_ref.protocols.registry import architecture
 
@@ -248,7 +248,7 @@ def test_evaluate_end_to_end(tmp_path):
 
 def test_certificate_curves_draw_accuracy_by_test_length():
     """curves.png of a run whose protocol scores test lengths gets a panel of them (the paper's question)."""
-    from longsynth.models_ref.harness_figures import curves
+    from longsynth.models_ref.reports.curves import curves
 
     history = {"train": [{"loss": 0.7}, {"loss": 0.6}], "val": [{"step": 2, "loss": 0.6, "accuracy": 0.5}]}
     plain = curves(history, "accuracy", None, "t")
@@ -260,7 +260,7 @@ def test_certificate_curves_draw_accuracy_by_test_length():
 
 def test_a_report_says_the_papers_figures_are_not_entered_not_that_there_are_none():
     """Table 2 has a figure for every task; until they are entered a report must not read "no paper figure"."""
-    from longsynth.models_ref.report import Report
+    from longsynth.models_ref.reports.report import Report
 
     run = {"task": "chomsky-parity-check", "family": "tokens", "protocol": "chomsky-parity-check", "model": "lstm",
            "scale": "tiny", "lr": 1e-3, "weight_decay": None, "width": None, "seed": 0, "primary_metric": "accuracy",
@@ -278,7 +278,7 @@ def test_a_report_says_the_papers_figures_are_not_entered_not_that_there_are_non
 def test_lengths_figure_marks_the_longest_training_length():
     """A protocol that trains on a range of lengths (1-40) and tests single lengths is marked at its longest
     training length, not its shortest."""
-    from longsynth.models_ref.report_records import _trained_at
+    from longsynth.models_ref.reports.records import _trained_at
 
     run = {"test_set_params": {"41": {"min_length": 41, "max_length": 41}},
            "data": {"params": {"min_length": 1, "max_length": 40}}}
@@ -290,9 +290,9 @@ def test_lengths_figure_marks_the_longest_training_length():
 @pytest.mark.parametrize("name", ["stack-rnn", "chomsky-transformer"])
 def test_checkpoint_rebuilds_the_model(tmp_path, name):
     """trainer_checkpoints.load_model rebuilds a Chomsky built-in from its checkpoint: same outputs."""
-    from longsynth.models_ref.factories import BUILTIN
-    from longsynth.models_ref.harness import Job, prepare
-    from longsynth.models_ref.trainer_checkpoints import load_model
+    from longsynth.models_ref.models.factories import BUILTIN
+    from longsynth.models_ref.evaluation.harness import Job, prepare
+    from longsynth.models_ref.training.checkpoints import load_model
 
     p = prepare(Job(model=name, protocol="chomsky-reverse-string", task="chomsky-reverse-string", scale="tiny"))
     model = BUILTIN[name](p.spec).eval()

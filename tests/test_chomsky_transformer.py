@@ -1,4 +1,4 @@
-"""``chomsky-transformer`` (models_ref/layers/chomsky_transformer.py, models_ref/chomsky.py; docs/models.md
+"""``chomsky-transformer`` (models_ref/layers/chomsky_transformer.py, models_ref/models/chomsky.py; docs/models.md
 "Chomsky hierarchy baselines"): the encoder against a plain float64 loop over rows, positions and heads, and
 against the authors' Haiku model's outputs (tests/data/chomsky_transformer_authors.npz, made by
 bench/chomsky_transformer_fixture.py); the parameter count of their model; bidirectional attention and
@@ -13,7 +13,7 @@ import pytest
 import torch  # a test dependency: its absence must fail, not skip
 
 from longsynth.errors import LongsynthError  # noqa: E402
-from longsynth.models_ref.chomsky import ChomskyModel, config  # noqa: E402
+from longsynth.models_ref.models.chomsky import ChomskyModel, config  # noqa: E402
 from longsynth.models_ref.layers.chomsky_transformer import TransformerEncoder  # noqa: E402
 
 torch.set_num_threads(1)
@@ -102,7 +102,7 @@ COUNTS = {
 def _model(task="chomsky-reverse-string"):
     from longsynth.models_ref.protocols.registry import architecture
 
-    from longsynth.models_ref.chomsky import SIZES
+    from longsynth.models_ref.models.chomsky import SIZES
 
     torch.manual_seed(0)
     arch = architecture(task, "tiny", "chomsky-transformer")["arch"]
@@ -168,8 +168,8 @@ def test_bidirectional_and_padding():
 def test_harness_check():
     """The chomsky protocols are causal: the harness's check refuses the encoder under the protocol's spec;
     the built-in's own spec (factories.checked_spec) leaves causality out for it and for it only."""
-    from longsynth.models_ref import factories
-    from longsynth.models_ref.harness import Job, check_model, prepare
+    from longsynth.models_ref.models import factories
+    from longsynth.models_ref.evaluation.harness import Job, check_model, prepare
 
     p = prepare(Job(model="chomsky-transformer", protocol="chomsky-reverse-string", task="chomsky-reverse-string",
                     scale="tiny"))
@@ -193,7 +193,7 @@ def test_evaluate_end_to_end(tmp_path):
 
     from longsynth.cli.main import cli
 
-    from longsynth.models_ref.protocol import resolve
+    from longsynth.models_ref.evaluation.protocol import resolve
 
     r = CliRunner().invoke(cli, ["evaluate", "chomsky-transformer", "--suite", "chomsky-parity-check", "--scale",
                                  "tiny", "--steps", "3", "--out", str(tmp_path / "out")])

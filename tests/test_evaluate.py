@@ -24,7 +24,7 @@ def test_validate_gives_the_certificates_it_gave_before_the_harness(tmp_path):
     same, and the best one equals it where the old run had no other to choose from. The
     runs were made with D = 1, the layer's skip before it followed the official code's
     learned D: the built-in ``dlr-d1`` (skip="one") is that model, parameter for parameter."""
-    from longsynth.models_ref.validate import validate
+    from longsynth.models_ref.evaluation.validate import validate
 
     before = json.load(open(os.path.join(HERE, "data", "validate_before.json")))["runs"]
     torch.set_num_threads(1)
@@ -126,9 +126,9 @@ def _evaluate(args):
 
 def _direct_run(task, build, steps, lr, seed=0):
     """The same protocol trained by hand with the trainer: what evaluate must reproduce."""
-    from longsynth.models_ref.harness import _spec
-    from longsynth.models_ref.protocol import on_the_fly_sources, resolve
-    from longsynth.models_ref.trainer import train
+    from longsynth.models_ref.evaluation.harness import _spec
+    from longsynth.models_ref.evaluation.protocol import on_the_fly_sources, resolve
+    from longsynth.models_ref.training.trainer import train
 
     proto = resolve("atomic", "tiny", task=task)
     train_batch, val, test, _ = on_the_fly_sources(proto, proto.batch_size)
@@ -176,8 +176,8 @@ def test_a_model_that_breaks_the_contract_is_refused_in_one_line(tmp_path, kind)
 
 
 def test_a_causal_model_passes_the_causality_check():
-    from longsynth.models_ref.factories import BUILTIN
-    from longsynth.models_ref.harness import Job, check_model, prepare
+    from longsynth.models_ref.models.factories import BUILTIN
+    from longsynth.models_ref.evaluation.harness import Job, check_model, prepare
 
     p = prepare(Job(model="dlr", protocol="atomic", task="shift"))
     torch.manual_seed(0)
@@ -284,7 +284,7 @@ def test_a_certificate_fails_on_broken_data_and_passes_on_real_data(tmp_path):
     reach ~0.96 and pass; the same run with targets permuted across each batch's samples
     (the negative control) stays near 0 and fails. bench/certificate.py does the same for
     select and mips, whose positive control is attention (docs/validation.md)."""
-    from longsynth.models_ref.validate import validate
+    from longsynth.models_ref.evaluation.validate import validate
 
     torch.set_num_threads(1)
     real = validate("cumsum", steps=200, report_dir=str(tmp_path / "real"), progress=False)
@@ -315,7 +315,7 @@ def test_positive_controls_follow_the_papers_best_model_at_the_certificates_leng
 def test_select_certificate_trains_the_positive_control_and_reports_it(tmp_path):
     """A short select certificate: DLR and the attention control both train (a few steps,
     so the control has not learned yet and the certificate fails, naming it)."""
-    from longsynth.models_ref.validate import validate
+    from longsynth.models_ref.evaluation.validate import validate
 
     r = validate("select", steps=4, report_dir=str(tmp_path / "sel"), progress=False)
     torch.set_num_threads(1)
@@ -361,7 +361,7 @@ def test_help_names_every_builtin_and_the_token_suites():
     from click.testing import CliRunner
 
     from longsynth.cli.main import cli
-    from longsynth.models_ref.factories import BUILTIN
+    from longsynth.models_ref.models.factories import BUILTIN
     from longsynth.models_ref.protocols.registry import SUITES
 
     text = " ".join(CliRunner().invoke(cli, ["evaluate", "--help"]).output.split())

@@ -19,7 +19,8 @@ def invoke(*args):
 
 
 def test_dry_run_prints_the_plan_and_an_estimate_and_writes_nothing(tmp_path, monkeypatch):
-    from longsynth.models_ref import evaluate, trainer
+    from longsynth.models_ref.evaluation import sweep as evaluate
+    from longsynth.models_ref.training import trainer
 
     def no_training(*args, **kwargs):
         raise AssertionError("--dry-run trained a run")
@@ -45,9 +46,9 @@ def test_dry_run_prints_the_plan_and_an_estimate_and_writes_nothing(tmp_path, mo
 
 
 def test_dry_run_warns_of_days_and_of_the_paper_scale_on_a_cpu(tmp_path, monkeypatch):
-    from longsynth.models_ref import trainer
-    from longsynth.models_ref.evaluate_dry_run import duration
-    from longsynth.models_ref.protocol import resolve
+    from longsynth.models_ref.training import trainer
+    from longsynth.models_ref.evaluation.dry_run import duration
+    from longsynth.models_ref.evaluation.protocol import resolve
 
     monkeypatch.setattr(trainer, "step_seconds", lambda *a, **k: (2.5, 0.5))  # a paper-scale step on a CPU
     r = invoke("evaluate", "dlr", "--suite", "cumsum", "--scale", "paper", "--dry-run", "--out", tmp_path / "rep")
@@ -75,7 +76,7 @@ def test_dry_run_leaves_out_the_runs_already_finished(report):
 
 def test_dry_run_counts_finished_runs_without_hashing_their_files(report, monkeypatch):
     """A dry run only estimates what is left: it reads the certificates, not every byte of the checkpoints."""
-    from longsynth.models_ref import evaluate_finished
+    from longsynth.models_ref.evaluation import finished as evaluate_finished
 
     def no_hashing(run_dir):
         raise AssertionError("the dry run hashed a run's files")
@@ -87,9 +88,9 @@ def test_dry_run_counts_finished_runs_without_hashing_their_files(report, monkey
 
 
 def _paper_sweep(suite):
-    from longsynth.models_ref.evaluate_plan import Settings, suite_tasks, sweep
-    from longsynth.models_ref.harness import Job
-    from longsynth.models_ref.protocol import resolve
+    from longsynth.models_ref.evaluation.plan import Settings, suite_tasks, sweep
+    from longsynth.models_ref.evaluation.harness import Job
+    from longsynth.models_ref.evaluation.protocol import resolve
 
     settings = Settings(scale="paper")
     todo = []
@@ -101,7 +102,7 @@ def _paper_sweep(suite):
 
 
 def test_the_plan_line_counts_the_cells_of_mqar():
-    from longsynth.models_ref.evaluate import Settings, cpu_warning, plan_line
+    from longsynth.models_ref.evaluation.sweep import Settings, cpu_warning, plan_line
 
     todo, settings = _paper_sweep("mqar")  # Figure 2: 4 cells x 4 learning rates x 4 widths
     line = plan_line(todo, settings)
@@ -119,7 +120,7 @@ def test_the_plan_line_counts_the_cells_of_mqar():
 
 
 def test_evaluate_warns_before_a_paper_scale_sweep_on_a_cpu(tmp_path, monkeypatch):
-    from longsynth.models_ref import evaluate
+    from longsynth.models_ref.evaluation import sweep as evaluate
 
     def stop(*args, **kwargs):
         raise KeyboardInterrupt  # the plan and its warning are out; nothing trains
@@ -133,7 +134,7 @@ def test_evaluate_warns_before_a_paper_scale_sweep_on_a_cpu(tmp_path, monkeypatc
 
 
 def test_durations_read_in_words():
-    from longsynth.models_ref.evaluate_dry_run import duration
+    from longsynth.models_ref.evaluation.dry_run import duration
 
     assert [duration(s) for s in (42, 720, 5.25 * 3600, 3.1 * 86400, 77 * 86400)] == \
         ["42 s", "12 min", "5.2 h", "3.1 days", "11 weeks (77 days)"]

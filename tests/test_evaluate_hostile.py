@@ -125,7 +125,7 @@ def test_a_non_finite_learning_rate_is_one_line(tmp_path, lr):
 
 def test_the_python_api_refuses_a_non_finite_learning_rate_before_planning(tmp_path):
     from longsynth.errors import LongsynthError
-    from longsynth.models_ref.evaluate import Settings, evaluate
+    from longsynth.models_ref.evaluation.sweep import Settings, evaluate
 
     for lrs in ((float("inf"),), (1e-3, float("nan")), (0.0,)):
         with pytest.raises(LongsynthError, match="--lr: learning rates must be finite numbers > 0"):
@@ -149,7 +149,7 @@ def test_a_diverged_run_is_reported_as_diverged_and_not_redone(tmp_path):
     assert tame["diverged"] is None and tame["test"]["r2"] is not None
     md = (out / "report.md").read_text()
     assert "## Diverged runs" in md and "- cumsum lr 1e+20 seed 0: diverged at step" in md
-    from longsynth.models_ref.report import summary
+    from longsynth.models_ref.reports.report import summary
 
     assert "test R^2: none: diverged at step" in summary(wild)  # what validate prints of such a run
     certs = sorted(out.glob("runs/cumsum/*/metrics.json"))
@@ -171,7 +171,7 @@ def test_a_row_whose_every_run_diverged_says_so(tmp_path):
 
 
 def test_the_trainer_stops_at_a_non_finite_training_loss():
-    from longsynth.models_ref.trainer import TrainConfig, train
+    from longsynth.models_ref.training.trainer import TrainConfig, train
 
     g = torch.Generator().manual_seed(0)
     x, y = torch.randn(8, 4, 2, generator=g), torch.randn(8, 1, 1, generator=g)
@@ -199,7 +199,7 @@ def test_a_count_past_its_bound_is_one_line_before_any_planning(tmp_path, option
 
 
 def test_a_sweep_of_too_many_runs_is_refused_before_planning(tmp_path):
-    from longsynth.models_ref import limits
+    from longsynth.models_ref.evaluation import limits
 
     out = tmp_path / "out"
     lrs = ",".join(f"{i}e-4" for i in range(1, 21))
@@ -212,7 +212,7 @@ def test_a_sweep_of_too_many_runs_is_refused_before_planning(tmp_path):
 
 def test_the_python_api_bounds_its_counts(tmp_path):
     from longsynth.errors import LongsynthError
-    from longsynth.models_ref.evaluate import Settings, evaluate
+    from longsynth.models_ref.evaluation.sweep import Settings, evaluate
 
     for settings, match in ((Settings(seeds=10 ** 8), "--seeds: must be an integer from 1 to"),
                             (Settings(jobs=0), "--jobs: must be an integer from 1 to"),

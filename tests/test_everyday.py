@@ -41,7 +41,7 @@ def test_evaluate_plans_up_front_and_says_when_it_resumes(tmp_path):
 
 
 def test_an_interrupted_evaluate_says_how_to_resume(tmp_path, monkeypatch):
-    from longsynth.models_ref import evaluate
+    from longsynth.models_ref.evaluation import sweep as evaluate
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -53,8 +53,8 @@ def test_an_interrupted_evaluate_says_how_to_resume(tmp_path, monkeypatch):
 
 
 def test_last_checkpoint_is_written_at_every_evaluation(tmp_path):
-    from longsynth.models_ref.model import ModelConfig
-    from longsynth.models_ref.trainer import TrainConfig, load_checkpoint, train
+    from longsynth.models_ref.models.stack import ModelConfig
+    from longsynth.models_ref.training.trainer import TrainConfig, load_checkpoint, train
 
     cfg = ModelConfig(d_input=1, d_output=2, H=4, N=4, n_layers=1)
     tc = TrainConfig(steps=10, lr=1e-3, eval_every=3, seed=0, checkpoint_every=100)
@@ -77,7 +77,7 @@ def test_a_failed_certificate_exits_with_3(tmp_path):
 
 def test_a_float_model_on_a_token_task_gets_the_token_hint():
     from longsynth.errors import LongsynthError
-    from longsynth.models_ref.harness import build
+    from longsynth.models_ref.evaluation.harness import build
     from longsynth.spec import ModelSpec
 
     spec = ModelSpec(task="listops-subtrees", protocol="listops-subtrees", scale="tiny", objective="tokens",
@@ -98,7 +98,7 @@ def _run(task, test, paper_columns, steps=100, length=512):
 
 
 def test_the_report_text_is_made_from_the_numbers_of_its_table():
-    from longsynth.models_ref.report import Report
+    from longsynth.models_ref.reports.report import Report
 
     figures = {"dlr": {"r2": 0.5}, "local-attention": {"r2": 0.8}, "not-a-column": {"r2": 0.99}}
     rep = Report(identity={"model": "/home/me/models/mygru.py:build", "sha256": None}, suite="cumsum", scale="tiny",
@@ -106,7 +106,7 @@ def test_the_report_text_is_made_from_the_numbers_of_its_table():
     (row,) = rep.rows()
     # read on validation as Table 1's figures are; 100 of the tiny protocol's 600 steps is no verdict
     assert row["verdict"] == "validation 0.700: budget cut to 17% of the protocol's 600 steps: not a verdict"
-    # the figures are the tables' own (models_ref/presets.py), whatever copy a certificate carries, each
+    # the figures are the tables' own (models_ref/protocols/), whatever copy a certificate carries, each
     # named as the paper names it
     assert row["paper"] == {"dlr": 1, "dss": 1, "attention": 1} and row["paper_names"]["dlr"] == "DLR (1 layer, L 2^12)"
     md = rep.to_markdown()
@@ -131,7 +131,7 @@ def test_a_module_name_beside_a_file_suggests_the_file(tmp_path, monkeypatch):
 
 def test_a_suite_says_it_checks_the_model_first_and_cache_generation_shows_progress(tmp_path, monkeypatch):
     from longsynth import store
-    from longsynth.models_ref import evaluate_plan as evaluate
+    from longsynth.models_ref.evaluation import plan as evaluate
 
     monkeypatch.setenv("LONGSYNTH_CACHE", str(tmp_path / "cache"))
     seen = {}

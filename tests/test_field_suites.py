@@ -1,4 +1,4 @@
-"""The field's token suites in the harness (models_ref/field.py; docs/evaluate.md "The field's
+"""The field's token suites in the harness (models_ref/protocols/ recall.py, state.py, mad.py; docs/evaluate.md
 suites"): their protocols, fixed training sets, accuracy by length, sweeps and reports."""
 import json
 import math
@@ -9,13 +9,15 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from longsynth import certificate  # noqa: E402
-from longsynth.models_ref import field, presets  # noqa: E402
-from longsynth.models_ref.evaluate_plan import Settings, plan, suite_tasks  # noqa: E402
-from longsynth.models_ref.protocol import fixed_train, groups, resolve  # noqa: E402
-from longsynth.models_ref.report import Report  # noqa: E402
-from longsynth.models_ref.report_records import binned, by_length  # noqa: E402
-from longsynth.models_ref.trainer import TrainConfig, lr_factor  # noqa: E402
+from longsynth.models_ref.protocols import mad, recall, registry, state  # noqa: E402
+from longsynth.models_ref.evaluation.plan import Settings, plan, suite_tasks  # noqa: E402
+from longsynth.models_ref.evaluation.protocol import fixed_train, groups, resolve  # noqa: E402
+from longsynth.models_ref.reports.report import Report  # noqa: E402
+from longsynth.models_ref.reports.records import binned, by_length  # noqa: E402
+from longsynth.models_ref.training.trainer import TrainConfig, lr_factor  # noqa: E402
 from longsynth.torch import IGNORE_INDEX  # noqa: E402
+
+TOKEN_PROTOCOLS = {**recall.PROTOCOLS, **state.PROTOCOLS, **mad.PROTOCOLS}  # the field's token families
 
 
 class Embed(torch.nn.Module):
@@ -34,13 +36,13 @@ class Embed(torch.nn.Module):
 
 
 def test_every_field_protocol_resolves_and_its_suites_have_the_papers_members():
-    for (name, scale) in field.PROTOCOLS:
+    for (name, scale) in TOKEN_PROTOCOLS:
         p = resolve(name, scale)
         assert p.objective == "tokens" and p.readout == "positions" and not p.stored, name
         assert p.task in ("mqar", "associative-recall", "induction-head", "selective-copying", "parity",
-                          "modular-arithmetic", "word-problem") + tuple(field.MAD_TRAIN)
+                          "modular-arithmetic", "word-problem") + tuple(mad.MAD_TRAIN)
     assert len(suite_tasks("mad", "paper")) == 66  # MAD's grid
-    assert suite_tasks("mad", "tiny") == [(t, t) for t in field.MAD_TRAIN]  # the six baselines
+    assert suite_tasks("mad", "tiny") == [(t, t) for t in mad.MAD_TRAIN]  # the six baselines
     assert [p for p, _ in suite_tasks("mqar", "paper")] == ["mqar-64", "mqar-128", "mqar-256", "mqar-512"]
     mqar = resolve("mqar-512", "paper")
     assert (mqar.batch_size, mqar.steps, mqar.train_samples, mqar.widths) == (128, 50_000, 100_000, (64, 128, 256, 512))
@@ -49,14 +51,14 @@ def test_every_field_protocol_resolves_and_its_suites_have_the_papers_members():
     assert mem.data == {"vocab_size": 8192} and mem.train_samples == 256 and mem.steps == 400  # 200 epochs of 2
     small = resolve("mad-recall-n800", "paper")
     assert small.data == {} and small.train_samples == 800 and small.steps == 200 * 6
-    assert len({r["task"] for r in field.PROTOCOLS.values()}) == 7 + 6  # MAD's six tasks beside the field's seven
+    assert len({r["task"] for r in TOKEN_PROTOCOLS.values()}) == 7 + 6  # MAD's six tasks beside the field's seven
 
 
 def test_grazzi_table_3_is_stored_as_accuracy_from_its_scaled_figures():
     # scaled = (acc - chance) / (1 - chance): Mamba [-1, 1] parity 1.0 -> 1.0, DeltaNet [0, 1] 0.017 -> 0.5085
-    assert presets.PAPER["parity"]["s6-signed"]["accuracy"] == 1.0
-    assert presets.PAPER["parity"]["s6"]["accuracy"] == 0.5
-    assert presets.PAPER["modular-arithmetic"]["deltanet [-1,1]"]["accuracy"] == pytest.approx(0.2 + 0.8 * 0.971)
+    assert registry.PAPER["parity"]["s6-signed"]["accuracy"] == 1.0
+    assert registry.PAPER["parity"]["s6"]["accuracy"] == 0.5
+    assert registry.PAPER["modular-arithmetic"]["deltanet [-1,1]"]["accuracy"] == pytest.approx(0.2 + 0.8 * 0.971)
 
 
 def test_a_group_with_no_member_at_a_scale_and_an_unknown_member_are_one_line(tmp_path):
@@ -86,7 +88,7 @@ def test_groups_give_each_scored_token_its_sequences_length_or_its_position():
     assert groups(y, "length").amax(1).tolist() == n.tolist() and 3 <= int(n.min()) and int(n.max()) <= 9
     # with brackets the authors' n also counts the [PAD] after the answer: the target sits at n - 3
     from longsynth.models_ref.protocols.registry import PROTOCOLS
-    from longsynth.models_ref.protocol import length_offset, resolve
+    from longsynth.models_ref.evaluation.protocol import length_offset, resolve
 
     params = dict(brackets=True, context_length=32, min_sequence_length=6, max_sequence_length=14,
                   test_min_sequence_length=6, test_max_sequence_length=14)
@@ -165,7 +167,7 @@ def test_a_protocols_sweep_plans_every_lr_weight_decay_and_width(tmp_path):
 
 
 def test_a_built_in_takes_the_width_the_grid_asks_for():
-    from longsynth.models_ref.factories import BUILTIN
+    from longsynth.models_ref.models.factories import BUILTIN
     from longsynth.spec import ModelSpec
 
     spec = ModelSpec(task="mqar", protocol="mqar-64", scale="paper", objective="tokens", readout="positions",
@@ -184,12 +186,12 @@ def test_linear_schedule_decays_from_the_peak_to_the_floor():
 
 
 def _cert(protocol, acc, lr=1e-3, wd=None, width=None, val=None, task=None):
-    return {"task": task or field.PROTOCOLS[(protocol, "paper")]["task"], "family": "tokens", "protocol": protocol,
+    return {"task": task or TOKEN_PROTOCOLS[(protocol, "paper")]["task"], "family": "tokens", "protocol": protocol,
             "model": "m",
             "scale": "paper", "lr": lr, "weight_decay": wd, "width": width, "seed": 0, "primary_metric": "accuracy",
             "best": {"accuracy": acc if val is None else val}, "test": {"accuracy": acc},
-            "paper_columns": presets.PAPER.get(protocol, {}), "wall_time_s": 1.0, "train_tokens_per_s": 1.0,
-            "spec": {"seq_len": 8}, "steps": field.PROTOCOLS[(protocol, "paper")]["steps"]}  # the whole budget
+            "paper_columns": registry.PAPER.get(protocol, {}), "wall_time_s": 1.0, "train_tokens_per_s": 1.0,
+            "spec": {"seq_len": 8}, "steps": TOKEN_PROTOCOLS[(protocol, "paper")]["steps"]}  # the whole budget
 
 
 def test_the_mad_summary_averages_settings_per_task_then_tasks():
@@ -238,7 +240,7 @@ def test_validate_a_token_task_trains_its_positive_control_and_fails_below_the_t
     from click.testing import CliRunner
 
     from longsynth.cli.main import cli
-    from longsynth.models_ref.validate import default_model
+    from longsynth.models_ref.evaluation.validate import default_model
 
     assert default_model("mqar") == "attention" and default_model("selective-copying") == "s6"
     assert default_model("mqar-256") == "attention" and default_model("cumsum") == "dlr"
@@ -255,7 +257,7 @@ def test_validate_a_token_task_trains_its_positive_control_and_fails_below_the_t
 
 
 def test_a_token_certificate_passes_at_its_threshold_and_has_no_verdict_without_one():
-    from longsynth.models_ref.validate import token_certificate
+    from longsynth.models_ref.evaluation.validate import token_certificate
 
     out = {"protocol": "selective-copying", "scale": "paper", "model": "s6", "test": {"accuracy": 0.9}}
     assert token_certificate(out)["passed"] is True and token_certificate(out)["threshold"] == pytest.approx(.898)
@@ -279,7 +281,7 @@ def test_a_dask_sweep_says_where_it_stands_while_no_run_finishes():
     distributed = pytest.importorskip("distributed")
     import time
 
-    from longsynth.models_ref.evaluate import _as_finished
+    from longsynth.models_ref.evaluation.sweep import _as_finished
 
     lines = []
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as c, \
@@ -296,8 +298,8 @@ def test_the_word_problem_depth_grid_runs_each_depth_as_its_own_row(tmp_path):
     planned, _, _ = plan("gru", "word-problem-a5", Settings(scale="tiny"), str(out), lambda line: None)
     assert [j.depth for j, _ in planned] == [1, 2]
     assert all(os.path.basename(d.path).startswith(f"lr0.003-n{j.depth}-seed0-") for j, d in planned)
-    from longsynth.models_ref.factories import BUILTIN
-    from longsynth.models_ref.harness import prepare
+    from longsynth.models_ref.models.factories import BUILTIN
+    from longsynth.models_ref.evaluation.harness import prepare
 
     spec = prepare(planned[1][0]).spec
     assert spec.n_layers == 2 and BUILTIN["gru"].config(spec).n_layers == 2

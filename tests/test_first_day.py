@@ -53,7 +53,7 @@ def test_positions_sized_by_the_training_length_are_refused_before_training(tmp_
 
 def test_spec_max_seq_len_is_the_longest_test_input_and_sized_models_run(tmp_path):
     from longsynth.models_ref.protocols.registry import PROTOCOLS  # noqa: F401 - registers the field's protocols
-    from longsynth.models_ref.harness import Job, prepare
+    from longsynth.models_ref.evaluation.harness import Job, prepare
 
     p = prepare(Job(model="x", protocol="induction-heads", task="induction-head", scale="tiny"))
     assert p.spec.seq_len == 65 and p.spec.max_seq_len == 1025 and p.spec.longest == 1025

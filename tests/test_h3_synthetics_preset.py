@@ -5,7 +5,7 @@ import pytest
 import torch  # a test dependency: its absence must fail, not skip
 
 from longsynth.errors import LongsynthError
-from longsynth.models_ref.factories import BUILTIN
+from longsynth.models_ref.models.factories import BUILTIN
 from longsynth.models_ref.protocols.registry import PAPER, architecture, own_figures
 from longsynth.spec import ModelSpec
 

@@ -195,3 +195,44 @@ def test_layers_stand_apart_from_the_harness():
     assert {"longsynth.models_ref.layers.s4", "longsynth.models_ref.layers.attention"} <= layers
     for name in layers:
         assert g[name] <= layers, (name, g[name] - layers)
+
+
+# The harness's rooms (docs/models.md), each importing only the rooms before it: the layers, the
+# protocols' tables and the models built from them, training one model, the reports read from
+# runs, and evaluation (planning and running sweeps), which uses them all.
+ROOMS = ("layers", "protocols", "models", "training", "reports", "evaluation")
+
+
+def room(name):
+    """The room of a module of longsynth.models_ref (None for the package itself)."""
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 else None
+
+
+def test_the_harness_is_grouped_by_concern():
+    """models_ref's top holds its rooms and few modules; a module imports only from its own room
+    and the rooms before it, so a newcomer knows where a change goes and no room depends on a
+    later one."""
+    top = os.listdir(os.path.join(REPO, "models_ref"))
+    assert len([f for f in top if f.endswith(".py") or f in ROOMS]) <= 12, sorted(top)
+    assert set(ROOMS) <= set(top)
+    g = graph()
+    late = []
+    for name, targets in g.items():
+        if not name.startswith("longsynth.models_ref.") or room(name) not in ROOMS:
+            continue
+        for target in targets:
+            if target.startswith("longsynth.models_ref.") and room(target) in ROOMS \
+                    and ROOMS.index(room(target)) > ROOMS.index(room(name)):
+                late.append(f"{name} -> {target}")
+    assert not late, "a room imports a later one: " + "; ".join(sorted(late))
+    assert "longsynth.models_ref.training.trainer" in g["longsynth.models_ref.evaluation.harness"]  # the walk sees them
+
+
+def test_the_rooms_check_catches_a_late_import(monkeypatch):
+    """The check above fails on a room that reaches forward (a report importing the sweep)."""
+    g = graph()
+    g["longsynth.models_ref.reports.records"].add("longsynth.models_ref.evaluation.protocol")
+    monkeypatch.setattr(sys.modules[__name__], "graph", lambda: g)
+    with pytest.raises(AssertionError, match="reports.records -> longsynth.models_ref.evaluation.protocol"):
+        test_the_harness_is_grouped_by_concern()

@@ -226,7 +226,7 @@ def test_encoding_and_validate_batches(tmp_path):
     it as y [B, 1], which the model reads at its last position or from its pooled output."""
     torch = pytest.importorskip("torch")
     from longsynth.torch import ShardDataset, encode_batch
-    from longsynth.models_ref import protocol
+    from longsynth.models_ref.evaluation import protocol
     from longsynth.models_ref.protocols.registry import ARCHITECTURES
 
     root = str(tmp_path / "ds")
@@ -253,8 +253,8 @@ def test_validate_classic_pathfinder_writes_an_accuracy_certificate(tmp_path):
     classifier trains, its certificate holds accuracy over the evaluated test images and the
     DSS paper's LRA figure for comparison, and the checkpoint restores the batch-norm statistics."""
     pytest.importorskip("torch")
-    from longsynth.models_ref.trainer_checkpoints import load_model
-    from longsynth.models_ref.validate import validate
+    from longsynth.models_ref.training.checkpoints import load_model
+    from longsynth.models_ref.evaluation.validate import validate
 
     root = str(tmp_path / "ds")
     store.generate(root, TASK, {"size": 32}, seed=2, splits={"train": 64, "val": 32, "test": 32})

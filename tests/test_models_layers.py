@@ -10,7 +10,7 @@ import torch  # a test dependency: its absence must fail, not skip
 from longsynth.errors import LongsynthError
 from longsynth.models_ref.layers.dlr import DLR
 from longsynth.models_ref.layers.dss import DSSExp
-from longsynth.models_ref.model import Model, ModelConfig
+from longsynth.models_ref.models.stack import Model, ModelConfig
 
 torch.set_num_threads(1)
 
@@ -197,7 +197,7 @@ def test_model_shapes(layer, bidirectional):
 
 
 def test_readouts_rightmost_positions_and_mean_are_s4s_pooled_decoder():
-    from longsynth.models_ref.trainer_forward import readout
+    from longsynth.models_ref.training.forward import readout
 
     torch.manual_seed(9)
     m = Model(ModelConfig(d_input=3, d_output=2, H=8, N=4, n_layers=2))
@@ -220,7 +220,7 @@ def test_readouts_rightmost_positions_and_mean_are_s4s_pooled_decoder():
 def test_batch_norm_is_torchs_batch_norm_over_batch_and_positions():
     """ChannelBatchNorm on [B, L, H] = nn.BatchNorm1d on [B, H, L]: outputs, input and affine
     gradients, running statistics after three training steps, and the evaluation output."""
-    from longsynth.models_ref.model import ChannelBatchNorm
+    from longsynth.models_ref.models.stack import ChannelBatchNorm
 
     torch.manual_seed(4)
     ours, ref = ChannelBatchNorm(6), torch.nn.BatchNorm1d(6)
@@ -255,7 +255,7 @@ def test_batch_norm_is_torchs_batch_norm_over_batch_and_positions():
 def _bn_rank(rank, world, port, x, g, out):
     import torch.distributed as dist
 
-    from longsynth.models_ref.model import ChannelBatchNorm
+    from longsynth.models_ref.models.stack import ChannelBatchNorm
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
     dist.init_process_group("gloo", rank=rank, world_size=world)
@@ -278,7 +278,7 @@ def test_batch_norm_under_two_processes_is_one_process_on_the_global_batch():
 
     import torch.multiprocessing as mp
 
-    from longsynth.models_ref.model import ChannelBatchNorm
+    from longsynth.models_ref.models.stack import ChannelBatchNorm
 
     torch.manual_seed(5)
     x = torch.randn(4, 30, 5) * 3 + 1  # [B, L, H]

@@ -7,9 +7,9 @@ import torch  # a test dependency: its absence must fail, not skip
 
 from longsynth.models_ref.layers.dlr import DLR
 from longsynth.models_ref.layers.dss import DSSExp
-from longsynth.models_ref.model import Model, ModelConfig
-from longsynth.models_ref import metrics
-from longsynth.models_ref.trainer import IndexedBatches, TrainConfig, build_optimizer, lr_factor, train
+from longsynth.models_ref.models.stack import Model, ModelConfig
+from longsynth.models_ref.training import metrics
+from longsynth.models_ref.training.trainer import IndexedBatches, TrainConfig, build_optimizer, lr_factor, train
 
 from model_data import _shift_batch, _stored, _with_pos
 
@@ -107,7 +107,7 @@ def test_tiny_dlr_preset_trains_ssm_parameters_slower():
     """The tiny atomic DLR preset reaches the optimizer with Lambda and W at 2e-4, the rest
     at 2e-3 (at 2e-3 everywhere select-fixed stalls near R^2 0.5; docs/validation.md)."""
     from longsynth.models_ref.protocols.registry import ARCHITECTURES
-    from longsynth.models_ref.protocol import resolve
+    from longsynth.models_ref.evaluation.protocol import resolve
 
     pre = ARCHITECTURES[("atomic", "tiny", "dlr")]
     m = Model(ModelConfig(d_input=4, d_output=1, **pre["arch"]))
@@ -163,7 +163,7 @@ def _mean_loss(rows):
 
 
 def test_tiny_listops_subtrees_lowers_loss(tmp_path):
-    from longsynth.models_ref.protocol import stored_sources
+    from longsynth.models_ref.evaluation.protocol import stored_sources
     from longsynth.torch import PAD_ID
 
     torch.set_num_threads(1)
@@ -198,8 +198,8 @@ def test_classic_listops_is_tagged_at_its_last_token_and_learned(tmp_path):
 
     import longsynth
     from longsynth.models_ref.protocols.registry import paper_figures
-    from longsynth.models_ref.protocol import stored_sources
-    from longsynth.models_ref.validate import validate
+    from longsynth.models_ref.evaluation.protocol import stored_sources
+    from longsynth.models_ref.evaluation.validate import validate
     from longsynth.torch import PAD_ID
 
     torch.set_num_threads(1)
@@ -235,7 +235,7 @@ def _all_background(cm):
 
 @pytest.mark.slow  # trains for tens of seconds: left out of the fast subset (README)
 def test_tiny_pathfinder_segmentation_lowers_loss(tmp_path):
-    from longsynth.models_ref.protocol import stored_sources
+    from longsynth.models_ref.evaluation.protocol import stored_sources
 
     torch.set_num_threads(1)
     root = _stored(tmp_path, "pathfinder-seg", {"size": 128}, 32, 4)
@@ -290,7 +290,7 @@ def test_resume_gives_the_same_loss_curve(tmp_path):
                  resume=str(tmp_path / "b" / "last.pt"), manifest_digest="abc")
     assert [r["loss"] for r in rest["history"]["train"]] == [r["loss"] for r in full["history"]["train"]]
     assert rest["test"] == full["test"] and rest["best_step"] == full["best_step"]
-    from longsynth.models_ref.trainer_checkpoints import load_model
+    from longsynth.models_ref.training.checkpoints import load_model
     m, ck = load_model(str(tmp_path / "b" / "best.pt"))
     assert ck["step"] == full["best_step"] and m.cfg == cfg
 

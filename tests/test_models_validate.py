@@ -7,8 +7,8 @@ import pytest
 
 import torch  # a test dependency: its absence must fail, not skip
 
-from longsynth.models_ref.model import Model, ModelConfig
-from longsynth.models_ref.trainer import TrainConfig
+from longsynth.models_ref.models.stack import Model, ModelConfig
+from longsynth.models_ref.training.trainer import TrainConfig
 
 from model_data import _shift_batch, _stored
 
@@ -21,7 +21,7 @@ torch.set_num_threads(1)
 def test_validate_on_the_fly_writes_a_certificate(tmp_path):
     import json
 
-    from longsynth.models_ref.validate import validate
+    from longsynth.models_ref.evaluation.validate import validate
 
     out = tmp_path / "report"
     r = validate("cumsum", model="dss", scale="tiny", steps=4, report_dir=str(out), progress=False)
@@ -43,7 +43,7 @@ def test_validate_on_the_fly_writes_a_certificate(tmp_path):
 def test_validate_stored_dataset(tmp_path):
     import json
 
-    from longsynth.models_ref.validate import validate
+    from longsynth.models_ref.evaluation.validate import validate
     from longsynth.store import generate
 
     root = tmp_path / "ds"
@@ -64,7 +64,7 @@ def test_mask_figure(tmp_path):
     """Input, gold and model rows with labels, captions and the class legend, on one screen."""
     from PIL import Image
 
-    from longsynth.models_ref.harness_figures import MASK_NAMES, prediction_figure
+    from longsynth.models_ref.reports.curves import MASK_NAMES, prediction_figure
 
     lab = torch.zeros(2, 16 * 16, dtype=torch.long)
     lab[0, 17:30] = 1
@@ -101,7 +101,7 @@ class _Fixed(torch.nn.Module):
 
 def test_exact_metrics_beside_the_papers_per_batch_average():
     """A batch without class 2 caps its per-batch macro F1 at 2/3; the exact F1 of the set is 1."""
-    from longsynth.models_ref.trainer import evaluate
+    from longsynth.models_ref.training.trainer import evaluate
 
     def seg(labels):
         y = torch.tensor([labels])
@@ -179,7 +179,7 @@ def test_ddp_two_cpu_processes_follow_one_process(tmp_path):
     import subprocess
     import sys
 
-    from longsynth.models_ref.validate import validate
+    from longsynth.models_ref.evaluation.validate import validate
 
     root = _stored(tmp_path, "listops-subtrees", {"min_length": 20, "max_length": 60, "max_depth": 5, "max_args": 4},
                    64, 8)

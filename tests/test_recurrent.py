@@ -11,8 +11,9 @@ import torch.nn.functional as F
 
 from longsynth.errors import LongsynthError
 from longsynth.models_ref.layers.gru import GRU
-from longsynth.models_ref.layers.s6 import S6, Scan, scan
-from longsynth.models_ref.model import Model, ModelConfig
+from longsynth.models_ref.layers.s6 import S6
+from longsynth.models_ref.layers.selective_scan import SelectiveScan, chunk_length, scan
+from longsynth.models_ref.models.stack import Model, ModelConfig
 from model_data import parity_accuracy as _parity_accuracy
 
 torch.set_num_threads(1)
@@ -119,12 +120,54 @@ def test_scan_is_the_plain_loop(L, chunk, reverse):
     assert (scan(a, bx, reverse=reverse, chunk=chunk) - want).abs().max() < 1e-12
 
 
-def test_scan_gradient_is_the_derivative():
-    torch.manual_seed(0)
-    a = (torch.rand(2, 13, 3, dtype=torch.float64) * 2 - 1).requires_grad_()
-    bx = torch.randn(2, 13, 3, dtype=torch.float64, requires_grad=True)
-    for chunk in (None, 1, 4, 13):
-        assert torch.autograd.gradcheck(lambda a, bx: Scan.apply(a, bx, chunk), (a, bx))
+def _plain_selective(Delta, x, B, C, A, signed):
+    """The selective scan with every [b, L, EH, N] tensor kept, as autograd differentiates it."""
+    Abar = torch.exp(Delta[..., None] * A)  # [b, L, EH, N]
+    Abar = 2 * Abar - 1 if signed else Abar
+    h, out = torch.zeros_like(Abar[:, 0]), []
+    for t in range(x.shape[1]):
+        h = Abar[:, t] * h + (Delta[:, t] * x[:, t])[..., None] * B[:, t, None, :]  # [b, EH, N]
+        out.append((h * C[:, t, None, :]).sum(-1))  # [b, EH]
+    return torch.stack(out, 1)  # [b, L, EH]
+
+
+def _selective_inputs(L, seed=0, b=2, EH=3, N=4):
+    g = torch.Generator().manual_seed(seed)
+    Delta = (torch.rand(b, L, EH, generator=g, dtype=torch.float64) * 3).requires_grad_()  # up to 3: Abar < 0 signed
+    x, B, C = (torch.randn(b, L, n, generator=g, dtype=torch.float64).requires_grad_() for n in (EH, N, N))
+    A = (-torch.rand(EH, N, generator=g, dtype=torch.float64) - 0.1).requires_grad_()
+    return Delta, x, B, C, A
+
+
+@pytest.mark.parametrize("L,chunk", [(1, None), (13, None), (13, 1), (13, 4), (13, 13), (40, 7), (9, 64)])
+@pytest.mark.parametrize("signed", [False, True])
+def test_selective_scan_is_the_plain_recurrence(L, chunk, signed):
+    """Outputs and the gradients of Delta, x, B, C and A of the chunked, recomputing scan against the
+    plain recurrence differentiated by autograd, float64, chunks dividing L and not."""
+    inputs = _selective_inputs(L, seed=L)
+    w = torch.randn(2, L, 3, dtype=torch.float64)
+    got = SelectiveScan.apply(*inputs, signed, chunk)
+    want = _plain_selective(*inputs, signed)
+    assert (got - want).abs().max() < 1e-12
+    g_got = torch.autograd.grad((got * w).sum(), inputs)
+    g_want = torch.autograd.grad((want * w).sum(), inputs)
+    for a, b in zip(g_got, g_want):
+        assert (a - b).abs().max() <= 1e-10 * (1 + b.abs().max())
+
+
+def test_selective_scan_gradient_is_the_derivative():
+    inputs = _selective_inputs(11, seed=5, b=1, EH=2, N=3)
+    for chunk in (None, 1, 4, 11):
+        assert torch.autograd.gradcheck(lambda *t: SelectiveScan.apply(*t, True, chunk), inputs)
+
+
+def test_selective_scan_chunks_bound_the_memory():
+    """The default chunk holds about 16M numbers whatever L: at the parity paper shape (b 256, EH 256,
+    N 16) 16 positions, one position when a single one is bigger; never more than L."""
+    assert chunk_length(256, 40, 256, 16) == 16
+    assert chunk_length(256, 100_000, 256, 16) == 16
+    assert chunk_length(4096, 40, 1024, 16) == 1
+    assert chunk_length(1, 7, 8, 4) == 7
 
 
 @pytest.mark.parametrize("L", [1, 29])
@@ -142,7 +185,7 @@ def test_gru_is_the_gru_equations_step_by_step(L):
 def test_recurrent_models_are_causal(layer, extra):
     """Changing the inputs from position 30 leaves every output before it bit for bit, and the
     harness's own check (longsynth evaluate refuses a non-causal model on a causal protocol) passes."""
-    from longsynth.models_ref.harness import Job, check_model, prepare
+    from longsynth.models_ref.evaluation.harness import Job, check_model, prepare
 
     torch.manual_seed(6)
     cfg = ModelConfig(d_input=3, d_output=2, H=16, N=8, n_layers=2, layer=layer, chunk=6, **extra)
@@ -232,10 +275,10 @@ def test_config_refuses_what_the_recurrent_layers_cannot_do():
 
 
 def test_builtins_s6_s6_signed_gru_run_causal_with_a_preset(monkeypatch):
-    """The built-ins resolve through presets.architecture: s6-signed is s6's row with signed=True;
+    """The built-ins resolve through protocols.registry.architecture: s6-signed is s6's row with signed=True;
     all three are causal even where the protocol is not (no bidirectional form)."""
-    from longsynth.models_ref import presets
-    from longsynth.models_ref.factories import BUILTIN, load
+    from longsynth.models_ref.protocols import registry as presets
+    from longsynth.models_ref.models.factories import BUILTIN, load
     from longsynth.spec import ModelSpec
 
     row = {"arch": {"H": 16, "N": 8, "dt_min": 1e-3, "dt_max": 1e-1}, "lr": 1e-3, "source": "test"}

@@ -1,4 +1,4 @@
-"""Redraw loops bounded by the configs that reach them (issue 39, item 1).
+"""Redraw loops bounded by the configs that reach them (docs/tasks/safari.md, the config checks).
 
 associative-recall with input_seq_len <= num_keys has no key-value pair, and without
 allow_dot its query was redrawn among the present tuples forever, inside compiled code

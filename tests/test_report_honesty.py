@@ -10,19 +10,19 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from longsynth.models_ref import field, presets  # noqa: E402
-from longsynth.models_ref.report import Report  # noqa: E402
+from longsynth.models_ref.protocols import mad, registry  # noqa: E402
+from longsynth.models_ref.reports.report import Report  # noqa: E402
 
 
 def _cert(protocol, acc, *, scale="tiny", steps=None, protocol_steps=None, task=None, count=1024, width=None):
     """A finished run's certificate as the harness writes it, with what a report reads."""
-    row = presets.PROTOCOLS[(protocol, scale)]
+    row = registry.PROTOCOLS[(protocol, scale)]
     protocol_steps = protocol_steps or row["steps"]
     steps = protocol_steps if steps is None else steps
     return {"task": task or row["task"], "family": "tokens", "protocol": protocol, "model": "m", "scale": scale,
             "lr": row["lr"], "weight_decay": None, "width": width, "seed": 0, "primary_metric": "accuracy",
             "best": {"accuracy": acc}, "test": {"accuracy": acc, "exact": {"accuracy": acc, "count": count}},
-            "paper_columns": presets.PAPER.get(protocol, {}), "wall_time_s": 1.0, "train_tokens_per_s": 1.0,
+            "paper_columns": registry.PAPER.get(protocol, {}), "wall_time_s": 1.0, "train_tokens_per_s": 1.0,
             "spec": {"seq_len": 64}, "steps": steps, "data": {"params": dict(row["data"])},
             "schedule": {"steps": steps, "protocol": {"steps": protocol_steps}}}
 
@@ -103,7 +103,7 @@ def test_chance_is_in_the_json_the_markdown_and_drawn_as_a_line(protocol, level)
         assert len(lines) == 1
         # one dashed line across the row's bars at its chance level (MAD: its task score, then their mean)
         segments = lines[0].get_segments()
-        assert len(segments) == (2 if protocol in field.GROUPS else 1)
+        assert len(segments) == (2 if protocol in mad.GROUPS else 1)
         assert all(x == pytest.approx(level) for segment in segments for x, _ in segment)
     finally:
         _close(fig)
@@ -160,7 +160,7 @@ def test_the_mad_mean_leaves_compression_out_and_the_report_says_why():
     assert summary["mean"]["score"] == pytest.approx(sum(fair) / 5) and summary["mean"]["tasks"] == 5
     assert summary["mean"]["excluded"] == ["mad-compression"] and summary["mad-compression"]["caveat"]
     # the papers' mean is taken over the same five tasks; their own six-task MAD score is said beside it
-    t = {g: field.GROUP_PAPER[g]["transformer"] for g in scores if g != "mad-compression"}
+    t = {g: mad.GROUP_PAPER[g]["transformer"] for g in scores if g != "mad-compression"}
     assert summary["mean"]["paper"]["transformer"] == pytest.approx(sum(t.values()) / 5)
     md = rep.to_markdown()
     assert "| mad-compression (not comparable: see Caveats; not in the mean) | 1 of 11 |" in md
@@ -182,7 +182,7 @@ def test_the_mad_figure_draws_the_papers_task_scores_and_chance():
         assert labels[0].startswith("mad-recall\n(1 of MAD's 11 settings)")
         assert "not comparable" in labels[1] and labels[2].startswith("mean of 1 task(s)")
         bars = {c.get_label(): c for c in ax.containers}
-        for name in field.GROUP_NAMES.values():  # every paper column drawn, as many bars as task scores
+        for name in mad.GROUP_NAMES.values():  # every paper column drawn, as many bars as task scores
             assert len(bars[f"paper: {name}"]) == 3
         assert bars["paper: Transformer"][0].get_width() == pytest.approx(.941)
         (chance,) = [c for c in ax.collections if str(c.get_label()).startswith("chance")]
@@ -195,10 +195,10 @@ def test_the_mad_figure_draws_the_papers_task_scores_and_chance():
 
 
 def test_every_paper_column_has_its_papers_name_and_a_source():
-    for protocol, figures in presets.PAPER.items():
+    for protocol, figures in registry.PAPER.items():
         for column in figures:
-            assert presets.PAPER_NAMES[protocol][column], (protocol, column)
-            source = presets.column_source(protocol, column)
+            assert registry.PAPER_NAMES[protocol][column], (protocol, column)
+            source = registry.column_source(protocol, column)
             assert source and ("a table" in source or "read off the plot (+-0.03)" in source), (protocol, column)
 
 
@@ -218,7 +218,7 @@ def test_columns_are_named_as_the_papers_name_the_row_with_their_sources():
                                          "the paper's own setting)")
     assert rows["selective-copying"]["paper_names"]["hyena"] == "Hyena (H3 arch., Hyena layer)"
     columns = rep.to_json()["paper_columns"]
-    assert {"column": "s6", "name": "Mamba [0, 1]", "source": presets.PAPER_FROM["parity"]["s6"]} in columns
+    assert {"column": "s6", "name": "Mamba [0, 1]", "source": registry.PAPER_FROM["parity"]["s6"]} in columns
     assert all(c["name"] and c["source"] for c in columns)
     mqar = _report([_cert("mqar-64", 0.99, width=64)], model="attention").to_markdown()
     assert "Attention (every width), H3, d_model 64" in mqar and "read off the plot (+-0.03)" in mqar
@@ -227,10 +227,10 @@ def test_columns_are_named_as_the_papers_name_the_row_with_their_sources():
 def test_the_corrected_paper_figures():
     """Mamba Table 1: the Hyena model (H3 arch., Hyena layer) 30.1, Mamba arch. with Hyena 28.4, H3 with S6
     99.7; Table 11: Hyena is perfect at 2^9 and 44.1% at 2^10."""
-    copying = presets.PAPER["selective-copying"]
+    copying = registry.PAPER["selective-copying"]
     assert copying["hyena"]["accuracy"] == .301 and copying["mamba hyena"]["accuracy"] == .284
     assert copying["h3 s6"]["accuracy"] == .997 and copying["s6"]["accuracy"] == .998
-    assert "Hyena 100% at 2^9, 44.1% at 2^10" in presets.PAPER_SOURCE["induction-heads"]
+    assert "Hyena 100% at 2^9, 44.1% at 2^10" in registry.PAPER_SOURCE["induction-heads"]
 
 
 # ---------------------------------------------------------------- no path of the user's machine

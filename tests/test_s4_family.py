@@ -10,7 +10,7 @@ import torch  # a test dependency: its absence must fail, not skip
 
 from longsynth.models_ref.layers.essm import ESSM
 from longsynth.models_ref.layers.kernel import fft_conv
-from longsynth.models_ref.model import Model, ModelConfig
+from longsynth.models_ref.models.stack import Model, ModelConfig
 from longsynth.models_ref.layers.s4 import S4, legs_nplr
 from longsynth.models_ref.layers.s4d import S4D
 
@@ -390,7 +390,7 @@ def test_config_refuses_what_the_layers_cannot_do():
 
 
 def test_builtins_are_bidirectional_where_the_protocol_is_not_causal():
-    from longsynth.models_ref.factories import BUILTIN
+    from longsynth.models_ref.models.factories import BUILTIN
     from longsynth.spec import ModelSpec
 
     fields = dict(task="pathfinder", protocol="lra-pathfinder", scale="tiny", d_input=3, vocab_size=None,

@@ -237,7 +237,7 @@ def test_validate_on_a_token_dataset_names_its_target(tmp_path):
 
 def test_validate_on_a_dataset_of_a_task_without_a_target_says_so(tmp_path):
     pytest.importorskip("torch")
-    from longsynth.models_ref.validate import _no_stored_target
+    from longsynth.models_ref.evaluation.validate import _no_stored_target
 
     line = _no_stored_target("DIR", "mad-compression")
     assert line.endswith("mad-compression has no validation target (the best published MAD score is Mamba's 52.7%)")

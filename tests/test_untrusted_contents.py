@@ -33,9 +33,9 @@ class _Payload:
 def test_checkpoints_load_without_running_code(tmp_path):
     torch = pytest.importorskip("torch")
     from longsynth.errors import LongsynthError
-    from longsynth.models_ref.model import ModelConfig
-    from longsynth.models_ref.trainer import TrainConfig, train
-    from longsynth.models_ref.trainer_checkpoints import load_model
+    from longsynth.models_ref.models.stack import ModelConfig
+    from longsynth.models_ref.training.trainer import TrainConfig, train
+    from longsynth.models_ref.training.checkpoints import load_model
 
     marker = tmp_path / "ran"
     cfg = ModelConfig(d_input=1, d_output=2, H=4, N=4, n_layers=1)

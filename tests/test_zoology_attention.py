@@ -1,4 +1,4 @@
-"""zoology-attention (models_ref/zoology.py; docs/models.md "zoology-attention"): zoology's Figure 2
+"""zoology-attention (models_ref/models/zoology.py; docs/models.md "zoology-attention"): zoology's Figure 2
 attention model. Its parameter count re-derived from zoology's modules, causality, a twin that runs
 every position over its prefix with explicit loops (the residual quirk included), zoology's own
 LanguageModel's logits and parameter counts from tests/data/zoology_mixers.npz (bench/zoology_mixer_fixtures.py
@@ -12,7 +12,7 @@ import pytest
 import torch  # a test dependency: its absence must fail, not skip
 
 from longsynth.errors import LongsynthError
-from longsynth.models_ref.zoology import ZoologyAttention, ZoologyConfig
+from longsynth.models_ref.models.zoology import ZoologyAttention, ZoologyConfig
 from longsynth.spec import ModelSpec
 
 torch.set_num_threads(1)
@@ -115,7 +115,7 @@ def test_twin_position_by_position(heads, L):
 
 
 def _from_zoology(name):
-    """zoology's state_dict name -> ours (models_ref/zoology.py)."""
+    """zoology's state_dict name -> ours (models_ref/models/zoology.py)."""
     for theirs, ours in (("backbone.embeddings.word_embeddings.", "word."),
                          ("backbone.embeddings.position_embeddings.", "position."), ("backbone.layers.", "blocks."),
                          (".sequence_mixer.", ".mixer."), ("backbone.ln_f.", "ln_f.")):
@@ -164,7 +164,7 @@ def _spec(protocol="mqar-64", **change):
 
 
 def test_builtin_is_reachable_with_zoologys_recipe():
-    from longsynth.models_ref import factories
+    from longsynth.models_ref.models import factories
     from longsynth.models_ref.protocols.registry import architecture
 
     factory, identity = factories.load("zoology-attention")
@@ -178,7 +178,7 @@ def test_builtin_is_reachable_with_zoologys_recipe():
     grid = factory.config(_spec("mqar-512", scale="paper", d_output=8192, vocab_size=8192, seq_len=512, d_model=256))
     assert (cfg.n_layers, grid.d_model, grid.max_position_embeddings, grid.vocab_size) == (2, 256, 512, 8192)
     assert architecture("mqar-256", "paper", "zoology-attention")["arch"]["max_position_embeddings"] == 256
-    assert "zoology-attention" in __import__("longsynth.models_ref.validate", fromlist=["MODELS"]).MODELS
+    assert "zoology-attention" in __import__("longsynth.models_ref.evaluation.validate", fromlist=["MODELS"]).MODELS
 
 
 def test_its_own_paper_figure_is_figure_2s_attention_line():
@@ -195,8 +195,8 @@ def test_its_own_paper_figure_is_figure_2s_attention_line():
 def test_weight_decay_on_every_parameter_as_zoologys_adamw():
     """zoology's train.py gives AdamW every parameter with its weight decay (embeddings, LayerNorms,
     biases too); the harness's other models decay matrices only."""
-    from longsynth.models_ref.model import Model, ModelConfig
-    from longsynth.models_ref.trainer import TrainConfig, build_optimizer
+    from longsynth.models_ref.models.stack import Model, ModelConfig
+    from longsynth.models_ref.training.trainer import TrainConfig, build_optimizer
 
     cfg = TrainConfig(steps=10, lr=1e-3, weight_decay=0.1)
     m = ZoologyAttention(ZoologyConfig(vocab_size=128, max_position_embeddings=64))
@@ -217,7 +217,7 @@ def test_weight_decay_on_every_parameter_as_zoologys_adamw():
     dict(seq_len=65),
 ])
 def test_builtin_refuses_in_one_line(change):
-    from longsynth.models_ref.factories import BUILTIN
+    from longsynth.models_ref.models.factories import BUILTIN
 
     with pytest.raises(LongsynthError) as e:
         BUILTIN["zoology-attention"](_spec(**change))
@@ -225,7 +225,7 @@ def test_builtin_refuses_in_one_line(change):
 
 
 def test_checkpoint_rebuilds_it(tmp_path):
-    from longsynth.models_ref.trainer_checkpoints import load_model
+    from longsynth.models_ref.training.checkpoints import load_model
 
     m = _model(dtype=torch.float32)
     torch.save({"model_config": m.cfg.to_dict(), "model": m.state_dict()}, tmp_path / "c.pt")
@@ -240,7 +240,7 @@ def test_learns_to_read_the_context():
     blocks of width 32 leave chance for the copy plateau (a value of the context, 1/2) in 400 steps (~4 s).
     Not recall: in 2,000 steps (lr 3e-3 or 1e-2) it stayed at 0.51-0.54, where the built-in attention (four
     rotary heads) reaches 1.0 in 1,500 (docs/models.md "zoology-attention"); a recall test would not be short."""
-    from longsynth.models_ref.trainer import TrainConfig, train
+    from longsynth.models_ref.training.trainer import TrainConfig, train
 
     t0 = time.perf_counter()
     V, T, pairs = 32, 16, 2

@@ -6,7 +6,7 @@ import pytest
 def check_checkpoints_and_bf16(cfg, data, steps=5):
     """Train ``cfg`` on ``data(step)`` plain, with checkpointed blocks and under bf16 autocast:
     checkpointing gives the same losses, bf16 close ones (not the same: it ran)."""
-    from longsynth.models_ref.trainer import TrainConfig, train
+    from longsynth.models_ref.training.trainer import TrainConfig, train
 
     runs = {}
     for name, kw in {"plain": {}, "ckpt": {"checkpoint_activations": True}, "bf16": {"amp": True}}.items():

@@ -6,7 +6,7 @@ This is the only longsynth package that imports torch (``import longsynth`` neve
 
 * :class:`ShardDataset` - map-style dataset over one split of a stored dataset directory.
   HDF5 files are opened lazily in the process that reads them (each DataLoader worker opens
-  its own handles; see pytorch issue #11929), and ``ds[i]`` reads sample i only.
+  its own handles: an HDF5 handle does not survive a fork; docs/pytorch.md), and ``ds[i]`` reads sample i only.
 * :class:`OnTheFlyDataset` - iterable stream of freshly generated batches for tasks with a
   ``batch`` kernel (the atomic tasks): batch ``s`` of rank ``r`` holds the samples with
   indices ``(s * world_size + r) * batch_size + [0, batch_size)``, so no two workers or

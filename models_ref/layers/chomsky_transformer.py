@@ -85,7 +85,7 @@ class TransformerEncoder(nn.Module):
     def __init__(self, D, embedding_dim=64, num_layers=5, num_heads=8, widening_factor=4, dropout_prob=0.1,
                  max_time=10_000):
         super().__init__()
-        self.H, self.max_time = embedding_dim, max_time  # H: the width the head reads (models_ref/chomsky.py)
+        self.H, self.max_time = embedding_dim, max_time  # H: the width the head reads (models_ref/models/chomsky.py)
         self.embed = haiku_init_(nn.Linear(D, embedding_dim, bias=False), std=0.02)  # W_emb [E, D] (253-257)
         self.drop = nn.Dropout(dropout_prob)
         self.layers = nn.ModuleList(EncoderLayer(embedding_dim, num_heads, widening_factor, dropout_prob)

@@ -6,7 +6,7 @@ two linear maps, both with a bias (``double_bias`` on), state h_0 = 0:
 
     h_t = tanh(W_x x_t + b_x + W_h h_{t-1} + b_h)          the core's output y_t = h_t
 
-``models_ref/chomsky.py`` wraps every core of this family as models/rnn.py 48-73 does: the one-hot
+``models_ref/models/chomsky.py`` wraps every core of this family as models/rnn.py 48-73 does: the one-hot
 input (the I input symbols and the empty token), the core over the whole row, ReLU, one linear map to the
 O output classes. Only torch is imported here.
 """

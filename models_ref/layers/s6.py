@@ -14,8 +14,9 @@ R = dt_rank = ceil(H / 16). Per position t, as state-spaces/mamba mamba_simple.p
 (x = u W_in, W_in [EH, H]; out = y W_out), built-in ``s6-nogate`` (docs/models.md "No gate").
 
 ``signed``: Abar = 2 exp(Delta A) - 1, in (-1, 1] (Grazzi et al. 2025, automl/unlocking_state_tracking
-mamba_mod.py ``PositiveNegativeMambaBlock``); Bbar unchanged. The recurrence is ``scan``: chunks of Q
-positions, no logarithm or division, so negative Abar scans as positive. Only torch is imported here.
+mamba_mod.py ``PositiveNegativeMambaBlock``); Bbar unchanged. The recurrence is selective_scan.py's
+``SelectiveScan``: chunks of Q positions recomputed in the backward pass (memory that does not grow with
+L x N), no logarithm or division, so negative Abar scans as positive. Only torch is imported here.
 """
 import math
 
@@ -24,64 +25,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from longsynth.models_ref.layers.kernel import register
-
-
-def scan(a, bx, reverse=False, chunk=None):
-    """h_t = a_t h_{t-1} + bx_t from h = 0 (``reverse``: h_t = a_t h_{t+1} + bx_t) on [b, L, ...].
-
-    Two levels over n chunks of Q positions (no autograd; ``Scan`` is the differentiable form):
-    every chunk at once from 0 -> its end state e and the product p of its a; a loop over the
-    chunks -> the state s entering each; every chunk at once again from s; then the L - nQ
-    positions left over one by one. 2Q + n + (L - nQ) steps, no padding copy.
-    """
-    L = a.shape[1]
-    Q = min(chunk or math.ceil(math.sqrt(L)), L)
-    n = L // Q
-    body = slice(L - n * Q, L) if reverse else slice(0, n * Q)  # the chunks; the rest (< Q) after them
-    ac, xc = a[:, body].unflatten(1, (n, Q)), bx[:, body].unflatten(1, (n, Q))  # [b, n, Q, ...] views
-    h = torch.empty_like(bx)  # [b, L, ...]
-    hc = h[:, body].unflatten(1, (n, Q))  # [b, n, Q, ...] view of h
-    steps = range(Q - 1, -1, -1) if reverse else range(Q)
-    e, p = xc[:, :, steps[0]].clone(), ac[:, :, steps[0]].clone()  # [b, n, ...], [b, n, ...]
-    for j in steps[1:]:
-        torch.addcmul(xc[:, :, j], ac[:, :, j], e, out=e)  # [b, n, ...]  local state from 0
-        p.mul_(ac[:, :, j])  # [b, n, ...]  prod of the chunk's a
-    s, state = torch.empty_like(e), torch.zeros_like(e[:, 0])  # [b, n, ...], [b, ...]
-    for c in (range(n - 1, -1, -1) if reverse else range(n)):
-        s[:, c] = state  # [b, ...]  the state entering chunk c
-        state = torch.addcmul(e[:, c], p[:, c], state)  # [b, ...]
-    for j in steps:
-        s = torch.addcmul(xc[:, :, j], ac[:, :, j], s, out=hc[:, :, j])  # [b, n, ...]
-    for t in (range(L - n * Q - 1, -1, -1) if reverse else range(n * Q, L)):
-        state = torch.addcmul(bx[:, t], a[:, t], state, out=h[:, t])  # [b, ...]
-    return h  # [b, L, ...]
-
-
-class Scan(torch.autograd.Function):
-    """``scan`` with its gradient, the same scan right to left: g_t = dh_t + a_{t+1} g_{t+1},
-    d bx_t = g_t, d a_t = g_t h_{t-1}. Saves a and h only."""
-
-    @staticmethod
-    def forward(ctx, a, bx, chunk=None):
-        h = scan(a, bx, chunk=chunk)  # [b, L, EH, N]
-        ctx.save_for_backward(a, h)
-        ctx.chunk = chunk
-        return h
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, dh):
-        a, h = ctx.saved_tensors
-        a_next = torch.cat((a[:, 1:], torch.ones_like(a[:, :1])), 1)  # [b, L, EH, N]  a_{t+1}
-        g = scan(a_next, dh, reverse=True, chunk=ctx.chunk)  # [b, L, EH, N]
-        da = torch.empty_like(h)  # [b, L, EH, N]
-        da[:, 0] = 0  # h_{-1} = 0
-        torch.mul(g[:, 1:], h[:, :-1], out=da[:, 1:])  # [b, L-1, EH, N]
-        return da, g, None
+from longsynth.models_ref.layers.selective_scan import SelectiveScan
 
 
 class S6(nn.Module):
-    """One Mamba block on u [b, L, H] -> [b, L, H] (causal; ``chunk``: the scan's Q).
+    """One Mamba block on u [b, L, H] -> [b, L, H] (causal; ``chunk``: the scan's Q, None: about 16M
+    numbers a chunk tensor).
 
     ``lr``: learning rate of A_log and D (None: the model's; 0: frozen), without weight decay
     (the official ``_no_weight_decay``); the Linear and conv weights train as the model's.
@@ -122,9 +71,7 @@ class S6(nn.Module):
             x, B, C = x.to(self.D.dtype), B.to(self.D.dtype), C.to(self.D.dtype)  # as above
             Delta = F.softplus(F.linear(dt.to(x.dtype), self.dt_proj.weight.to(x.dtype),
                                         self.dt_proj.bias.to(x.dtype)))  # [b, L, EH]
-            Abar = self.transition(Delta)  # [b, L, EH, N]
-            Bx = torch.matmul((Delta * x)[..., None], B[:, :, None, :])  # [b, L, EH, N]  Bbar x = Delta B x (outer)
-            h = Scan.apply(Abar, Bx, self.chunk)  # [b, L, EH, N]
-            y = torch.matmul(h, C[..., None])[..., 0] + self.D * x  # [b, L, EH]  C h + D x
+            A = -torch.exp(self.A_log)  # [EH, N]
+            y = SelectiveScan.apply(Delta, x, B, C, A, self.signed, self.chunk) + self.D * x  # [b, L, EH]  C h + D x
         y = y.to(xz.dtype) * F.silu(z) if self.gate else y.to(xz.dtype)  # [b, L, EH]  (Table 1's "No gate": y)
         return self.out_proj(y)  # [b, L, H]

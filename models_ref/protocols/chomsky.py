@@ -1,6 +1,6 @@
 """The Chomsky hierarchy (generators/chomsky/, docs/tasks/chomsky.md): Delétang, Ruoss et al.'s 15 tasks
 (ICLR 2023) under their length-generalisation protocol, the presets of their models (``rnn``, ``lstm``,
-``stack-rnn``, ``tape-rnn``: models_ref/chomsky.py) and the suites.
+``stack-rnn``, ``tape-rnn``: models_ref/models/chomsky.py) and the suites.
 
 The authors' protocol (google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be): train on lengths
 uniform in 1-40 (experiments/example.py 77-79, ``UniformCurriculum``), batch 128 (example.py 29-34),
@@ -94,8 +94,8 @@ for (_task, _scale), _row in PROTOCOLS.items():
     for _model, _arch in MODELS.items():
         ARCHITECTURES[(_task, _scale, _model)] = dict(
             arch=dict(_arch), lr=_row["lr"],
-            source=f"Delétang et al.'s {COLUMNS[_model]} (models_ref/chomsky.py; experiments/constants.py 45-72, "
-                   f"example.py 68-72), lr {_row['lr']:g}")
+            source=f"Delétang et al.'s {COLUMNS[_model]} (models_ref/models/chomsky.py; "
+                   f"experiments/constants.py 45-72, example.py 68-72), lr {_row['lr']:g}")
     ARCHITECTURES[(_task, _scale, "stack-rnn-deep")] = dict(
         arch=dict(MODELS["stack-rnn"], stack_size=DEEP_STACK[_scale]), lr=_row["lr"],
         source=f"Delétang et al.'s Stack-RNN with a stack of {DEEP_STACK[_scale]} cells, not their 30 (as deep as "

@@ -154,7 +154,7 @@ def _shape(name, scale, model):
 
 ARCHITECTURES.update(two_blocks(PROTOCOLS, _shape, lrs={("induction-heads", "paper", "s6"): 1e-3}))
 
-# zoology-attention (models_ref/zoology.py) on MQAR alone: zoology's Figure 2 attention model, two one-head
+# zoology-attention (models_ref/models/zoology.py) on MQAR alone: zoology's Figure 2 attention model, two one-head
 # blocks (configs.py 54-61, 138-146), its position table as long as the input (configs.py 142), width 64 at tiny
 # scale and zoology's default 128 (config.py 99) at paper scale where no grid point is given; the protocol's lr.
 for (_name, _scale), _row in list(PROTOCOLS.items()):
@@ -164,7 +164,7 @@ for (_name, _scale), _row in list(PROTOCOLS.items()):
             arch=dict(d_model=_H, n_layers=2, num_heads=1, max_position_embeddings=_row["data"]["input_seq_len"]),
             lr=_row["lr"], column="attention",  # Figure 2's attention line is this model's own figure
             source=f"zoology's Figure 2 attention model, two one-head blocks of width {_H} unless the "
-                   f"grid sets it (models_ref/zoology.py), lr {_row['lr']:g} ({_row['source']})")
+                   f"grid sets it (models_ref/models/zoology.py), lr {_row['lr']:g} ({_row['source']})")
 
 # s6-nogate, s4d-nogate: Mamba Table 1's "No gate" rows, the s6 and s4d presets of selective copying with the
 # block's gate dropped
@@ -183,7 +183,8 @@ for (_name, _scale), _row in list(PROTOCOLS.items()):
             ARCHITECTURES[(_name, _scale, _model)] = dict(
                 arch=dict(d_model=_H, n_layers=2, max_position_embeddings=0, sequence_mixer=_model, l_max=_L),
                 lr=_row["lr"], **({"column": f"{_key} (d 64)"} if _scale == "tiny" else {}),
-                source=f"zoology's Figure 2 {_key} model (configs.py 62-89, 138-146; models_ref/zoology_mixers.py), "
+                source=f"zoology's Figure 2 {_key} model (configs.py 62-89, 138-146; "
+                       f"models_ref/models/zoology_mixers.py), "
                        f"two blocks of width {_H} unless the grid sets it, lr {_row['lr']:g} ({_row['source']})")
 # h3 on H3's synthetics (Table 1's H3 row): safari's model there is lm_simple (configs/experiment/synthetics/
 # induction_head/h3.yaml 1-13, associative_recall/h3.yaml 1-13, configs/model/layer/h3.yaml 1-6): width 32, two
@@ -194,7 +195,8 @@ for (_name, _scale), _row in list(PROTOCOLS.items()):
 _SAFARI_H3 = (
     "safari's H3 model (configs/experiment/synthetics/{induction_head,associative_recall}/h3.yaml 1-13, "
     "configs/model/layer/h3.yaml 1-6, src/models/sequence/simple_lm.py, src/models/sequence/h3.py) as zoology's "
-    "LanguageModel with its H3 mixer (models_ref/zoology.py, zoology_mixers.py): two blocks of width 32, d_state 64 "
+    "LanguageModel with its H3 mixer (models_ref/models/zoology.py, zoology_mixers.py): two blocks of width 32, "
+    "d_state 64 "
     "(l_max 64 >= the input), embed dropout 0.1, no position table, tied head, as safari. Differs from safari: "
     "(1) no MLP: zoology's state mixer is Identity (zoology configs.py 145) where safari's block has Mlp 32-128-32 "
     "with tanh GELU after norm2 (simple_lm.py 279-286, 325-332; d_inner 4 x 32 in h3.yaml 10), so norm2's output "

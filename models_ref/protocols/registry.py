@@ -10,6 +10,7 @@ accepts (``task_of``, ``protocol_of``, ``suite_members``).
 """
 from __future__ import annotations
 
+from longsynth.errors import LongsynthError
 from longsynth.models_ref.protocols import atomic, chomsky, listops, mad, pathfinder, recall, s4_family, state
 
 FAMILIES = (atomic, listops, pathfinder, recall, state, mad, chomsky)
@@ -130,6 +131,25 @@ def task_of(protocol):
 def protocol_of(task_or_protocol):
     """The protocol a suite member runs under: an atomic task name -> "atomic"."""
     return "atomic" if task_or_protocol in ATOMIC_TASKS else task_or_protocol
+
+
+SCALES = ("tiny", "paper")
+
+
+def protocol_row(name, scale, task=None):
+    """The table's row of protocol ``name`` (or of atomic task ``task``) at ``scale``, with the
+    task's own changes at that scale applied (``per_task``): plain data, what ``Protocol`` is
+    made of (models_ref/evaluation/protocol.py ``resolve``)."""
+    if scale not in SCALES:
+        raise LongsynthError(f"scale: must be one of {', '.join(SCALES)}, got {scale!r}")
+    key = protocol_of(name)
+    if (key, scale) not in PROTOCOLS:
+        raise LongsynthError(f"suite: no protocol {name!r}")
+    row = dict(PROTOCOLS[(key, scale)])
+    row["task"] = row["task"] or task or name
+    change = row.pop("per_task", {}).get(row["task"], {})  # a task's own length or budget at this scale
+    row.update(change, data={**row["data"], **change.get("data", {})})
+    return key, row
 
 
 def suite_members():

@@ -1,4 +1,4 @@
-from longsynth.models_ref import chomsky
+from longsynth.models_ref.models import chomsky
 
 
 def stack128(spec):

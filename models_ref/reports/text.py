@@ -8,8 +8,8 @@ import os
 
 from longsynth.models_ref.protocols.mad import GROUP_NAMES, GROUP_SOURCE, GROUPS
 from longsynth.models_ref.protocols.registry import TOLERANCE, column_source, paper_split
-from longsynth.models_ref.report_records import (METRIC_NAMES, _level_text, _lr, _mine, _pct, _run_name, binned,
-                                                 display_name, diverged_text, score_of)
+from longsynth.models_ref.reports.records import (METRIC_NAMES, _level_text, _lr, _mine, _pct, _run_name, binned,
+                                                  display_name, diverged_text, score_of)
 
 
 class ReportText:

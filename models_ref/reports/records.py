@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from longsynth.errors import LongsynthError
-from longsynth.models_ref.protocols.registry import PAPER, PROTOCOLS, paper_figures
+from longsynth.models_ref.protocols.registry import PAPER, PROTOCOLS, paper_figures, protocol_row
 
 
 METRIC_NAMES = {"r2": "R^2", "accuracy": "accuracy", "macro_f1": "macro F1"}
@@ -174,10 +174,8 @@ def _protocol_steps(run):
     protocol)."""
     steps = ((run.get("schedule") or {}).get("protocol") or {}).get("steps")
     if run.get("schedule") is None:
-        from longsynth.models_ref.protocol import resolve
-
         try:
-            steps = resolve(run["protocol"], run["scale"], task=run["task"]).steps
+            steps = protocol_row(run["protocol"], run["scale"], task=run["task"])[1]["steps"]
         except (LongsynthError, TypeError, ValueError, KeyError):
             return None
     return steps if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0 else None
@@ -189,6 +187,6 @@ def _level_text(level):
 
 def score_of(cert):
     """The metrics a certificate is scored by: its ``score`` (the test split's, or on a protocol that scores its
-    test sets their mean: models_ref/harness.py), the test split's in certificates made before it had one."""
+    test sets their mean: models_ref/evaluation/harness.py), the test split's in certificates made before it had one."""
     return cert.get("score", cert.get("test"))
 

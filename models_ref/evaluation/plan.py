@@ -18,14 +18,15 @@ import torch
 from longsynth import registry
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
-from longsynth.models_ref import factories, limits
-from longsynth.models_ref.evaluate_finished import EDITED
-from longsynth.models_ref.harness import Job, prepare
-from longsynth.models_ref.harness_checks import build, check_model
-from longsynth.models_ref.protocol import SCALES, resolve
+from longsynth.models_ref.evaluation import limits
+from longsynth.models_ref.models import factories
+from longsynth.models_ref.evaluation.finished import EDITED
+from longsynth.models_ref.evaluation.harness import Job, prepare
+from longsynth.models_ref.evaluation.checks import build, check_model
+from longsynth.models_ref.evaluation.protocol import SCALES, resolve
 from longsynth.models_ref.protocols.registry import (ATOMIC_TASKS, PROTOCOLS, SUITES, architecture, preset_lr,
                                                      protocol_of, suite_members, task_of)
-from longsynth.models_ref.report_records import member_name
+from longsynth.models_ref.reports.records import member_name
 
 
 CACHE_ENV = "LONGSYNTH_CACHE"
@@ -114,7 +115,7 @@ def _config_hash(job, identity, protocol):
 
 
 def _check_settings(s):
-    """Each option within its bounds (models_ref/limits.py), before anything is planned."""
+    """Each option within its bounds (models_ref/evaluation/limits.py), before anything is planned."""
     if s.scale not in SCALES:
         raise LongsynthError(f"--scale: must be one of {', '.join(SCALES)}, got {s.scale!r}")
     for name, value, most in (("--seeds", s.seeds, limits.MAX_SEEDS), ("--jobs", s.jobs, limits.MAX_JOBS),

@@ -5,7 +5,7 @@ lengths.png (accuracy against test length).
 from __future__ import annotations
 
 from longsynth.models_ref.protocols.mad import GROUP_NAMES
-from longsynth.models_ref.report_records import METRIC_NAMES, _pct, binned
+from longsynth.models_ref.reports.records import METRIC_NAMES, _pct, binned
 
 
 CHANCE_COLOR = "#d62728"

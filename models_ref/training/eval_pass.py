@@ -11,9 +11,9 @@ import math
 import torch
 import torch.distributed as dist
 
-from longsynth.models_ref import metrics as M
-from longsynth.models_ref.trainer_config import TrainConfig
-from longsynth.models_ref.trainer_forward import _autocast, _forward, _unpack, all_sum, dist_info
+from longsynth.models_ref.training import metrics as M
+from longsynth.models_ref.training.config import TrainConfig
+from longsynth.models_ref.training.forward import _autocast, _forward, _unpack, all_sum, dist_info
 
 
 def _batch_metrics(out, y, extras, cfg):
@@ -66,7 +66,7 @@ def evaluate(model, batches, cfg: TrainConfig, device="cpu"):
     for b, batch in enumerate(batches):
         if cfg.eval_batches is not None and b >= cfg.eval_batches:
             break
-        x, y, extras = _unpack(batch, device)
+        x, y, extras = _unpack(batch, device, cfg.trim)
         batch_size = batch_size or x.shape[0]
         with _autocast(device, cfg):
             out, loss, count = _forward(model, x, y, cfg)

@@ -9,7 +9,7 @@ import os
 
 from longsynth import certificate
 from longsynth.errors import LongsynthError
-from longsynth.models_ref.harness_files import CHECKPOINTS, RECORD, changed_files
+from longsynth.models_ref.evaluation.files import CHECKPOINTS, RECORD, changed_files
 
 
 EDITED = ("redo", "refuse")  # what a rerun does with a run whose files changed (--edited)

@@ -11,11 +11,11 @@ import torch
 from longsynth import registry, safe
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
-from longsynth.models_ref.evaluate_finished import _finished
-from longsynth.models_ref.evaluate_plan import Settings, _plural, _steps_of, plan, plan_line, run_key
-from longsynth.models_ref.harness_checks import build
-from longsynth.models_ref.protocol import resolve
-from longsynth.models_ref.report_records import member_name
+from longsynth.models_ref.evaluation.finished import _finished
+from longsynth.models_ref.evaluation.plan import Settings, _plural, _steps_of, plan, plan_line, run_key
+from longsynth.models_ref.evaluation.checks import build
+from longsynth.models_ref.evaluation.protocol import resolve
+from longsynth.models_ref.reports.records import member_name
 
 
 def duration(seconds):
@@ -58,8 +58,8 @@ def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed)
     rate, weight decay and seed do not change a step's cost. Adds (job, seconds, s/step) to ``timed``."""
     from numba import set_num_threads
 
-    from longsynth.models_ref.harness import resolve_lr
-    from longsynth.models_ref.trainer import step_seconds
+    from longsynth.models_ref.evaluation.harness import resolve_lr
+    from longsynth.models_ref.training.trainer import step_seconds
 
     protocol, dev = prepared.protocol, torch.device(settings.device)
     cost = {}

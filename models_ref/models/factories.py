@@ -9,10 +9,10 @@ A factory is ``factory(spec: longsynth.ModelSpec) -> torch.nn.Module`` (docs/eva
   Table 1's "No gate" blocks ``s6-nogate``, ``s4d-nogate``): the reference model stack with the preset
   of ``protocols.registry.architecture`` for the spec's protocol and scale (the recurrent ones and the "No gate"
   blocks run causal on every protocol: they have no bidirectional form); ``zoology-attention``,
-  zoology's Figure 2 attention model (models_ref/zoology.py), and the same LanguageModel with Figure 2's
-  ``base-conv``, ``hyena``, ``h3`` mixers (models_ref/zoology_mixers.py), on the ``mqar`` protocols only;
+  zoology's Figure 2 attention model (models_ref/models/zoology.py), and the same LanguageModel with Figure 2's
+  ``base-conv``, ``hyena``, ``h3`` mixers (models_ref/models/zoology_mixers.py), on the ``mqar`` protocols only;
   the Chomsky-hierarchy paper's ``rnn``, ``lstm``, ``stack-rnn``, ``tape-rnn`` and Transformer encoder
-  ``chomsky-transformer`` (models_ref/chomsky.py) on the ``chomsky-*`` protocols only;
+  ``chomsky-transformer`` (models_ref/models/chomsky.py) on the ``chomsky-*`` protocols only;
 - ``path/to/file.py:function``: a function in a Python file (the user's code, run as the
   user asked);
 - ``package.module:function``: a function of an importable module.
@@ -30,9 +30,9 @@ import os
 import sys
 
 from longsynth.errors import LongsynthError
-from longsynth.models_ref.model import Model, ModelConfig
+from longsynth.models_ref.models.stack import Model, ModelConfig
 from longsynth.models_ref.protocols.registry import VARIANTS, architecture, preset_lr
-from longsynth.models_ref.zoology import ZoologyAttention, ZoologyConfig
+from longsynth.models_ref.models.zoology import ZoologyAttention, ZoologyConfig
 
 
 BIDIRECTIONAL = ("dlr", "dlr-real", "s4", "s4d", "essm", "attention", "local-attention")  # with a bidirectional form
@@ -79,7 +79,7 @@ class Reference:
 
 
 class Zoology(Reference):
-    """``zoology-attention``: zoology's Figure 2 model (models_ref/zoology.py), not the reference stack.
+    """``zoology-attention``: zoology's Figure 2 model (models_ref/models/zoology.py), not the reference stack.
     Its preset (models_ref/protocols/recall.py) fixes two one-head blocks and the position table; the width is
     the protocol's grid point (``spec.d_model``) where it sets one. Causal token protocols only: the
     head is tied to the word embeddings, so the logits are the vocabulary. ``base-conv``, ``hyena``,
@@ -108,16 +108,16 @@ class Zoology(Reference):
 
 class Chomsky(Reference):
     """``rnn``, ``lstm``, ``stack-rnn``, ``tape-rnn``, ``chomsky-transformer``: the Chomsky-hierarchy paper's
-    models (models_ref/chomsky.py), on the ``chomsky-*`` protocols only (their preset refuses the others);
+    models (models_ref/models/chomsky.py), on the ``chomsky-*`` protocols only (their preset refuses the others);
     ``stack-rnn-deep``, the Stack-RNN with a stack as deep as the test inputs (reverse string's control)."""
 
     def config(self, spec):
-        from longsynth.models_ref import chomsky
+        from longsynth.models_ref.models import chomsky
 
         return chomsky.config(self.name, spec.task, spec.vocab_size, self.preset(spec)["arch"])
 
     def __call__(self, spec):
-        from longsynth.models_ref import chomsky
+        from longsynth.models_ref.models import chomsky
 
         return chomsky.ChomskyModel(self.config(spec))
 
@@ -127,7 +127,7 @@ class Chomsky(Reference):
         causality. The chomsky protocols are causal for the recurrent models' sake only: their inputs hold
         no target (the input, the empty tokens, the padding), so nothing is learnt from a later position
         that the authors' encoder does not see too."""
-        from longsynth.models_ref import chomsky
+        from longsynth.models_ref.models import chomsky
 
         return dataclasses.replace(spec, causal=False) if self.name in chomsky.WHOLE_ROW else spec
 

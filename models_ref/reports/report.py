@@ -12,8 +12,8 @@ is "not a verdict", a result at chance or on a known plateau says so, a task who
 not comparable with the paper's says why beside the number and stays out of the means, and
 every paper figure names its source (a table, or a plot read to +-0.03).
 
-Here the rows, their verdicts and MAD's task scores; report_text.py renders them in words
-(the table, report.md), report_figures.py as figures, and report_records.py reads the runs'
+Here the rows, their verdicts and MAD's task scores; text.py renders them in words
+(the table, report.md), figures.py as figures, and records.py reads the runs'
 certificates.
 """
 from __future__ import annotations
@@ -22,16 +22,16 @@ import dataclasses
 import math
 import statistics
 
-from longsynth.models_ref.metrics import answer_chance, chance, plateau
+from longsynth.models_ref.training.metrics import answer_chance, chance, plateau
 from longsynth.models_ref.protocols.mad import GROUP_NAMES, GROUP_PAPER, GROUPS, INCOMPARABLE, MAD_TRAIN, mad_settings
 from longsynth.models_ref.protocols.registry import (COLUMNS, EXTRA_COLUMNS, PAPER_MISSING, PAPER_SOURCE, TOLERANCE,
                                                      column_name, column_source, own_figures, paper_figures,
                                                      paper_split)
-from longsynth.models_ref.report_figures import ReportFigures
-from longsynth.models_ref.report_records import (_column, _figures, _level, _pct, _protocol_steps, _shared, _trained_at,
-                                                 by_length, display_name, member, score_of)
-from longsynth.models_ref.report_text import ReportText
-from longsynth.models_ref.report_text import summary  # noqa: F401 - validate's lines, importable from here (the CLI)
+from longsynth.models_ref.reports.figures import ReportFigures
+from longsynth.models_ref.reports.records import (_column, _figures, _level, _pct, _protocol_steps, _shared,
+                                                  _trained_at, by_length, display_name, member, score_of)
+from longsynth.models_ref.reports.text import ReportText
+from longsynth.models_ref.reports.text import summary  # noqa: F401 - validate's lines, importable from here (the CLI)
 from longsynth.outdir import Folder
 from longsynth.certificate import check_report
 
@@ -268,7 +268,7 @@ class Report(ReportText, ReportFigures):
         try:
             self._write(out)
         except OSError as e:
-            from longsynth.models_ref.write_errors import write_failed
+            from longsynth.models_ref.training.write_errors import write_failed
 
             raise write_failed(out.path, e, "the report", "rerun the same command (the finished runs keep their "
                                                           "certificates: the report is rebuilt from them)") from None

@@ -11,8 +11,8 @@ hash is not run again, an unfinished one resumes from its last checkpoint, and a
 whose config changed gets a new directory (said in one line).
 
 Here the command and its runner (``execute``: one run; ``_run_all``: in this process, a process
-pool or Dask); evaluate_plan.py makes the plan, evaluate_finished.py tells the finished runs from
-those to redo, evaluate_dry_run.py is ``--dry-run``.
+pool or Dask); plan.py makes the plan, finished.py tells the finished runs from
+those to redo, dry_run.py is ``--dry-run``.
 """
 from __future__ import annotations
 
@@ -31,14 +31,14 @@ from longsynth import safe
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
 from longsynth.store.pool import SpawnableMain, die_with_parent, stop_workers
-from longsynth.models_ref.evaluate_dry_run import dry_run  # noqa: F401 - evaluate --dry-run, importable from here
-from longsynth.models_ref.evaluate_finished import _drop_checkpoints, _finished
-from longsynth.models_ref.evaluate_plan import Settings, cpu_warning, plan, plan_line, run_key
-from longsynth.models_ref.harness import run
-from longsynth.models_ref.protocol import resolve
-from longsynth.models_ref.report import Report
-from longsynth.models_ref.report_records import diverged_text, member_name, score_of
-from longsynth.models_ref.trainer_checkpoints import CheckpointError
+from longsynth.models_ref.evaluation.dry_run import dry_run  # noqa: F401 - evaluate --dry-run, importable from here
+from longsynth.models_ref.evaluation.finished import _drop_checkpoints, _finished
+from longsynth.models_ref.evaluation.plan import Settings, cpu_warning, plan, plan_line, run_key
+from longsynth.models_ref.evaluation.harness import run
+from longsynth.models_ref.evaluation.protocol import resolve
+from longsynth.models_ref.reports.report import Report
+from longsynth.models_ref.reports.records import diverged_text, member_name, score_of
+from longsynth.models_ref.training.checkpoints import CheckpointError
 
 
 def evaluate(model, suite, *, out, settings=None, progress=True, notify=None):

@@ -20,7 +20,7 @@ LayerNorms (1, 0). At this commit ``LanguageModel.forward`` returns the hidden s
 ``return_embeddings=False`` (model.py 315-321); the figure's runs are the lm_head path, which this is.
 
 The same LanguageModel with Figure 2's gated convolutions as ``sequence_mixer`` ("base-conv", "hyena",
-"h3": models_ref/zoology_mixers.py) is the built-ins ``base-conv``, ``hyena``, ``h3``: no position table
+"h3": models_ref/models/zoology_mixers.py) is the built-ins ``base-conv``, ``hyena``, ``h3``: no position table
 (configs.py 142: ``max_position_embeddings=0`` but for attention, model.py 69-74, 117), the mixers' l_max
 the input length (configs.py 65, 71, 76, 85), every Linear inside the mixers initialised as above too
 (model.py 144-150 apply to every module; Hyena's ``out_proj`` is the depth-scaled one, 172-177).
@@ -36,7 +36,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from longsynth.errors import LongsynthError
-from longsynth.models_ref.zoology_mixers import make_mixer
+from longsynth.models_ref.models.zoology_mixers import make_mixer
 
 MIXERS = ("attention", "base-conv", "hyena", "h3")
 

@@ -16,10 +16,10 @@ import torch
 from longsynth import safe
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
-from longsynth.models_ref.model import Model, ModelConfig
-from longsynth.models_ref.trainer_config import PRIMARY
-from longsynth.models_ref.trainer_eval import finite
-from longsynth.models_ref.write_errors import write_failed
+from longsynth.models_ref.models.stack import Model, ModelConfig
+from longsynth.models_ref.training.config import PRIMARY
+from longsynth.models_ref.training.eval_pass import finite
+from longsynth.models_ref.training.write_errors import write_failed
 
 
 def _rng_state():
@@ -179,11 +179,11 @@ def load_model(path, map_location="cpu"):
     """(Model, checkpoint dict) of a reference model, rebuilt from the config stored in its checkpoint."""
     ck = load_checkpoint(path, map_location)
     if ck["model_config"].get("layer") == "zoology-attention":  # the built-ins outside the stack
-        from longsynth.models_ref.zoology import ZoologyAttention, ZoologyConfig
+        from longsynth.models_ref.models.zoology import ZoologyAttention, ZoologyConfig
 
         model = ZoologyAttention(ZoologyConfig.from_dict(ck["model_config"]))
     elif ck["model_config"].get("layer") == "chomsky":
-        from longsynth.models_ref.chomsky import ChomskyConfig, ChomskyModel
+        from longsynth.models_ref.models.chomsky import ChomskyConfig, ChomskyModel
 
         model = ChomskyModel(ChomskyConfig.from_dict(ck["model_config"]))
     else:

@@ -4,12 +4,12 @@
 what ``longsynth validate`` executes once with the task's reference model. Its steps:
 
 1. ``prepare``: the protocol, its data (on the fly, or a stored dataset), the ModelSpec;
-2. ``check_model`` (harness_checks.py): the factory's module before training - output shape,
+2. ``check_model`` (checks.py): the factory's module before training - output shape,
    finite values, causality where the protocol is causal - each refusal one line;
 3. ``trainer.train`` (resuming from ``out_dir/checkpoints/last.pt`` when it exists);
 4. ``certificate``: metrics.json (the run's record), history.json, curves.png and, for
-   Pathfinder-Segmentation, predictions.png in ``out_dir`` (harness_figures.py), and files.json,
-   the record of the run's files (harness_files.py).
+   Pathfinder-Segmentation, predictions.png in ``out_dir`` (models_ref/reports/curves.py), and files.json,
+   the record of the run's files (files.py).
 
 A job is plain data (``Job``), so it crosses process and Dask boundaries unchanged.
 """
@@ -27,19 +27,18 @@ import torch.distributed as dist
 from longsynth import plot, registry
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
-from longsynth.models_ref import factories
-from longsynth.models_ref.harness_checks import build, check_model
-from longsynth.models_ref.harness_figures import curves, prediction_figure
-from longsynth.models_ref.harness_files import record_files
-from longsynth.models_ref.protocol import (manifest_digest, on_the_fly_sources, protocol_for_dataset, resolve,
-                                           longest_test_input, stored_sources, test_set_sources)
-from longsynth.models_ref.protocols.registry import (PAPER_SOURCE, TOLERANCE, own_figures, paper_figures,
-                                                     paper_split)
-from longsynth.models_ref.report_records import display_name
-from longsynth.models_ref.trainer import train
-from longsynth.models_ref.trainer_config import PRIMARY
-from longsynth.models_ref.trainer_eval import finite
-from longsynth.models_ref.write_errors import write_failed
+from longsynth.models_ref.models import factories
+from longsynth.models_ref.evaluation.checks import build, check_model
+from longsynth.models_ref.reports.curves import curves, prediction_figure
+from longsynth.models_ref.evaluation.files import record_files
+from longsynth.models_ref.evaluation.protocol import (manifest_digest, on_the_fly_sources, protocol_for_dataset,
+                                                      resolve, longest_test_input, stored_sources, test_set_sources)
+from longsynth.models_ref.protocols.registry import (PAPER_SOURCE, TOLERANCE, own_figures, paper_figures, paper_split)
+from longsynth.models_ref.reports.records import display_name
+from longsynth.models_ref.training.trainer import train
+from longsynth.models_ref.training.config import PRIMARY
+from longsynth.models_ref.training.eval_pass import finite
+from longsynth.models_ref.training.write_errors import write_failed
 from longsynth.spec import ModelSpec
 
 
@@ -296,7 +295,7 @@ def _test_sets(res, proto, batch_size, tcfg, device, rank, world):
     """The best model on each of the protocol's test sets (None without any, or before the last step)."""
     if not proto.test_sets or res["test"] is None:
         return None
-    from longsynth.models_ref.trainer_eval import evaluate
+    from longsynth.models_ref.training.eval_pass import evaluate
 
     sources = test_set_sources(proto, batch_size, rank, world)
     return {label: evaluate(res["model"], batches(), tcfg, device) for label, batches in sources.items()}

@@ -27,14 +27,14 @@ import torch.distributed as dist
 from longsynth import registry
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
-from longsynth.models_ref.factories import BUILTIN
-from longsynth.models_ref.harness import Job, run
+from longsynth.models_ref.models.factories import BUILTIN
+from longsynth.models_ref.evaluation.harness import Job, run
 from longsynth.models_ref.protocols import controls
 from longsynth.models_ref.protocols.atomic import LENGTH_OF, OUT_OF_TINY_BUDGET
 from longsynth.models_ref.protocols.controls import positive_control
 from longsynth.models_ref.protocols.registry import PAPER, TOLERANCE, task_of
-from longsynth.models_ref.protocol import SCALES
-from longsynth.models_ref.report_records import score_of
+from longsynth.models_ref.evaluation.protocol import SCALES
+from longsynth.models_ref.reports.records import score_of
 
 MODELS = tuple(BUILTIN)
 
@@ -82,7 +82,7 @@ def _leave_process_group():
 def _job(target, model, scale, **train):
     """The harness job of a target: a dataset directory or an atomic task name."""
     if os.path.isdir(target):
-        from longsynth.models_ref.protocol import protocol_for_dataset
+        from longsynth.models_ref.evaluation.protocol import protocol_for_dataset
         from longsynth.store import open as open_dataset
 
         ds = open_dataset(target)

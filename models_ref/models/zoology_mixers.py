@@ -1,5 +1,5 @@
 """zoology's gated-convolution sequence mixers of its MQAR Figure 2: BaseConv, Hyena, H3 (docs/models.md
-"zoology's mixers"), for the LanguageModel of models_ref/zoology.py (its ``sequence_mixer``).
+"zoology's mixers"), for the LanguageModel of models_ref/models/zoology.py (its ``sequence_mixer``).
 
 HazyResearch/zoology @ d88d6f5, read side by side; "configs.py" is
 ``experiments/paper_configs/iclr24_zoology_figure2/configs.py``. Every module maps u [b, L, D] -> [b, L, D];

@@ -16,8 +16,8 @@ batches, so it depends on the batch size) and ``exact`` (from counts summed over
 evaluation set: one confusion matrix, one correct/count pair, one set of R^2 sums).
 
 Here the loop (``train``), the optimizer and the timing of a step (``step_seconds``); beside it
-trainer_config.py (``TrainConfig``, the schedule), trainer_forward.py (a batch through the model),
-trainer_eval.py (the evaluation pass) and trainer_checkpoints.py (saving, checking, loading).
+config.py (``TrainConfig``, the schedule), forward.py (a batch through the model),
+eval_pass.py (the evaluation pass) and checkpoints.py (saving, checking, loading).
 
 Data parallel: when a process group is initialised (torchrun), the model is wrapped in
 DistributedDataParallel; ``train_batch(step)`` and the evaluation batches must then be this
@@ -38,12 +38,12 @@ import torch.distributed as dist
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
 from longsynth.progress import Bar
-from longsynth.models_ref.model import Model, ModelConfig
-from longsynth.models_ref.trainer_checkpoints import (CheckpointError, _best_weights, _check_checkpoint, _restore,
-                                                      load_checkpoint, save_checkpoint, write_checkpoint)
-from longsynth.models_ref.trainer_config import PRIMARY, TrainConfig, lr_factor
-from longsynth.models_ref.trainer_eval import evaluate, finite
-from longsynth.models_ref.trainer_forward import _autocast, _forward, _unpack, all_sum, dist_info
+from longsynth.models_ref.models.stack import Model, ModelConfig
+from longsynth.models_ref.training.checkpoints import (CheckpointError, _best_weights, _check_checkpoint, _restore,
+                                                       load_checkpoint, save_checkpoint, write_checkpoint)
+from longsynth.models_ref.training.config import PRIMARY, TrainConfig, lr_factor
+from longsynth.models_ref.training.eval_pass import evaluate, finite
+from longsynth.models_ref.training.forward import _autocast, _forward, _unpack, all_sum, dist_info
 
 
 def decays(module, p):
@@ -123,7 +123,7 @@ def step_seconds(build, cfg: TrainConfig, train_batch, val_batches=None, *, devi
             torch.cuda.synchronize(dev)
 
     def one(step):
-        x, y, _ = _unpack(train_batch(step), device)
+        x, y, _ = _unpack(train_batch(step), device, cfg.trim)
         with _autocast(device, cfg):
             _, loss_sum, count = _forward(model, x, y, cfg)
         opt.zero_grad(set_to_none=True)
@@ -145,7 +145,7 @@ def step_seconds(build, cfg: TrainConfig, train_batch, val_batches=None, *, devi
     per_batch = 0.0
     batch = next(iter(val_batches()), None) if val_batches is not None else None
     if batch is not None:
-        x, y, _ = _unpack(batch, device)
+        x, y, _ = _unpack(batch, device, cfg.trim)
         model.eval()
         with torch.no_grad(), _autocast(device, cfg):
             t0 = time.perf_counter()
@@ -247,7 +247,7 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
                             manifest_digest=manifest_digest, history=history, best=best)
 
     for step in range(start, end):
-        x, y, _ = _unpack(train_batch(step), device)
+        x, y, _ = _unpack(train_batch(step), device, train_cfg.trim)
         f = lr_factor(step, train_cfg)
         for g in opt.param_groups:
             g["lr"] = g["base_lr"] * f

@@ -8,7 +8,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from longsynth.models_ref import metrics as M
+from longsynth.models_ref.training import metrics as M
 
 
 def dist_info():
@@ -25,9 +25,27 @@ def all_sum(t):
     return t
 
 
-def _unpack(batch, device):
+def trimmed(x, y, extras):
+    """x [B, T, ...], y [B, T] and extras [B, T] cut after the batch's last scored position (a
+    target other than IGNORE_INDEX): a causal model's output at t reads inputs 0..t only, so the
+    loss and metrics of the scored positions are those of the whole rows, and the positions past
+    them, padding, cost nothing (docs/evaluate.md, "Padding"). Unchanged where y is not one target
+    per input position."""
+    if y.dim() != 2 or x.dim() < 2 or x.shape[:2] != y.shape:
+        return x, y, extras
+    scored = (y != M.IGNORE_INDEX).any(dim=0).nonzero()  # [k, 1]  positions scored in some row
+    end = int(scored[-1]) + 1 if len(scored) else 1
+    if end == y.shape[1]:
+        return x, y, extras
+    return x[:, :end], y[:, :end], {k: v[:, :end] for k, v in extras.items()}  # [B, end, ...], [B, end], ...
+
+
+def _unpack(batch, device, trim=False):
+    """(x, y, extras) of a batch on ``device``, ``trimmed`` when ``trim``."""
     x, y = batch[0], batch[1]
     extras = batch[2] if len(batch) > 2 else {}
+    if trim:
+        x, y, extras = trimmed(x, y, extras)
     return x.to(device), y.to(device), {k: v.to(device) for k, v in extras.items()}
 
 

@@ -38,6 +38,7 @@ class TrainConfig:
     amp: bool = False  # bf16 autocast (the SSM kernel and FFT stay float32)
     compile: bool = False  # torch.compile the model
     checkpoint_activations: bool = False  # recompute each block in the backward pass
+    trim: bool = False  # cut every batch after its last scored position (forward.trimmed): exact for a causal model
 
     def __post_init__(self):
         if self.objective not in OBJECTIVES:
