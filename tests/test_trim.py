@@ -40,6 +40,25 @@ def _causal_builtins():
     return out
 
 
+def test_chomsky_batches_are_one_length_each_drawn_from_the_step():
+    """As the authors' UniformCurriculum: a batch's rows share one length, uniform in 1-40 over steps,
+    the same for the same step (resuming is exact), with no padding left to cut."""
+    prepared = prepare(Job(model="lstm", protocol="chomsky-reverse-string", task="chomsky-reverse-string",
+                           batch_size=4))
+    train = prepared.sources[0]
+    widths = []
+    for step in range(60):
+        x, y = train(step)
+        n = (x != x[0, -1]).sum(1)  # the row's input symbols: everything but the empty output tokens
+        assert x.shape[1] == 2 * int(n[0]) and (n == n[0]).all()  # the input, then as many outputs: no padding
+        assert trimmed(x, y, {})[1].shape == y.shape
+        widths.append(x.shape[1])
+    assert 2 <= min(widths) and max(widths) <= 80 and len(set(widths)) > 20
+    assert torch.equal(train(7)[0], train(7)[0]) and train.length(7) == prepare(
+        Job(model="lstm", protocol="chomsky-reverse-string", task="chomsky-reverse-string", batch_size=4)
+    ).sources[0].length(7)
+
+
 def test_the_cut_keeps_every_scored_position_and_drops_the_rest():
     x = torch.arange(2 * 9).reshape(2, 9)
     y = torch.full((2, 9), IGNORE_INDEX)
@@ -59,7 +78,9 @@ def test_the_cut_keeps_every_scored_position_and_drops_the_rest():
 def test_a_causal_builtin_scores_the_same_with_and_without_the_cut(name, protocol):
     """Loss and accuracy of the protocol's validation batches, cut and whole, with the same weights.
     Each batch's targets past two thirds of its width are unscored first, so that every protocol's cut
-    removes positions (MQAR and selective copying score their last position)."""
+    removes positions (MQAR and selective copying score their last position); the Chomsky protocols'
+    batches are of one length, never cut, so their models are tried on batches of mixed lengths (the
+    task's own padding; tape-rnn reads the row's input length, which a scored output never precedes)."""
     job = Job(model=name, protocol=protocol, task=protocol, batch_size=8)
     prepared = prepare(job)
     assert prepared.protocol.trims
@@ -69,7 +90,13 @@ def test_a_causal_builtin_scores_the_same_with_and_without_the_cut(name, protoco
     cfg = prepared.protocol.train_config(lr=1e-3, seed=0)
     assert cfg.trim
     batches = []
-    for x, y, *rest in prepared.sources[1]()[:2]:
+    if prepared.protocol.length_per_batch:
+        from longsynth.models_ref.evaluation.protocol import OnTheFly
+
+        mixed = OnTheFly(protocol, prepared.protocol.data, 0, 4, "val")
+        batches = [b for b in map(mixed, range(30)) if trimmed(b[0], b[1], {})[1].shape[1] < b[1].shape[1]][:2]
+        assert len(batches) == 2
+    for x, y, *rest in ([] if batches else prepared.sources[1]()[:2]):
         y = y.clone()
         y[:, 2 * y.shape[1] // 3:] = IGNORE_INDEX
         y[0, 2 * y.shape[1] // 3 - 1] = 1  # one scored position there at least

@@ -58,6 +58,7 @@ class Protocol:
     min_lr: float | None = None  # where the schedule ends (MAD, Grazzi et al.: 1e-6); None: 0
     grad_clip: float | None = None  # max global gradient norm (the Chomsky hierarchy's 1.0); None: no clipping
     score_test_sets: bool = False  # the verdict reads the mean over the test sets (the Chomsky hierarchy's score)
+    length_per_batch: bool = False  # every batch one length, uniform in data's min_length..max_length (``ByLength``)
 
     @property
     def trims(self):
@@ -125,6 +126,35 @@ class OnTheFly:
         x, y = self.stream.batch(step)
         torch.set_num_threads(threads)  # Numba's OpenMP pool shares (and resets) the thread count
         return x, y
+
+
+class ByLength:
+    """Batches of one length each, as the Chomsky hierarchy's authors train (their
+    ``UniformCurriculum``: one ``sample_batch(key, batch, length)`` a step): the length of step s is
+    uniform in ``min_length``..``max_length``, drawn from (seed, split, s) alone, and its batch is
+    ``OnTheFly``'s step s of the task at that one length, so no row is padded and every batch is a
+    pure function of its step."""
+
+    def __init__(self, task, params, seed, batch_size, split, rank=0, world=1):
+        self.task, self.params, self.seed, self.split = task, params, seed, split
+        self.batch_size, self.rank, self.world = batch_size, rank, world
+        self.lo, self.hi = int(params["min_length"]), int(params["max_length"])
+        self.streams = {}  # length -> OnTheFly, made on first use
+
+    def length(self, step):
+        """The length of step ``step``'s batch (the same on every rank)."""
+        import numpy as np
+
+        split = ("train", "val", "test").index(self.split)
+        return self.lo + int(np.random.default_rng([self.seed, split, step]).integers(self.hi - self.lo + 1))
+
+    def __call__(self, step):
+        n = self.length(step)
+        if n not in self.streams:
+            params = {**self.params, "min_length": n, "max_length": n}
+            self.streams[n] = OnTheFly(self.task, params, self.seed, self.batch_size, self.split, self.rank,
+                                       self.world)
+        return self.streams[n](step)
 
 
 def _eval_list(source, n):
@@ -230,7 +260,8 @@ def on_the_fly_sources(protocol, batch_size, seed=0, rank=0, world=1):
     and its evaluation batches carry the ``breakdown`` groups."""
     params = _task_params(protocol)
     n = protocol.eval_batches
-    make = lambda split: OnTheFly(protocol.task, params, seed, batch_size, split, rank, world)  # noqa: E731
+    kind = ByLength if protocol.length_per_batch else OnTheFly
+    make = lambda split: kind(protocol.task, params, seed, batch_size, split, rank, world)  # noqa: E731
     if protocol.train_samples is None:
         train = make("train")
     else:

@@ -13,9 +13,9 @@ Here: one protocol per task (named as the task); the test lengths are the protoc
 fixed length each (every 20th length of 41-500 and 500: the paper evaluates all 460), so the report shows
 accuracy by length, and the verdict reads their mean (``score_test_sets``), the paper's score. Each protocol's
 training lengths are its ``data`` (min_length, max_length). Differences from the authors', written in
-each row's source: lengths are drawn per sample (theirs: one length per batch); the loss is the mean
-cross-entropy over scored positions (theirs: the sum over a row's output positions, averaged over rows);
-24 test lengths of 512 samples (theirs: all 460).
+each row's source: the loss is the mean cross-entropy over scored positions (theirs: the sum over a row's
+output positions, averaged over rows); 24 test lengths of 512 samples (theirs: all 460). As theirs, every
+training and validation batch is of one length, uniform in 1-40 (``length_per_batch``), so no row is padded.
 
 ``scale="tiny"`` shrinks the recipe for one CPU core but keeps its question, lengths beyond the training
 ones: train 1-40, test 41, 47, ..., 95, 100 (up to 2.5 times the longest training input), 1,000 steps of 32
@@ -46,8 +46,8 @@ _SCALES = {
 TINY_STEPS = {"chomsky-even-pairs": 2_000, "chomsky-reverse-string": 3_000}
 _SOURCE = ("Delétang et al. 2023 (google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be experiments/"
            "example.py, training.py; the paper's section 4)")
-_DIFFERS = ("lengths drawn per sample (theirs: per batch), the mean cross-entropy over scored positions (theirs: "
-            "summed over a row's outputs), a grid of test lengths (theirs: every length)")
+_DIFFERS = ("the mean cross-entropy over scored positions (theirs: summed over a row's outputs), a grid of test "
+            "lengths (theirs: every length)")
 
 
 def _range(lo, hi):
@@ -62,6 +62,7 @@ for _task in TASKS:
             weight_decay=0.0, splits=None, task=_task, data=_range(*_train), batch_size=_B, steps=_steps, lr=_lr,
             lrs=PAPER_LRS if _scale == "paper" else None, grad_clip=1.0, eval_every=_every,
             eval_batches=_batches, score_test_sets=True, test_sets={str(n): _range(n, n) for n in _test},
+            length_per_batch=True,
             source=(f"{_SOURCE}: train lengths {_train[0]}-{_train[1]}, test {_test[0]}-{_test[-1]} "
                     f"({len(_test)} lengths, {_batches * _B} samples each), batch {_B}, Adam (clip 1), "
                     f"{_steps:,} steps" + (f", lr in {', '.join(map(str, PAPER_LRS))} over {PAPER_SEEDS} seeds "
