@@ -1,7 +1,7 @@
 """The recurrent built-ins (docs/models.md "S6" and "GRU"): s6 (Mamba's selective SSM block),
 s6-signed (its transition in (-1, 1]) and gru. Each layer against a twin that runs its
 recurrence position by position with the module's own weights (outputs and gradients), the
-chunked scan against the plain loop, causality, the official parameter counts, the signed
+chunked, recomputing selective scan against the plain recurrence, causality, the official parameter counts, the signed
 transition's range, and what each learns of parity."""
 import math
 
@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from longsynth.errors import LongsynthError
 from longsynth.models_ref.layers.gru import GRU
 from longsynth.models_ref.layers.s6 import S6
-from longsynth.models_ref.layers.selective_scan import SelectiveScan, chunk_length, scan
+from longsynth.models_ref.layers.selective_scan import SelectiveScan, chunk_length
 from longsynth.models_ref.models.stack import Model, ModelConfig
 from model_data import parity_accuracy as _parity_accuracy
 
@@ -104,22 +104,6 @@ def test_s6_float32_is_the_float64_twin():
     _agree(got, [w.float() for w in want], 1e-5)
 
 
-@pytest.mark.parametrize("L,chunk", [(1, None), (17, None), (64, 8), (50, 7), (5, 1), (9, 20)])
-@pytest.mark.parametrize("reverse", [False, True])
-def test_scan_is_the_plain_loop(L, chunk, reverse):
-    """Both directions, a in [-1, 1] (zeros and exact -1 included), against h_t = a_t h_{t-+1} + bx_t."""
-    torch.manual_seed(L)
-    a = torch.rand(3, L, 4, 5, dtype=torch.float64) * 2 - 1  # [b, L, EH, N]
-    a[0, :: 3] = -1.0
-    a[1, :: 4] = 0.0
-    bx = torch.randn(3, L, 4, 5, dtype=torch.float64)
-    h, want = torch.zeros_like(bx[:, 0]), torch.empty_like(bx)
-    for t in (range(L - 1, -1, -1) if reverse else range(L)):
-        h = a[:, t] * h + bx[:, t]
-        want[:, t] = h
-    assert (scan(a, bx, reverse=reverse, chunk=chunk) - want).abs().max() < 1e-12
-
-
 def _plain_selective(Delta, x, B, C, A, signed):
     """The selective scan with every [b, L, EH, N] tensor kept, as autograd differentiates it."""
     Abar = torch.exp(Delta[..., None] * A)  # [b, L, EH, N]
@@ -141,9 +125,15 @@ def _selective_inputs(L, seed=0, b=2, EH=3, N=4):
 
 @pytest.mark.parametrize("L,chunk", [(1, None), (13, None), (13, 1), (13, 4), (13, 13), (40, 7), (9, 64)])
 @pytest.mark.parametrize("signed", [False, True])
-def test_selective_scan_is_the_plain_recurrence(L, chunk, signed):
-    """Outputs and the gradients of Delta, x, B, C and A of the chunked, recomputing scan against the
-    plain recurrence differentiated by autograd, float64, chunks dividing L and not."""
+@pytest.mark.parametrize("keep", [True, False])
+def test_selective_scan_is_the_plain_recurrence(L, chunk, signed, keep, monkeypatch):
+    """Outputs and the gradients of Delta, x, B, C and A of the chunked scan against the plain
+    recurrence differentiated by autograd, float64, chunks dividing L and not; its states kept by the
+    forward, and recomputed chunk by chunk (a budget of no numbers kept)."""
+    from longsynth.models_ref.layers import selective_scan
+
+    if not keep:
+        monkeypatch.setattr(selective_scan, "KEEP_NUMBERS", 0)
     inputs = _selective_inputs(L, seed=L)
     w = torch.randn(2, L, 3, dtype=torch.float64)
     got = SelectiveScan.apply(*inputs, signed, chunk)

@@ -52,17 +52,86 @@ class DryRun:
         return "\n".join(lines + ["nothing written (--dry-run)"])
 
 
+TIMING_BATCH = 16  # the dry run times steps at batches of at most 2 x this many samples (and scales them)
+
+
+def timing_batches(B):
+    """(b1, b2): the two batch sizes the dry run times a protocol's global batch B at, b1 < b2 <= B
+    (B itself, once, where B is small); a step's cost at B is the line through the two."""
+    if B <= 2 * TIMING_BATCH:
+        return (B,)
+    return TIMING_BATCH, 2 * TIMING_BATCH
+
+
+def at_batch(times, sizes, B):
+    """The cost at batch B of the costs ``times`` timed at batch ``sizes``: the line through two
+    points (its intercept and slope at least 0: noise never makes a bigger batch cheaper), or the
+    one point itself."""
+    if len(sizes) == 1:
+        return times[0] * B / sizes[0]
+    (t1, t2), (b1, b2) = times, sizes
+    slope = max(0.0, (t2 - t1) / (b2 - b1))
+    base = max(0.0, t2 - slope * b2)
+    return base + slope * B
+
+
+def _spread(source, protocol, steps):
+    """Timing batches of a protocol that draws one length a batch (the Chomsky hierarchy's): step i
+    at the i-th of ``steps`` lengths spread evenly over the training range, so that a few steps
+    average over the lengths as a run's do (rather than over a few random draws)."""
+    if not protocol.length_per_batch:
+        return source
+    lo, hi = source.lo, source.hi
+    lengths = [round(lo + (hi - lo) * (i + 0.5) / steps) for i in range(steps)]
+    return lambda i: source.at(i, lengths[(i - 1) % steps])  # step 0 is the warm-up
+
+
+def _time_test_sets(make, protocol, b, cfg, device):
+    """Seconds of the protocol's test sets at batch ``b`` (a forward pass over each set's batches),
+    from one timed batch of its longest set: each set's cost taken as that batch's times its share of
+    the length (a conservative guess for a cost that grows faster than the length)."""
+    import time
+
+    from longsynth.models_ref.evaluation.protocol import OnTheFly, _task_params
+    from longsynth.models_ref.training.forward import _autocast, _forward, _unpack
+
+    sets = protocol.test_sets or {}
+    if not sets:
+        return 0.0
+    lengths = {label: _set_length(protocol, change) for label, change in sets.items()}
+    longest = max(lengths, key=lengths.get)
+    stream = OnTheFly(protocol.task, _task_params(protocol, sets[longest]), 0, b, "test")
+    x, y, _ = _unpack(stream(0), device, cfg.trim)
+    model = make().to(device)
+    model.eval()
+    with torch.no_grad(), _autocast(device, cfg):
+        t0 = time.perf_counter()
+        _forward(model, x, y, cfg)
+        one = time.perf_counter() - t0
+    return sum(one * lengths[label] / lengths[longest] for label in sets) * protocol.eval_batches
+
+
+def _set_length(protocol, change):
+    """The input length of a test set's rows, from the task's key shapes (nothing generated)."""
+    from longsynth.models_ref.evaluation.protocol import _task_params
+
+    task = registry.get(protocol.task)
+    return int(task.keys(task.make_config(**_task_params(protocol, change)))["inputs"].shape[0])
+
+
 def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed):
-    """Seconds of each job of one suite member (training steps, evaluations and the test),
-    from a few timed steps of a throwaway model per grid point (width, depth): the learning
-    rate, weight decay and seed do not change a step's cost. Adds (job, seconds, s/step) to ``timed``."""
+    """Seconds of each job of one suite member (training steps, evaluations and the test sets),
+    from a few timed steps of a throwaway model per grid point (width, depth) at two small batches,
+    scaled to the protocol's (``at_batch``): the learning rate, weight decay and seed do not change a
+    step's cost. Adds (job, seconds, s/step) to ``timed``."""
     from numba import set_num_threads
 
-    from longsynth.models_ref.evaluation.harness import resolve_lr
+    from longsynth.models_ref.evaluation.harness import prepare, resolve_lr
     from longsynth.models_ref.training.trainer import step_seconds
 
-    protocol, dev = prepared.protocol, torch.device(settings.device)
-    cost = {}
+    protocol, dev, B = prepared.protocol, torch.device(settings.device), prepared.batch_size
+    sizes = timing_batches(B)
+    cost, small = {}, {}
     old = torch.get_num_threads()
     torch.set_num_threads(settings.threads)  # as execute runs each job
     set_num_threads(1)
@@ -75,12 +144,23 @@ def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed)
                                             amp=dev.type == "cuda", weight_decay=job.weight_decay)
                 grid = "".join(f" {k} {v}" for k, v in (("width", job.width), ("depth", job.depth)) if v is not None)
                 notify(f"timing {member_name(job.protocol, job.task, registry.get(job.task).family)}{grid}: "
-                       f"up to {timing_steps} training steps after a warm-up step, batch {prepared.batch_size}, "
-                       f"on {settings.device}")
-                step_s, eval_s = step_seconds(lambda: build(factory, spec), cfg, prepared.sources[0],
-                                              prepared.sources[1], device=settings.device, steps=timing_steps)
+                       f"up to {timing_steps} training steps after a warm-up step at batch "
+                       f"{' and '.join(map(str, sizes))} (the protocol's {B}), on {settings.device}")
+                steps, evals, tests = [], [], []
+                for b in sizes:
+                    if b not in small:
+                        small[b] = prepared if b == B else prepare(dataclasses.replace(job, batch_size=b))
+                    train, val = small[b].sources[:2]
+                    make = lambda: build(factory, spec)  # noqa: E731
+                    step_s, eval_s = step_seconds(make, cfg, _spread(train, protocol, timing_steps), val,
+                                                  device=settings.device, steps=timing_steps)
+                    steps.append(step_s)
+                    evals.append(eval_s)
+                    tests.append(_time_test_sets(make, protocol, b, cfg, settings.device))
                 evaluations = cfg.steps // cfg.eval_every + (cfg.steps % cfg.eval_every != 0) + 1  # + the test
-                cost[shape] = (cfg.steps * step_s + evaluations * cfg.eval_batches * eval_s, step_s)
+                step_s = at_batch(steps, sizes, B)
+                cost[shape] = (cfg.steps * step_s + evaluations * cfg.eval_batches * at_batch(evals, sizes, B)
+                               + at_batch(tests, sizes, B), step_s)
             timed.append((job, *cost[shape]))
     finally:
         torch.set_num_threads(old)
@@ -136,11 +216,11 @@ def dry_run(model, suite, *, out, settings=None, notify=None, timing_steps=3):
     how = ("one run after another on each Dask worker: divide by the workers" if settings.dask
            else f"{settings.jobs} runs at a time" if parallel > 1 else "one run after another")
     wall = total / parallel
-    skipped = " (tested lengths beyond training's not counted)" if any(
+    tested = " and the test sets beyond the training lengths" if any(
         resolve(job.protocol, job.scale, task=job.task).test_sets for job, _ in todo) else ""
-    text = (f"estimate: about {duration(wall)} on {settings.device}, {how}; training steps, evaluations and "
-            f"the test{skipped}, from up to {timing_steps} timed steps per task and grid point (a guide, not a "
-            f"promise)")
+    text = (f"estimate: about {duration(wall)} on {settings.device}, {how}; training steps, evaluations, the "
+            f"test{tested}, from up to {timing_steps} timed steps per task and grid point at small batches, scaled "
+            f"to the protocol's (a guide, not a promise)")
     warnings = []
     if wall > DAY_S:
         warnings.append(f"warning: that is {duration(wall)}: a GPU (--device cuda), fewer steps (--steps), fewer "

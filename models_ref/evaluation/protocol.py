@@ -149,7 +149,10 @@ class ByLength:
         return self.lo + int(np.random.default_rng([self.seed, split, step]).integers(self.hi - self.lo + 1))
 
     def __call__(self, step):
-        n = self.length(step)
+        return self.at(step, self.length(step))
+
+    def at(self, step, n):
+        """Step ``step``'s batch at length ``n`` (the dry run times chosen lengths)."""
         if n not in self.streams:
             params = {**self.params, "min_length": n, "max_length": n}
             self.streams[n] = OnTheFly(self.task, params, self.seed, self.batch_size, self.split, self.rank,

@@ -14,11 +14,13 @@ positions, H the width, h heads of d = H / h (q, k, v all of width H: expand_k =
 The transition I - beta k k^T has eigenvalues 1 (d - 1 times) and 1 - beta: in [0, 1], or [-1, 1] when
 signed (Grazzi et al.: parity needs the negative ones). Two forms of the same recurrence: ``recurrent``
 (step by step, the twin) and ``chunked`` (the WY / UT transform over chunks of C positions: one triangular
-solve per chunk, then a loop over the chunks). Only torch is imported here.
+solve per chunk, then a loop over the chunks). Only torch and kernel.py's short convolution are imported here.
 """
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from longsynth.models_ref.layers.kernel import short_conv
 
 
 def recurrent(q, k, v, beta):
@@ -84,8 +86,7 @@ class DeltaNet(nn.Module):
             nn.init.xavier_uniform_(lin.weight, gain=2 ** -2.5)
 
     def _conv(self, conv, x):
-        L = x.shape[1]
-        return F.silu(conv(x.transpose(1, 2))[..., :L].transpose(1, 2))  # [b, L, H]  taps t-K+1..t
+        return F.silu(short_conv(conv, x))  # [b, L, H]  taps t-K+1..t
 
     def forward(self, x):
         b, L, H = x.shape

@@ -147,3 +147,17 @@ class OutputLinear(nn.Module):
     def forward(self, y):  # y [B, L, H]
         y = self.linear(y)  # [B, L, H] or [B, L, 2H]
         return F.glu(y, dim=-1) if self.glu else y  # [B, L, H]
+
+
+def short_conv(conv, x):
+    """A causal depthwise ``conv`` (nn.Conv1d(C, C, K, groups=C, padding=K - 1): Mamba's and fla's
+    short convolution) over x [b, L, C]: y_t = bias + sum_k w_k x_{t-K+1+k}, the first L outputs of
+    the padded convolution, as K shifted multiply-adds in x's own layout (the same numbers: a CPU's
+    depthwise convolution backward costs tens of times more)."""
+    K, L = conv.weight.shape[-1], x.shape[1]
+    w = conv.weight[:, 0]  # [C, K]
+    xp = F.pad(x, (0, 0, K - 1, 0))  # [b, L + K - 1, C]  K - 1 zeros before the start
+    y = xp[:, K - 1:] * w[:, K - 1] if conv.bias is None else torch.addcmul(conv.bias, xp[:, K - 1:], w[:, K - 1])
+    for k in range(K - 1):
+        y = torch.addcmul(y, xp[:, k:k + L], w[:, k])  # [b, L, C]  tap k reads x_{t-K+1+k}
+    return y  # [b, L, C]

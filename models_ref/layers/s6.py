@@ -24,7 +24,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from longsynth.models_ref.layers.kernel import register
+from longsynth.models_ref.layers.kernel import register, short_conv
 from longsynth.models_ref.layers.selective_scan import SelectiveScan
 
 
@@ -62,10 +62,9 @@ class S6(nn.Module):
         return 2 * Abar - 1 if self.signed else Abar  # [b, L, EH, N]  signed: in (-1, 1]
 
     def forward(self, u):
-        L = u.shape[1]
         xz = self.in_proj(u)  # [b, L, 2EH] ([b, L, EH] without the gate)
         x, z = xz.chunk(2, dim=-1) if self.gate else (xz, None)  # [b, L, EH], [b, L, EH]
-        x = F.silu(self.conv1d(x.transpose(1, 2))[..., :L].transpose(1, 2))  # [b, L, EH]  taps t-d_conv+1..t
+        x = F.silu(short_conv(self.conv1d, x))  # [b, L, EH]  taps t-d_conv+1..t
         dt, B, C = self.x_proj(x).split([self.R, self.N, self.N], dim=-1)  # [b, L, R], [b, L, N], [b, L, N]
         with torch.autocast(u.device.type, enabled=False):  # the scan in full precision
             x, B, C = x.to(self.D.dtype), B.to(self.D.dtype), C.to(self.D.dtype)  # as above

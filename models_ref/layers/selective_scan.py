@@ -5,48 +5,17 @@
 
 Shapes: b batch, L positions, EH channels, N states; Delta, x [b, L, EH], B, C [b, L, N], A [EH, N].
 The plain form keeps Abar, Delta x B, h and, backward, the adjoint g and d Abar: five or six
-[b, L, EH, N] tensors. ``SelectiveScan`` keeps only the state entering each chunk of Q positions
-([b, L/Q, EH, N]) and recomputes a chunk's Abar, Delta x B and h from it when the gradient needs them,
-the recomputation Mamba's own kernel makes (section 3.3.2 of the paper: the states are never stored),
-done here in torch on the CPU. Q defaults to ``chunk_length``: a chunk's tensors hold about 16M numbers.
-Only torch is imported here.
+[b, L, EH, N] tensors. ``SelectiveScan`` runs the recurrence a position at a time, touching each
+[b, EH, N] number a few times a step, keeps only the state entering each chunk of Q positions
+([b, L/Q, EH, N]) and recomputes a chunk's states from it when the gradient needs them: the
+recomputation Mamba's own kernel makes (section 3.3.2 of the paper: the states are never stored),
+done here in torch on the CPU. Q defaults to ``chunk_length``: a chunk's recomputed states hold about
+16M numbers. Only torch is imported here.
 """
-import math
-
 import torch
 
 CHUNK_NUMBERS = 1 << 24  # numbers in one [b, Q, EH, N] chunk tensor by default (64 MiB in float32)
-
-
-def scan(a, bx, reverse=False, chunk=None):
-    """h_t = a_t h_{t-1} + bx_t from h = 0 (``reverse``: h_t = a_t h_{t+1} + bx_t) on [b, L, ...].
-
-    Two levels over n chunks of Q positions (no autograd): every chunk at once from 0 -> its end
-    state e and the product p of its a; a loop over the chunks -> the state s entering each; every
-    chunk at once again from s; then the L - nQ positions left over one by one. 2Q + n + (L - nQ)
-    steps, no padding copy.
-    """
-    L = a.shape[1]
-    Q = min(chunk or math.ceil(math.sqrt(L)), L)
-    n = L // Q
-    body = slice(L - n * Q, L) if reverse else slice(0, n * Q)  # the chunks; the rest (< Q) after them
-    ac, xc = a[:, body].unflatten(1, (n, Q)), bx[:, body].unflatten(1, (n, Q))  # [b, n, Q, ...] views
-    h = torch.empty_like(bx)  # [b, L, ...]
-    hc = h[:, body].unflatten(1, (n, Q))  # [b, n, Q, ...] view of h
-    steps = range(Q - 1, -1, -1) if reverse else range(Q)
-    e, p = xc[:, :, steps[0]].clone(), ac[:, :, steps[0]].clone()  # [b, n, ...], [b, n, ...]
-    for j in steps[1:]:
-        torch.addcmul(xc[:, :, j], ac[:, :, j], e, out=e)  # [b, n, ...]  local state from 0
-        p.mul_(ac[:, :, j])  # [b, n, ...]  prod of the chunk's a
-    s, state = torch.empty_like(e), torch.zeros_like(e[:, 0])  # [b, n, ...], [b, ...]
-    for c in (range(n - 1, -1, -1) if reverse else range(n)):
-        s[:, c] = state  # [b, ...]  the state entering chunk c
-        state = torch.addcmul(e[:, c], p[:, c], state)  # [b, ...]
-    for j in steps:
-        s = torch.addcmul(xc[:, :, j], ac[:, :, j], s, out=hc[:, :, j])  # [b, n, ...]
-    for t in (range(L - n * Q - 1, -1, -1) if reverse else range(n * Q, L)):
-        state = torch.addcmul(bx[:, t], a[:, t], state, out=h[:, t])  # [b, ...]
-    return h  # [b, L, ...]
+KEEP_NUMBERS = 1 << 26  # up to this many numbers in [b, L, EH, N], the forward keeps its states (256 MiB in float32)
 
 
 def chunk_length(b, L, EH, N):
@@ -54,63 +23,75 @@ def chunk_length(b, L, EH, N):
     return max(1, min(L, CHUNK_NUMBERS // max(1, b * EH * N)))
 
 
-def _chunk(Delta, x, B, A, signed, s):
-    """(exp(Delta A), Abar, h) of one chunk [b, Q, EH, N] from the state s [b, EH, N] entering it."""
-    e = torch.exp(Delta[..., None] * A)  # [b, Q, EH, N]
-    Abar = 2 * e - 1 if signed else e  # [b, Q, EH, N]
-    bx = (Delta * x)[..., None] * B[:, :, None, :]  # [b, Q, EH, N]  Bbar x = Delta B x (outer)
-    bx[:, 0].addcmul_(Abar[:, 0], s)  # [b, EH, N]  h_0 = Abar_0 s + Bbar_0 x_0
-    return e, Abar, scan(Abar, bx)  # ..., [b, Q, EH, N]
-
-
 def _chunks(L, Q):
-    return [slice(t, min(t + Q, L)) for t in range(0, L, Q)]
+    return [range(t, min(t + Q, L)) for t in range(0, L, Q)]
+
+
+def _transition(Delta_t, A, signed):
+    """Abar_t [b, EH, N] of one position's Delta_t [b, EH]: exp(Delta_t A), or 2 exp(Delta_t A) - 1."""
+    Abar = torch.mul(Delta_t[..., None], A).exp_()  # [b, EH, N]
+    return Abar.mul_(2).sub_(1) if signed else Abar  # in place: no copy
 
 
 class SelectiveScan(torch.autograd.Function):
-    """y [b, L, EH] = C . h of ``SelectiveScan.apply(Delta, x, B, C, A, signed, chunk)``; the
-    gradient of Delta, x, B, C and A by the adjoint g_t = C_t dy_t + Abar_{t+1} g_{t+1}, chunk by
-    chunk from the right, each chunk recomputed from its saved entering state."""
+    """y [b, L, EH] = C . h of ``SelectiveScan.apply(Delta, x, B, C, A, signed, chunk)``, one position
+    at a time ([b, EH, N] tensors, each touched a few times a step); the gradient of Delta, x, B, C and
+    A by the adjoint g_t = C_t dy_t + Abar_{t+1} g_{t+1}, chunk by chunk from the right, each chunk's
+    states recomputed from the one saved where it starts, or, where all of them hold at most
+    ``KEEP_NUMBERS`` numbers, the forward's own states kept. d Abar / d(Delta A) is Abar, or Abar + 1 when
+    signed (2 exp(Delta A)), so the backward keeps Abar alone."""
 
     @staticmethod
     def forward(ctx, Delta, x, B, C, A, signed=False, chunk=None):
         b, L, EH = x.shape
         Q = chunk or chunk_length(b, L, EH, A.shape[1])
-        y = x.new_empty(b, L, EH)  # [b, L, EH]
-        s = x.new_zeros(b, EH, A.shape[1])  # [b, EH, N]  h_{-1}
-        starts = []
-        for sl in _chunks(L, Q):
-            starts.append(s)
-            _, _, h = _chunk(Delta[:, sl], x[:, sl], B[:, sl], A, signed, s)  # [b, Q, EH, N]
-            y[:, sl] = torch.matmul(h, C[:, sl, :, None])[..., 0]  # [b, Q, EH]  C . h
-            s = h[:, -1].clone()  # [b, EH, N]  (a copy: a view would keep the chunk's h alive)
+        D, Dx, Bt, Ct = (t.transpose(0, 1).contiguous() for t in (Delta, Delta * x, B, C))  # [L, b, .]: time-major
+        y = x.new_empty(L, b, EH)  # [L, b, EH]
+        h = x.new_zeros(b, EH, A.shape[1])  # [b, EH, N]  h_{-1}
+        keep = any(ctx.needs_input_grad) and b * L * EH * A.shape[1] <= KEEP_NUMBERS
+        starts, ctx.kept = [], ([h], []) if keep else None  # kept: (h_{t-1} for every t and h_{L-1}, Abar_t)
+        for t in range(L):
+            if t % Q == 0:
+                starts.append(h.clone())  # [b, EH, N]  the state entering the chunk
+            Abar = _transition(D[t], A, signed)  # [b, EH, N]
+            h = torch.mul(h, Abar).addcmul_(Dx[t, :, :, None], Bt[t, :, None, :])  # [b, EH, N]  h_t
+            torch.bmm(h, Ct[t, :, :, None], out=y[t, :, :, None])  # [b, EH, 1]  C_t . h_t
+            if keep:
+                ctx.kept[0].append(h)
+                ctx.kept[1].append(Abar)
         ctx.save_for_backward(Delta, x, B, C, A, torch.stack(starts, 1))  # starts [b, L/Q, EH, N]
         ctx.signed, ctx.Q = signed, Q
-        return y
+        return y.transpose(0, 1)  # [b, L, EH]
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dy):
         Delta, x, B, C, A, starts = ctx.saved_tensors
-        L = x.shape[1]
-        dDelta, dx, dB, dC, dA = (torch.zeros_like(t) for t in (Delta, x, B, C, A))
-        carry = torch.zeros_like(starts[:, 0])  # [b, EH, N]  Abar_{t+1} g_{t+1} from the chunk to the right
-        for k, sl in reversed(list(enumerate(_chunks(L, ctx.Q)))):
-            Dk, xk, Bk, s = Delta[:, sl], x[:, sl], B[:, sl], starts[:, k]  # [b, Q, EH], .., [b, Q, N], [b, EH, N]
-            e, Abar, h = _chunk(Dk, xk, Bk, A, ctx.signed, s)  # [b, Q, EH, N] each
-            dh = dy[:, sl, :, None] * C[:, sl, None, :]  # [b, Q, EH, N]  d y / d h
-            dh[:, -1] += carry
-            a_next = torch.cat((Abar[:, 1:], torch.ones_like(Abar[:, :1])), 1)  # [b, Q, EH, N]  Abar_{t+1}
-            g = scan(a_next, dh, reverse=True)  # [b, Q, EH, N]  d L / d h_t
-            carry = Abar[:, 0] * g[:, 0]  # [b, EH, N]  for the chunk to the left
-            dC[:, sl] = torch.matmul(dy[:, sl, None, :], h)[:, :, 0]  # [b, Q, N]  sum_EH dy h
-            h_prev = torch.cat((s[:, None], h[:, :-1]), 1)  # [b, Q, EH, N]  h_{t-1}
-            dz = g * h_prev * e  # [b, Q, EH, N]  d L / d(Delta A) = g h_{t-1} dAbar/d(Delta A)
-            if ctx.signed:
-                dz *= 2
-            dDx = torch.matmul(g, Bk[..., None])[..., 0]  # [b, Q, EH]  d L / d(Delta x) = sum_N g B
-            dB[:, sl] = torch.matmul((Dk * xk)[:, :, None, :], g)[:, :, 0]  # [b, Q, N]  sum_EH Delta x g
-            dDelta[:, sl] = dDx * xk + (dz * A).sum(-1)  # [b, Q, EH]
-            dx[:, sl] = dDx * Dk  # [b, Q, EH]
-            dA += torch.einsum("bqen,bqe->en", dz, Dk)  # [EH, N]
-        return dDelta, dx, dB, dC, dA, None, None
+        L, signed = x.shape[1], ctx.signed
+        D, X, Dx, Bt, Ct, dY = (t.transpose(0, 1).contiguous() for t in (Delta, x, Delta * x, B, C, dy))  # [L, b, .]
+        dD, dX, dB, dC = (torch.empty_like(t) for t in (D, X, Bt, Ct))  # [L, b, .]
+        dA_b = torch.zeros_like(starts[:, 0])  # [b, EH, N]  sum over t of d(Delta A) Delta, summed over b at the end
+        carry = torch.zeros_like(starts[:, 0])  # [b, EH, N]  Abar_{t+1} g_{t+1}, from the right
+        for k, chunk in reversed(list(enumerate(_chunks(L, ctx.Q)))):
+            if ctx.kept is not None:  # the forward's own states
+                states, Abars = ctx.kept[0][chunk.start:chunk.stop + 1], ctx.kept[1][chunk.start:chunk.stop]
+            else:  # the chunk's states again, from the one saved
+                states, Abars = [starts[:, k]], []  # h_{t-1} first; Abar_t per position of the chunk
+                for t in chunk:
+                    Abars.append(_transition(D[t], A, signed))
+                    states.append(torch.mul(states[-1], Abars[-1]).addcmul_(Dx[t, :, :, None], Bt[t, :, None, :]))
+            for j in range(len(chunk) - 1, -1, -1):
+                t = chunk[j]
+                g = torch.addcmul(carry, dY[t, :, :, None], Ct[t, :, None, :])  # [b, EH, N]  d L / d h_t
+                torch.bmm(dY[t, :, None, :], states[j + 1], out=dC[t, :, None, :])  # [b, 1, N]  sum_EH dy h_t
+                gh = torch.mul(g, states[j])  # [b, EH, N]  g_t h_{t-1} = d L / d Abar_t
+                dz = torch.addcmul(gh, gh, Abars[j]) if signed else gh.mul_(Abars[j])  # [b, EH, N]  d L / d(Delta A)
+                dDx = torch.bmm(g, Bt[t, :, :, None])[..., 0]  # [b, EH]  d L / d(Delta x) = sum_N g B
+                torch.bmm(Dx[t, :, None, :], g, out=dB[t, :, None, :])  # [b, 1, N]  sum_EH Delta x g
+                dD[t] = torch.einsum("ben,en->be", dz, A).addcmul_(dDx, X[t])  # [b, EH]
+                torch.mul(dDx, D[t], out=dX[t])  # [b, EH]
+                dA_b.addcmul_(dz, D[t, :, :, None])  # [b, EH, N]
+                carry = g.mul_(Abars[j])  # [b, EH, N]  Abar_t g_t
+        ctx.kept = None
+        return (dD.transpose(0, 1), dX.transpose(0, 1), dB.transpose(0, 1), dC.transpose(0, 1), dA_b.sum(0),
+                None, None)
