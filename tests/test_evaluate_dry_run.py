@@ -40,8 +40,9 @@ def test_dry_run_prints_the_plan_and_an_estimate_and_writes_nothing(tmp_path, mo
     assert re.search(r"^estimate: about \d+ s on cpu, one run after another", r.output, re.M), r.output
     assert "warning" not in r.output  # minutes, at the tiny scale
     assert r.output.rstrip().endswith("nothing written (--dry-run)")
-    # per task: a warm-up step, 1 to 3 timed ones and an evaluation forward; no more
-    assert 2 * 3 <= len(forwards) <= 2 * 5, len(forwards)
+    # per task and timing batch (8 and 16 rows of 512 positions): a warm-up step, 1 to 3 timed ones and an
+    # evaluation forward; no more
+    assert 2 * 2 * 3 <= len(forwards) <= 2 * 2 * 5, len(forwards)
     assert not out.exists() and not (tmp_path / "nested").exists()
 
 
@@ -138,3 +139,28 @@ def test_durations_read_in_words():
 
     assert [duration(s) for s in (42, 720, 5.25 * 3600, 3.1 * 86400, 77 * 86400)] == \
         ["42 s", "12 min", "5.2 h", "3.1 days", "11 weeks (77 days)"]
+
+
+@pytest.mark.parametrize("model,suite,steps", [("gru", "parity", 200), ("lstm", "chomsky-even-pairs", 150)])
+def test_the_estimate_is_within_twice_a_short_real_run(tmp_path, model, suite, steps):
+    """The dry run's estimate of one run, timed at batches 16 and 32 and scaled to the protocol's 64 (parity)
+    or at the protocol's 32 over spread lengths (the Chomsky task, whose test sets it counts too), against
+    the same run trained: within a factor of 2 of its training time (the certificate's wall time), and
+    of the whole evaluate's time where test sets follow the training."""
+    import json
+    import time
+
+    from longsynth.models_ref.evaluation.dry_run import dry_run
+    from longsynth.models_ref.evaluation.sweep import Settings, evaluate
+
+    settings = Settings(steps=steps)
+    estimate = dry_run(model, suite, out=str(tmp_path / "rep"), settings=settings).seconds
+    t0 = time.perf_counter()
+    evaluate(model, suite, out=str(tmp_path / "rep"), settings=settings, progress=False)
+    whole = time.perf_counter() - t0
+    torch.set_num_threads(1)
+    (cert,) = [json.load(open(os.path.join(d, "metrics.json"))) for d, _, fs in os.walk(tmp_path / "rep" / "runs")
+               if "metrics.json" in fs]
+    trained = cert["wall_time_s"]
+    most = whole if suite.startswith("chomsky") else trained
+    assert trained / 2 <= estimate <= 2 * most, (estimate, trained, whole)

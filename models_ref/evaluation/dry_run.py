@@ -5,6 +5,7 @@ training steps and evaluation batches of a throwaway model per suite member and 
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import torch
 
@@ -12,7 +13,8 @@ from longsynth import registry, safe
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
 from longsynth.models_ref.evaluation.finished import _finished
-from longsynth.models_ref.evaluation.plan import Settings, _plural, _steps_of, plan, plan_line, run_key
+from longsynth.models_ref.evaluation.plan import (Settings, _plural, _steps_of, plan, plan_line, run_key,
+                                                  suite_tasks)
 from longsynth.models_ref.evaluation.checks import build
 from longsynth.models_ref.evaluation.protocol import resolve
 from longsynth.models_ref.reports.records import member_name
@@ -52,15 +54,18 @@ class DryRun:
         return "\n".join(lines + ["nothing written (--dry-run)"])
 
 
-TIMING_BATCH = 16  # the dry run times steps at batches of at most 2 x this many samples (and scales them)
+TIMING_TOKENS = 8192  # the dry run times steps of at most this many positions (batch x length), and scales them
+TIMING_BUDGET_S = 10.0  # seconds of timed steps a whole dry run aims at, shared by its suite members
 
 
-def timing_batches(B):
-    """(b1, b2): the two batch sizes the dry run times a protocol's global batch B at, b1 < b2 <= B
-    (B itself, once, where B is small); a step's cost at B is the line through the two."""
-    if B <= 2 * TIMING_BATCH:
+def timing_batches(B, L):
+    """(b1, b2): the two batch sizes the dry run times a protocol's global batch B of rows of L
+    positions at, b2 of at most ``TIMING_TOKENS`` positions and b1 half of it (B itself, once, where
+    B is 2 or less); a step's cost at B is the line through the two (``at_batch``)."""
+    if B <= 2:
         return (B,)
-    return TIMING_BATCH, 2 * TIMING_BATCH
+    b2 = max(2, min(B, TIMING_TOKENS // max(1, L)))
+    return b2 // 2, b2
 
 
 def at_batch(times, sizes, B):
@@ -86,12 +91,11 @@ def _spread(source, protocol, steps):
     return lambda i: source.at(i, lengths[(i - 1) % steps])  # step 0 is the warm-up
 
 
-def _time_test_sets(make, protocol, b, cfg, device):
-    """Seconds of the protocol's test sets at batch ``b`` (a forward pass over each set's batches),
-    from one timed batch of its longest set: each set's cost taken as that batch's times its share of
-    the length (a conservative guess for a cost that grows faster than the length)."""
-    import time
-
+def _time_test_sets(make, protocol, B, cfg, device):
+    """Seconds of the protocol's test sets at batch ``B`` (a forward pass over each set's batches),
+    from one timed batch of its longest set of at most ``TIMING_TOKENS`` positions, scaled to B rows:
+    each set's cost taken as that batch's times its share of the length (a conservative guess for a
+    cost that grows faster than the length)."""
     from longsynth.models_ref.evaluation.protocol import OnTheFly, _task_params
     from longsynth.models_ref.training.forward import _autocast, _forward, _unpack
 
@@ -100,6 +104,7 @@ def _time_test_sets(make, protocol, b, cfg, device):
         return 0.0
     lengths = {label: _set_length(protocol, change) for label, change in sets.items()}
     longest = max(lengths, key=lengths.get)
+    b = max(1, min(B, TIMING_TOKENS // lengths[longest]))
     stream = OnTheFly(protocol.task, _task_params(protocol, sets[longest]), 0, b, "test")
     x, y, _ = _unpack(stream(0), device, cfg.trim)
     model = make().to(device)
@@ -108,7 +113,7 @@ def _time_test_sets(make, protocol, b, cfg, device):
         t0 = time.perf_counter()
         _forward(model, x, y, cfg)
         one = time.perf_counter() - t0
-    return sum(one * lengths[label] / lengths[longest] for label in sets) * protocol.eval_batches
+    return sum(one * lengths[label] / lengths[longest] for label in sets) * protocol.eval_batches * B / b
 
 
 def _set_length(protocol, change):
@@ -119,26 +124,45 @@ def _set_length(protocol, change):
     return int(task.keys(task.make_config(**_task_params(protocol, change)))["inputs"].shape[0])
 
 
-def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed):
+def _shape_key(prepared, factory, job, B):
+    """What a step's cost depends on beside the weights' values: suite members with the same key
+    (the atomic tasks at one length, a grid's learning rates) share one timing."""
+    import json
+
+    from longsynth.models_ref.models import factories
+    from longsynth.models_ref.protocols.registry import architecture
+
+    protocol, spec = prepared.protocol, prepared.spec
+    arch = architecture(job.protocol, job.scale, factory.name) if isinstance(factory, factories.Reference) else None
+    return json.dumps([getattr(factory, "name", None), arch and arch.get("arch"), spec.seq_len, spec.vocab_size,
+                       spec.d_input, spec.d_output, job.width, job.depth, B, protocol.steps if job.steps is None
+                       else job.steps, protocol.eval_every, protocol.eval_batches, protocol.trims,
+                       protocol.length_per_batch, protocol.data, protocol.test_sets], sort_keys=True, default=str)
+
+
+def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed, budget):
     """Seconds of each job of one suite member (training steps, evaluations and the test sets),
     from a few timed steps of a throwaway model per grid point (width, depth) at two small batches,
     scaled to the protocol's (``at_batch``): the learning rate, weight decay and seed do not change a
-    step's cost. Adds (job, seconds, s/step) to ``timed``."""
+    step's cost, and members of one shape share a timing (``budget``: {"s": seconds left for timing,
+    "members": members left, "shapes": {key: cost}}). Adds (job, seconds, s/step) to ``timed``."""
     from numba import set_num_threads
 
     from longsynth.models_ref.evaluation.harness import prepare, resolve_lr
     from longsynth.models_ref.training.trainer import step_seconds
 
-    protocol, dev, B = prepared.protocol, torch.device(settings.device), prepared.batch_size
-    sizes = timing_batches(B)
-    cost, small = {}, {}
+    protocol, dev = prepared.protocol, torch.device(settings.device)
+    B = jobs[0].batch_size or protocol.batch_size
+    sizes = timing_batches(B, prepared.spec.seq_len)
+    small = {}
     old = torch.get_num_threads()
     torch.set_num_threads(settings.threads)  # as execute runs each job
     set_num_threads(1)
+    each_s = max(0.2, budget["s"] / max(1, budget["members"]) / len(sizes))
     try:
         for job in jobs:
-            shape = (job.width, job.depth)
-            if shape not in cost:
+            key = _shape_key(prepared, factory, job, B)
+            if key not in budget["shapes"]:
                 spec = dataclasses.replace(prepared.spec, d_model=job.width, n_layers=job.depth)
                 cfg = protocol.train_config(lr=resolve_lr(job, factory, spec, protocol), seed=0, steps=job.steps,
                                             amp=dev.type == "cuda", weight_decay=job.weight_decay)
@@ -146,24 +170,27 @@ def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed)
                 notify(f"timing {member_name(job.protocol, job.task, registry.get(job.task).family)}{grid}: "
                        f"up to {timing_steps} training steps after a warm-up step at batch "
                        f"{' and '.join(map(str, sizes))} (the protocol's {B}), on {settings.device}")
-                steps, evals, tests = [], [], []
+                steps, evals = [], []
+                t0 = time.perf_counter()
                 for b in sizes:
                     if b not in small:
-                        small[b] = prepared if b == B else prepare(dataclasses.replace(job, batch_size=b))
+                        small[b] = prepare(dataclasses.replace(job, batch_size=b), fresh=True)
                     train, val = small[b].sources[:2]
                     make = lambda: build(factory, spec)  # noqa: E731
                     step_s, eval_s = step_seconds(make, cfg, _spread(train, protocol, timing_steps), val,
-                                                  device=settings.device, steps=timing_steps)
+                                                  device=settings.device, steps=timing_steps, budget_s=each_s)
                     steps.append(step_s)
                     evals.append(eval_s)
-                    tests.append(_time_test_sets(make, protocol, b, cfg, settings.device))
+                tests = _time_test_sets(make, protocol, B, cfg, settings.device)
+                budget["s"] -= time.perf_counter() - t0
                 evaluations = cfg.steps // cfg.eval_every + (cfg.steps % cfg.eval_every != 0) + 1  # + the test
                 step_s = at_batch(steps, sizes, B)
-                cost[shape] = (cfg.steps * step_s + evaluations * cfg.eval_batches * at_batch(evals, sizes, B)
-                               + at_batch(tests, sizes, B), step_s)
-            timed.append((job, *cost[shape]))
+                budget["shapes"][key] = (cfg.steps * step_s + evaluations * cfg.eval_batches
+                                         * at_batch(evals, sizes, B) + tests, step_s)
+            timed.append((job, *budget["shapes"][key]))
     finally:
         torch.set_num_threads(old)
+        budget["members"] -= 1
 
 
 def dry_run(model, suite, *, out, settings=None, notify=None, timing_steps=3):
@@ -180,8 +207,9 @@ def dry_run(model, suite, *, out, settings=None, notify=None, timing_steps=3):
         raise LongsynthError(f"timing_steps: must be an integer from 1 to 100, got {timing_steps!r}")
     out = Folder.of(safe.check_out_path(out))
     timed = []
+    budget = {"s": TIMING_BUDGET_S, "members": len(suite_tasks(suite, settings.scale)), "shapes": {}}
     planned, _, _ = plan(model, suite, settings, out, notify, on_member=lambda prepared, factory, jobs: _time_member(
-        prepared, factory, jobs, settings, timing_steps, notify, timed))
+        prepared, factory, jobs, settings, timing_steps, notify, timed, budget))
     seconds = {run_key(job.to_dict()): (s, per) for job, s, per in timed}
     todo = []
     for job, run_dir in planned:

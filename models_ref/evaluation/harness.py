@@ -106,8 +106,9 @@ def _check_counts(root, counts, B, world, scale):
             f"--splits train={max(10 * B, 100)},val={B},test={B} (or pass a smaller --batch-size)")
 
 
-def prepare(job, rank=0, world=1):
-    """The protocol, data and spec of a job (one line for data that cannot serve it)."""
+def prepare(job, rank=0, world=1, fresh=False):
+    """The protocol, data and spec of a job (one line for data that cannot serve it); ``fresh``:
+    fresh training samples where the protocol has a fixed training set (the dry run's timing)."""
     from longsynth.store import open as open_dataset
 
     side = None
@@ -138,7 +139,7 @@ def prepare(job, rank=0, world=1):
             # one embedding row more than the vocabulary: pad_collate pads with PAD_ID = len(vocab)
             vocab_size = max(len(vocab(ds.task.name, **ds.manifest["params"])), PAD_ID) + 1
     else:
-        *sources, params = on_the_fly_sources(proto, B, rank=rank, world=world)
+        *sources, params = on_the_fly_sources(proto, B, rank=rank, world=world, fresh=fresh)
         data_info = {"task": proto.task, "params": params, "seed": 0, "on_the_fly": True,
                      "train_samples": proto.train_samples}
         task = registry.get(proto.task)

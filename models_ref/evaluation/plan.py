@@ -179,7 +179,8 @@ def sweep(probe, protocol, settings, lrs):
 def plan(model, suite, settings, out, notify, progress=False, on_member=None):
     """(jobs with their run directories, factory, identity): every task checked before training.
     ``on_member(prepared, factory, jobs)``: called for each suite member once its model passed
-    the checks, with its prepared data (harness.prepare) and its jobs."""
+    the checks, with its prepared data (harness.prepare) and its jobs; with it (the dry run), the
+    data is prepared at a batch of 2, the checks' own, and fresh (no fixed training set made)."""
     _check_settings(settings)
     factory, identity, text = _factory(model)
     planned, changed, unstored = [], 0, []
@@ -195,7 +196,8 @@ def plan(model, suite, settings, out, notify, progress=False, on_member=None):
         data = dataset_for(protocol, settings.data, notify, progress) if protocol.stored else None
         probe = Job(model=text, protocol=proto_name, task=task, scale=settings.scale, data=data,
                     device=settings.device)
-        prepared = prepare(probe)
+        dry = on_member is not None
+        prepared = prepare(dataclasses.replace(probe, batch_size=2) if dry else probe, fresh=dry)
         torch.manual_seed(0)
         dev = torch.device(settings.device)  # on the run's device: a paper-scale model is slow on a CPU
         check_model(build(factory, prepared.spec), factories.checked_spec(factory, prepared.spec),

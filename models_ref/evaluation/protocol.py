@@ -257,15 +257,16 @@ def _task_params(protocol, change=None):
     return {k: v for k, v in {**protocol.data, **(change or {})}.items() if k in fields}
 
 
-def on_the_fly_sources(protocol, batch_size, seed=0, rank=0, world=1):
+def on_the_fly_sources(protocol, batch_size, seed=0, rank=0, world=1, fresh=False):
     """(train_batch, val_batches, test_batches, params) of an atomic or token task, generated
-    on the fly; a protocol with ``train_samples`` trains on that fixed set (``fixed_train``),
-    and its evaluation batches carry the ``breakdown`` groups."""
+    on the fly; a protocol with ``train_samples`` trains on that fixed set (``fixed_train``)
+    unless ``fresh`` (fresh samples of the same shape: the dry run's timing, which must not
+    generate 100K sequences), and its evaluation batches carry the ``breakdown`` groups."""
     params = _task_params(protocol)
     n = protocol.eval_batches
     kind = ByLength if protocol.length_per_batch else OnTheFly
     make = lambda split: kind(protocol.task, params, seed, batch_size, split, rank, world)  # noqa: E731
-    if protocol.train_samples is None:
+    if protocol.train_samples is None or fresh:
         train = make("train")
     else:
         train = fixed_train(protocol.task, params, protocol.train_samples, batch_size, seed, rank, world)
