@@ -55,6 +55,9 @@ def suite_tasks(suite, scale=None):
             near = difflib.get_close_matches(name, suite_members(), n=1)
             hint = f"; did you mean {near[0]}?" if near else f"; choose from {', '.join(suite_members())}"
             raise LongsynthError(f"suite: unknown suite {name!r}{hint}")
+    if not members and scale is not None:  # a group none of whose members has this scale
+        raise LongsynthError(f"--scale: {suite} has no {scale} scale (the laptop scale is for the recall, "
+                             f"state-tracking, selective-copying, induction-heads and Chomsky suites)")
     return list(dict.fromkeys(members))
 
 

@@ -44,6 +44,8 @@ CORES = {"rnn": VanillaRNN, "lstm": LSTM, "stack-rnn": StackRNN, "tape-rnn": Tap
          "chomsky-transformer": TransformerEncoder}
 VARIANTS = {"stack-rnn-deep": "stack-rnn"}  # built-in -> its core, where they differ by sizes only (the presets')
 WHOLE_ROW = ("chomsky-transformer",)  # the cores that see every position of the row (not causal)
+READS_LENGTH = ("tape-rnn",)  # reads the row's input length (where its empty tokens start) from the first step: its
+# jumps move the head by it (tape_rnn.py 41-60); causal given the row's layout, where every scored output follows it
 NO_LOGIT = -1e4  # the logits of ids outside the O output classes (finite: fp16 holds it)
 
 

@@ -126,10 +126,14 @@ class Chomsky(Reference):
         ``make_transformer_encoder`` leaves ``causal_masking`` off), so its module is not checked for
         causality. The chomsky protocols are causal for the recurrent models' sake only: their inputs hold
         no target (the input, the empty tokens, the padding), so nothing is learnt from a later position
-        that the authors' encoder does not see too."""
+        that the authors' encoder does not see too. The Tape-RNN reads the input's length (where the empty tokens
+        start) from its first step, as its authors' jumps need (``chomsky.READS_LENGTH``): the check's change of
+        the row's last positions moves it, so it is not checked either; no scored output precedes that place, and
+        every batch is of one length, so the length it reads is its rows' own."""
         from longsynth.models_ref.models import chomsky
 
-        return dataclasses.replace(spec, causal=False) if self.name in chomsky.WHOLE_ROW else spec
+        exempt = chomsky.WHOLE_ROW + chomsky.READS_LENGTH
+        return dataclasses.replace(spec, causal=False) if self.name in exempt else spec
 
 
 BUILTIN = {name: Reference(name) for name in ("dlr", "dss", "s4", "s4d", "essm", "dlr-prod", "dlr-real", "dlr-6",

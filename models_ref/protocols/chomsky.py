@@ -108,6 +108,16 @@ for (_task, _scale), _row in PROTOCOLS.items():
 PAPER_MISSING = {task: "Delétang et al.'s Table 2 has a figure for every task and model, not entered here yet (no "
                        "readable copy of the table was at hand; none is typed from memory)" for task in TASKS}
 
+# ----------------------------------------------------------------- the laptop scale (laptop.py)
+# The paper's lengths (train 1-40, test 41-500), batch and models, one learning rate (example.py 121's 1e-3, where
+# the paper sweeps three at a million steps), 128 samples per test length (the paper's 512 would cost the Transformer
+# two hours on duplicate string's rows of 1,500 positions) and the steps of about an hour a run for the slowest of the
+# five models (the LSTM, the Transformer with its test lengths) by evaluate --dry-run on the development machine
+LAPTOP_STEPS = {**{f"chomsky-{t}": 5_000 for t in LEVELS["regular"]}, "chomsky-duplicate-string": 1_500}
+LAPTOP = {t: dict(steps=LAPTOP_STEPS.get(t, 2_500), lr=1e-3, lrs=None, eval_batches=1,
+                  why="one learning rate, 1e-3 (experiments/example.py 121), where the paper sweeps 1e-4, 3e-4, 5e-4; "
+                      "128 samples per test length (theirs: 512)") for t in TASKS}
+
 # ----------------------------------------------------------------- certificates (controls.py)
 # The controls the paper predicts (its section 5: an LSTM solves the regular tasks), at the tiny budget where they
 # were seen to pass beyond the training lengths (docs/validation.md, "The Chomsky hierarchy's controls")

@@ -135,6 +135,23 @@ PAPER_FROM["induction-heads"] = {c: "Mamba paper Table 11, at the training lengt
                                  for c in PAPER["induction-heads"]}
 SUITES["induction-heads"] = [("induction-heads", "induction-head")]
 
+# ----------------------------------------------------------------- the laptop scale (laptop.py)
+# Steps of about an hour a run for the slowest built-in of each suite by evaluate --dry-run on the development
+# machine: zoology's models at width 512 take 20-33 s a step at Figure 2's batch (so a few hundred steps: a laptop
+# cannot train Figure 2's grid, and the row says so); H3's synthetics fit whole (h3: 0.04 s a step); s6 at selective
+# copying's length 256, 1.3 s; at induction heads' 256, 0.2 s
+LAPTOP = {
+    **{f"mqar-{_L}": dict(steps=_steps, why="zoology trains 64 epochs; here a few hundred steps, an hour at width 512")
+       for _L, _steps in ((64, 200), (128, 100), (256, 150), (512, 150))},
+    "h3-induction": dict(steps=62_800, why="10 validations where the paper has 40"),
+    "h3-recall": dict(steps=31_400, why="10 validations where the paper has 40"),
+    "selective-copying": dict(steps=2_500, why="length 256 (224 noise tokens and 16 to copy, then 16 markers) "
+                                               "where the paper's is 4096", data={"L": 224, "M": 16, "A": 16}),
+    "induction-heads": dict(steps=15_000, why="tested to 2,048 (8 times the training length) where the paper tests "
+                                              "to 2^20", test_sets={str(2 ** k): {"input_seq_len": 2 ** k}
+                                                                    for k in range(6, 12)}),
+}
+
 # ----------------------------------------------------------------- the built-ins on these suites
 # Two prenorm blocks (tokens.py) of the width and heads of each paper's runs: H3 width 32 with an MLP of
 # 128; Mamba D 64 and 8 heads; zoology 128; 64 at tiny scale but for H3's 32. Mamba's induction heads

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from longsynth.errors import LongsynthError
 from longsynth.models_ref.protocols import atomic, chomsky, listops, mad, pathfinder, recall, s4_family, state
+from longsynth.models_ref.protocols.laptop import derive
 
 FAMILIES = (atomic, listops, pathfinder, recall, state, mad, chomsky)
 ATOMIC_TASKS = atomic.ATOMIC_TASKS
@@ -38,6 +39,9 @@ PAPER_NAMES = _merged("PAPER_NAMES")
 PAPER_FROM = _merged("PAPER_FROM")
 PAPER_MISSING = _merged("PAPER_MISSING")  # protocol -> why its paper's figures are not here (the paper has some)
 SUITES = _merged("SUITES")  # a group: [(protocol, task)]
+for _family in FAMILIES:  # the laptop scale: the papers' rows with fewer steps (laptop.py)
+    for _name, _laptop in getattr(_family, "LAPTOP", {}).items():
+        derive(PROTOCOLS, ARCHITECTURES, _name, **_laptop)
 
 TOLERANCE = 0.1  # how far a verdict's metric may lie from the paper's figure and be consistent with it
 COLUMNS = ("dlr", "dss", "attention")  # the paper columns a report shows beside the user's model
@@ -133,7 +137,7 @@ def protocol_of(task_or_protocol):
     return "atomic" if task_or_protocol in ATOMIC_TASKS else task_or_protocol
 
 
-SCALES = ("tiny", "paper")
+SCALES = ("tiny", "laptop", "paper")  # minutes on a CPU; the papers' lengths at an hour a run; the papers' own
 
 
 def protocol_row(name, scale, task=None):
@@ -144,6 +148,11 @@ def protocol_row(name, scale, task=None):
         raise LongsynthError(f"scale: must be one of {', '.join(SCALES)}, got {scale!r}")
     key = protocol_of(name)
     if (key, scale) not in PROTOCOLS:
+        scales = [s for s in SCALES if (key, s) in PROTOCOLS]
+        if scales:
+            raise LongsynthError(f"--scale: {name} has no {scale} scale; it has {' and '.join(scales)} (the laptop "
+                                 f"scale is for the recall, state-tracking, selective-copying, induction-heads and "
+                                 f"Chomsky suites)")
         raise LongsynthError(f"suite: no protocol {name!r}")
     row = dict(PROTOCOLS[(key, scale)])
     row["task"] = row["task"] or task or name

@@ -65,6 +65,11 @@ for _group in ("A5", "Z60"):
         source=f"{_MERRILL} shrunk to k = 8, 1,500 steps, depths 1 and 2")
 SUITES["word-problem"] = [("word-problem-a5", "word-problem"), ("word-problem-z60", "word-problem")]
 
+# ----------------------------------------------------------------- the laptop scale (laptop.py)
+# 2,000 steps: about 35 min of training for the slowest built-ins (s6, s6-signed, deltanet, deltanet-signed at
+# 1.0-1.3 s a step) and 15-20 min of the paper's evaluations (8,192 test sequences of lengths 40-256)
+LAPTOP = {name: dict(steps=2_000, why="") for name in ("parity", "modular-arithmetic", "modular-arithmetic-brackets")}
+
 # ----------------------------------------------------------------- the built-ins on these suites
 # Two prenorm blocks (tokens.py) of width 128, 64 at tiny scale.
 ARCHITECTURES.update(two_blocks(PROTOCOLS, lambda name, scale, model: (64 if scale == "tiny" else 128, {})))
