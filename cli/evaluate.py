@@ -121,9 +121,10 @@ def _lrs(ctx, param, value):
                    "selective-copying, induction-heads, state-tracking, word-problem, mad (mad-baselines), chomsky "
                    "(chomsky-regular, chomsky-dcf, chomsky-cs: one level; chomsky-TASK: one task); or a comma list")
 @click.option("--scale", type=click.Choice(["tiny", "laptop", "paper"]), default="tiny", show_default=True,
-              help="tiny: the protocols shrunk to minutes on a CPU; laptop: the papers' lengths, test lengths, "
-                   "widths and batch at about an hour a run on one core (the recall, state-tracking, "
-                   "selective-copying, induction-heads and Chomsky suites); paper: the papers' own recipes")
+              metavar="SCALE", help="tiny, laptop or paper. tiny: the protocols shrunk to minutes on a CPU; "
+                                    "laptop: the papers' lengths, test lengths, widths and batch at about an hour a "
+                                    "run on one core (the recall, state-tracking, selective-copying, induction-heads "
+                                    "and Chomsky suites); paper: the papers' own recipes")
 @click.option("--steps", type=click.IntRange(1, limits.MAX_STEPS), default=None,
               help="training steps per run [default: the protocol's]; the lr schedule, warmup and evaluations "
                    "scale with it, the batch and data do not (docs/evaluate.md)")

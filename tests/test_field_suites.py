@@ -64,7 +64,7 @@ def test_grazzi_table_3_is_stored_as_accuracy_from_its_scaled_figures():
 def test_a_group_with_no_member_at_a_scale_and_an_unknown_member_are_one_line(tmp_path):
     from longsynth.errors import LongsynthError
 
-    with pytest.raises(LongsynthError, match="no protocol 'mad-recall-v32'"):
+    with pytest.raises(LongsynthError, match="^--scale: mad-recall-v32 has no tiny scale; it has paper$"):
         resolve("mad-recall-v32", "tiny")  # MAD's settings other than the baselines are paper scale only
     with pytest.raises(LongsynthError, match="unknown suite"):
         suite_tasks("mqar-1024")

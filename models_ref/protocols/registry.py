@@ -150,9 +150,9 @@ def protocol_row(name, scale, task=None):
     if (key, scale) not in PROTOCOLS:
         scales = [s for s in SCALES if (key, s) in PROTOCOLS]
         if scales:
-            raise LongsynthError(f"--scale: {name} has no {scale} scale; it has {' and '.join(scales)} (the laptop "
-                                 f"scale is for the recall, state-tracking, selective-copying, induction-heads and "
-                                 f"Chomsky suites)")
+            hint = (" (the laptop scale is for the recall, state-tracking, selective-copying, induction-heads and "
+                    "Chomsky suites)") if scale == "laptop" else ""
+            raise LongsynthError(f"--scale: {name} has no {scale} scale; it has {' and '.join(scales)}{hint}")
         raise LongsynthError(f"suite: no protocol {name!r}")
     row = dict(PROTOCOLS[(key, scale)])
     row["task"] = row["task"] or task or name
