@@ -209,6 +209,11 @@ class Task:
                 raise LongsynthError(
                     f"{k}: not a parameter of {self.name}; parameters: {', '.join(names) or 'none'}"
                 )
+        for name, fixed in getattr(self.config, "FIXES", {}).items():  # a field that sets others: given both, equal
+            for other in fixed if params.get(name) is not None else ():
+                if other in params and params[other] != params[name]:
+                    raise LongsynthError(f"{name}: {params[name]} sets {' and '.join(fixed)} to it, but {other} "
+                                         f"is {params[other]}; give {name} alone, or equal values")
         cfg = self.config(**params)
         check_fields(cfg)
         if self.check is not None:

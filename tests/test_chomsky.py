@@ -156,7 +156,7 @@ def test_stack_example_row_from_the_kernel():
     ("solve-equation", dict(modulus=0), "modulus"),
     ("bucket-sort", dict(vocab_size=0), "vocab_size"),
     ("reverse-string", dict(length=0), "length"),
-    ("reverse-string", dict(length=5, max_length=9), "length: 5 fixes the input length"),
+    ("reverse-string", dict(length=5, max_length=9), "length: 5 sets min_length and max_length to it, but max_length"),
     ("reverse-string", dict(width=5), "width: not a parameter"),
 ])
 def test_bad_parameters_one_line(task, params, message):
@@ -331,3 +331,25 @@ def test_our_structure_is_theirs(authors, task):
             p = (p1 + p2) / 2
             tol = 5 * np.sqrt(p * (1 - p) * 2 / count) + 1e-9
             assert (np.abs(p1 - p2) <= tol).all(), (task, n, feature.__name__, p1, p2)
+
+
+def test_length_beside_a_disagreeing_min_or_max_length_is_refused(tmp_path):
+    """length sets min_length = max_length: given beside a bound that is the default's value (40), it was
+    taken and both recorded; now refused in one line wherever a config is made (gen, batch), while a bound
+    equal to it, or length alone, is accepted."""
+    from click.testing import CliRunner
+
+    from longsynth.cli.main import cli
+
+    r = CliRunner().invoke(cli, ["gen", "chomsky-reverse-string", "--length", "64", "--max-length", "40", "-n", "4",
+                                 "--out", str(tmp_path / "d")])
+    assert r.exit_code != 0 and "length: 64 sets min_length and max_length to it, but max_length is 40" in r.output
+    assert not (tmp_path / "d").exists()
+    with pytest.raises(LongsynthError, match="but min_length is 1"):
+        longsynth.batch("chomsky-bucket-sort", 0, 1, length=7, min_length=1)
+    assert longsynth.batch("chomsky-reverse-string", 0, 1, length=7, max_length=7)["inputs"].shape == (1, 14)
+
+
+def test_the_authors_stream_refusal_of_a_split_says_how_to_write_one():
+    with pytest.raises(LongsynthError, match=r"longsynth gen: --splits train=N\)$"):
+        longsynth.authors_stream("chomsky-reverse-string", 4, seed=0, split="val", length=8)

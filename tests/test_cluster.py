@@ -274,7 +274,7 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader
 from longsynth.torch import OnTheFlyDataset, ShardDataset, seeded_sampler
 
-stream = OnTheFlyDataset("cumsum", L=16, batch_size=3, length=4, extras=True)  # built before the group
+stream = OnTheFlyDataset("cumsum", L=16, batch_size=3, steps=4, extras=True)  # built before the group
 dist.init_process_group("gloo")
 ds = ShardDataset(sys.argv[1], extras=True)
 sampler = seeded_sampler(ds, seed=7)

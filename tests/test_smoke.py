@@ -61,7 +61,7 @@ def test_authors_stream_and_torch_loader(tmp_path):
     assert rows["train"]["inputs"].shape == (4, 31) and rows["test"]["inputs"].shape == (2, 31)
     from longsynth.torch import OnTheFlyDataset
 
-    ds = OnTheFlyDataset("mqar", length=1, batch_size=3, input_seq_len=32, num_kv_pairs=2, vocab_size=64)
+    ds = OnTheFlyDataset("mqar", steps=1, batch_size=3, input_seq_len=32, num_kv_pairs=2, vocab_size=64)
     x, y = next(iter(ds))
     assert tuple(x.shape) == (3, 32) and tuple(y.shape) == (3, 32)
 

@@ -174,7 +174,7 @@ def test_torch_encoding(dirs):
     raw = ShardDataset(str(ours), "train", encode=False)[5]
     bx, by = encode_batch("tokens", raw[0][None], raw[1][None])
     assert torch.equal(bx[0], x) and torch.equal(by[0], y)
-    stream = OnTheFlyDataset("mqar", seed=4, batch_size=3, length=1, **SMALL)
+    stream = OnTheFlyDataset("mqar", seed=4, batch_size=3, steps=1, **SMALL)
     sx, sy = next(iter(stream))
     assert sx.shape == (3, 32) and sx.dtype == torch.int64 and torch.equal(sx[0], torch.from_numpy(
         longsynth.sample("mqar", 0, seed=4, **SMALL)["inputs"].astype(np.int64)))

@@ -340,7 +340,7 @@ def test_onthefly_workers_and_ranks_never_repeat(cumsum_dir):
     seen = []
     batches = {}
     for rank in range(world):
-        ds = OnTheFlyDataset("cumsum", L=L, batch_size=bs, length=steps, extras=True, rank=rank, world_size=world)
+        ds = OnTheFlyDataset("cumsum", L=L, batch_size=bs, steps=steps, extras=True, rank=rank, world_size=world)
         out = _collect(ds, 3, forkserver())
         assert len(out) == steps == len(ds)
         for step, (x, y, extras) in enumerate(out):
@@ -361,14 +361,14 @@ def test_onthefly_workers_and_ranks_never_repeat(cumsum_dir):
 
 
 def test_onthefly_resume_continues_the_stream():
-    full = _collect(OnTheFlyDataset("cumsum", L=L, batch_size=3, length=9, seed=5, split="val"), 0)
-    resumed = OnTheFlyDataset("cumsum", L=L, batch_size=3, length=9, seed=5, split="val", start=4)
+    full = _collect(OnTheFlyDataset("cumsum", L=L, batch_size=3, steps=9, seed=5, split="val"), 0)
+    resumed = OnTheFlyDataset("cumsum", L=L, batch_size=3, steps=9, seed=5, split="val", start=4)
     assert len(resumed) == 5
     tail = _collect(resumed, 2, "spawn")
     assert len(tail) == 5
     for (a, b), (c, d) in zip(full[4:], tail):
         assert torch.equal(a, c) and torch.equal(b, d)
-    other = OnTheFlyDataset("cumsum", L=L, batch_size=3, length=9, seed=5, split="val")
+    other = OnTheFlyDataset("cumsum", L=L, batch_size=3, steps=9, seed=5, split="val")
     assert other.state_dict(6) == json.loads(json.dumps(resumed.state_dict(6)))  # checkpoint-friendly
     other.load_state_dict(resumed.state_dict(6))
     again = _collect(other, 0)
@@ -390,7 +390,7 @@ def test_onthefly_default_fork_workers_work_after_a_kernel_ran():
 
     longsynth.batch("cumsum", 0, 64, L=L)  # the parent has now run a parallel kernel
     assert numba.threading_layer() != "omp"  # importing longsynth picked a fork-safe layer
-    ds = OnTheFlyDataset("cumsum", L=L, batch_size=2, length=6, extras=True)
+    ds = OnTheFlyDataset("cumsum", L=L, batch_size=2, steps=6, extras=True)
     out = _collect(ds, 2, "fork")
     assert [b[2]["index"].tolist() for b in out] == [[2 * s, 2 * s + 1] for s in range(6)]
     ref = longsynth.batch("cumsum", 0, 12, L=L)
@@ -404,7 +404,7 @@ def test_onthefly_forced_openmp_fork_is_a_clear_error():
             "from longsynth.torch import OnTheFlyDataset\n"
             "longsynth.batch('cumsum', 0, 4, L=16)\n"
             "try:\n"
-            "    list(DataLoader(OnTheFlyDataset('cumsum', L=16, batch_size=2, length=2), batch_size=None,\n"
+            "    list(DataLoader(OnTheFlyDataset('cumsum', L=16, batch_size=2, steps=2), batch_size=None,\n"
             "                    num_workers=1, multiprocessing_context='fork'))\n"
             "except RuntimeError as e:\n"
             "    print('raised:', 'spawn' in str(e))\n")
@@ -418,7 +418,7 @@ def test_onthefly_rank_is_read_when_iteration_starts(monkeypatch):
     """A stream built before init_process_group still splits over the ranks."""
     import torch.distributed as dist
 
-    ds = OnTheFlyDataset("cumsum", L=L, batch_size=2, length=3, extras=True)  # built before
+    ds = OnTheFlyDataset("cumsum", L=L, batch_size=2, steps=3, extras=True)  # built before
     assert (ds.rank, ds.world_size) == (0, 1)
     monkeypatch.setattr(dist, "is_initialized", lambda: True)
     monkeypatch.setattr(dist, "get_rank", lambda: 1)
@@ -435,8 +435,21 @@ def test_onthefly_rank_is_read_when_iteration_starts(monkeypatch):
 def test_onthefly_rejects_bad_arguments():
     with pytest.raises(ValueError, match="batch_size"):
         OnTheFlyDataset("cumsum", batch_size=0)
-    with pytest.raises(ValueError, match="length"):
-        OnTheFlyDataset("cumsum", start=5, length=2)
+    with pytest.raises(ValueError, match="steps"):
+        OnTheFlyDataset("cumsum", start=5, steps=2)
+    with pytest.raises(ValueError, match="^length: not a parameter of cumsum; the stream's number of steps is steps="):
+        OnTheFlyDataset("cumsum", length=4)  # the stream's count was once named length
+
+
+def test_a_chomsky_tasks_length_is_its_own_not_the_streams():
+    """length= is the task's input length, as longsynth.batch reads it: rows of that length, the stream endless."""
+    import longsynth
+
+    ds = OnTheFlyDataset("chomsky-parity-check", length=64, batch_size=2, encode=False)
+    x, y = ds.batch(0)
+    want = longsynth.batch("chomsky-parity-check", 0, 2, length=64)
+    assert x.shape == want["inputs"].shape and (x.numpy() == want["inputs"]).all()
+    assert ds.steps is None and ds.params["min_length"] == ds.params["max_length"] == 64
     with pytest.raises(ValueError, match="rank"):
         OnTheFlyDataset("cumsum", rank=2, world_size=2)
     with pytest.raises(ValueError, match="not a parameter"):

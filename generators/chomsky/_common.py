@@ -75,6 +75,7 @@ def score_padding():
 
 @dataclass(frozen=True)
 class LengthConfig:
+    FIXES = {"length": ("min_length", "max_length")}  # Task.make_config: given beside length, they must equal it
     min_length: int = min_length()
     max_length: int = max_length()
     length: int | None = fixed_length()
@@ -82,6 +83,7 @@ class LengthConfig:
 
 @dataclass(frozen=True)
 class AlphabetConfig:
+    FIXES = {"length": ("min_length", "max_length")}  # Task.make_config: given beside length, they must equal it
     vocab_size: int = param(2, "symbols 0..vocab_size-1, each uniform (the paper: 2)", lo=1, hi=MAX_ALPHABET)
     min_length: int = min_length()
     max_length: int = max_length()
@@ -90,6 +92,7 @@ class AlphabetConfig:
 
 @dataclass(frozen=True)
 class TerminatedConfig:
+    FIXES = {"length": ("min_length", "max_length")}  # Task.make_config: given beside length, they must equal it
     score_padding: bool = score_padding()
     min_length: int = min_length()
     max_length: int = max_length()
@@ -97,10 +100,9 @@ class TerminatedConfig:
 
 
 def check_lengths(cfg):
-    if cfg.length is not None and (cfg.min_length, cfg.max_length) not in ((cfg.length, cfg.length), DEFAULT_RANGE):
-        raise LongsynthError(f"length: {cfg.length} fixes the input length; give it or min_length/max_length "
-                             f"({cfg.min_length}, {cfg.max_length}), not both")
-    if cfg.min_length > cfg.max_length:
+    """A config's lengths in order; ``length`` beside a bound that disagrees with it is refused before, by
+    Task.make_config (``FIXES``): a bound left at its default takes the length's value (``fix_length``)."""
+    if cfg.length is None and cfg.min_length > cfg.max_length:
         raise LongsynthError(f"min_length: {cfg.min_length} exceeds max_length = {cfg.max_length}")
 
 

@@ -47,7 +47,8 @@ def check(name, cfg, seed, split):
                              f"above 10 gives rows longer than the length (or their np.array fails); got {cfg.modulus}")
     if split != "train":
         raise LongsynthError(f"split: the authors' stream of chomsky-{name} is their training call for a seed; "
-                             f"write a test set as another dataset, at its own length and seed (got {split})")
+                             f"write a test set as another dataset, at its own length and seed (got {split}; "
+                             f"longsynth gen: --splits train=N)")
 
 
 def arrays(name, cfg, count, seed):

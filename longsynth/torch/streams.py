@@ -52,8 +52,9 @@ class OnTheFlyDataset(IterableDataset):
     ``(s * world_size + r) * batch_size + [0, batch_size)`` - exactly the samples a stored
     dataset of the same (task, params, seed, split) holds at those indices. DataLoader
     worker w of W yields steps ``start + w, start + w + W, ...``; the DataLoader delivers
-    them in step order. ``start`` resumes the stream at a step counter; ``length`` (in
-    steps, counted from 0) ends it, so ``len(ds) == length - start``; None streams forever.
+    them in step order. ``start`` resumes the stream at a step counter; ``steps`` (counted
+    from 0) ends it, so ``len(ds) == steps - start``; None streams forever. Every other keyword is
+    the task's (a Chomsky task's ``length`` is its input length, as in ``longsynth.batch``).
 
     Rank and world size are ``rank`` / ``world_size`` when given, else torch.distributed's
     when iteration starts (so a stream built before ``init_process_group`` still splits
@@ -65,20 +66,26 @@ class OnTheFlyDataset(IterableDataset):
     has run a parallel kernel, a forked worker raises a RuntimeError naming the way out.
     """
 
-    def __init__(self, task, *, seed=0, split="train", length=None, encode=True, extras=False, start=0,
+    def __init__(self, task, *, seed=0, split="train", steps=None, encode=True, extras=False, start=0,
                  batch_size=16, positional=None, rank=None, world_size=None, **params):
-        t, cfg, seed, _, _ = resolve(task, seed, split, params)
+        try:
+            t, cfg, seed, _, _ = resolve(task, seed, split, params)
+        except LongsynthError:
+            if "length" in params:  # the stream's count of steps was once named length: say where it went
+                raise LongsynthError(f"length: not a parameter of {task}; the stream's number of steps is steps= "
+                                     f"(length= is a Chomsky task's input length)") from None
+            raise
         if not t.batchable:
             raise LongsynthError(f"task: {task} has variable-length samples; use a stored dataset (ShardDataset)")
         for name, value, lo in (("batch_size", batch_size, 1), ("start", start, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < lo:
                 raise LongsynthError(f"{name}: must be an integer >= {lo}, got {value!r}")
-        if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < start):
-            raise LongsynthError(f"length: must be None or an integer >= start ({start}), got {length!r}")
+        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < start):
+            raise LongsynthError(f"steps: must be None or an integer >= start ({start}), got {steps!r}")
         # the resolved config: a resumed run that spells a default out is the same stream
         self.task, self.params, self.seed, self.split = t.name, dataclasses.asdict(cfg), seed, split_name(split)
         self.family = t.family
-        self.batch_size, self.start, self.length = batch_size, start, length
+        self.batch_size, self.start, self.steps = batch_size, start, steps
         # explicit rank / world size, checked now; None: torch.distributed's at iteration
         self._given = None if rank is None and world_size is None else _rank_world(rank, world_size)
         self.extras = bool(extras)
@@ -105,9 +112,9 @@ class OnTheFlyDataset(IterableDataset):
         return state
 
     def __len__(self):
-        if self.length is None:
-            raise TypeError("OnTheFlyDataset: endless stream (length=None) has no len()")
-        return self.length - self.start
+        if self.steps is None:
+            raise TypeError("OnTheFlyDataset: endless stream (steps=None) has no len()")
+        return self.steps - self.start
 
     def indices(self, step):
         """Sample indices of ``step`` on this rank: int64 [batch_size]."""
@@ -128,8 +135,8 @@ class OnTheFlyDataset(IterableDataset):
         diff = [k for k in mine if state.get(k) != mine[k]]
         if diff:
             raise LongsynthError(f"state: another stream ({', '.join(diff)} differ)")
-        if self.length is not None and state["step"] > self.length:
-            raise LongsynthError(f"state: step {state['step']} is past length {self.length}")
+        if self.steps is not None and state["step"] > self.steps:
+            raise LongsynthError(f"state: step {state['step']} is past steps {self.steps}")
         self.start = int(state["step"])
 
     def __iter__(self):
@@ -143,7 +150,7 @@ class OnTheFlyDataset(IterableDataset):
         resolved = resolve(self.task, self.seed, self.split, self.params)
         rank, world = self._resolve()  # once, when iteration starts
         step = self.start + worker
-        while self.length is None or step < self.length:
+        while self.steps is None or step < self.steps:
             yield self._make(resolved, step, rank, world)
             step += workers
 
