@@ -15,7 +15,9 @@ from longsynth.progress import Bar, Samples, count
 def list_tasks():
     """List the tasks, one line each: family, the default number of samples and its size
     on disk, a summary and the default parameters."""
-    for name, t in registry.all_tasks().items():
+    tasks = registry.all_tasks()
+    width = max(map(len, tasks))  # the longest name: the columns stay aligned
+    for name, t in tasks.items():
         resolved = t.make_config()
         params = " ".join(f"{f.name}={getattr(resolved, f.name)}{'*' if f.default is None else ''}"
                           for f in dataclasses.fields(t.config))
@@ -24,7 +26,7 @@ def list_tasks():
         size = store.estimate_bytes(t, resolved, store.default_splits(n, t.split_percent), 0,
                                     store.default_shard_size(t, resolved), draw=False)
         size = ("<= " if ragged else "") + store.human(size)
-        click.echo(f"{name:18s} {t.family:10s} {count(n):>7s} samples {size:>11s}  {t.summary} ({params})")
+        click.echo(f"{name:{width}s} {t.family:10s} {count(n):>7s} samples {size:>11s}  {t.summary} ({params})")
     click.echo("\nsamples: gen's default --num-samples (split train/val/test by the task's shares), with its size "
                "on disk uncompressed (<=: at most, for variable-length samples; gen --dry-run measures it).\n"
                "*: a value the task's preset derives from other parameters (pathfinder-seg "

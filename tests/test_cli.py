@@ -41,6 +41,8 @@ def test_list(runner):
     assert "*: a value the task's preset derives" in r.output
     pf = next(line for line in r.output.splitlines() if line.startswith("pathfinder-seg "))
     assert "None" not in pf and "paddle_length=5*" in pf and "distractors=16*" in pf  # the preset's values
+    # the columns stay aligned past 18-character names (chomsky-missing-duplicate-string, mad-selective-copying)
+    assert len({row.index(" samples ") for row in rows}) == 1, rows
 
 
 def test_gen_info_verify(runner, dataset):
