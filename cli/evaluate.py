@@ -7,6 +7,7 @@ import click
 
 from longsynth.cli.common import friendly
 from longsynth.models_ref.evaluation import limits  # evaluate and validate bound their options (no torch imported)
+from longsynth.escape import visible
 from longsynth.progress import count
 
 
@@ -181,10 +182,10 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
         from longsynth.models_ref.evaluation.sweep import dry_run as estimate
 
         click.echo(estimate(model, suite, out=out, settings=settings,
-                            notify=lambda line: click.echo(line, err=True)).text())
+                            notify=lambda line: click.echo(visible(line), err=True)).text())
         return
     try:
-        report = run(model, suite, out=out, settings=settings, notify=lambda line: click.echo(line, err=True))
+        report = run(model, suite, out=out, settings=settings, notify=lambda line: click.echo(visible(line), err=True))
     except KeyboardInterrupt:
         click.echo(f"interrupted: finished runs keep their certificates and unfinished ones their last checkpoint "
                    f"(saved at every evaluation) in {out}; rerun the same command to resume", err=True)

@@ -8,6 +8,7 @@ import os
 
 from longsynth.models_ref.protocols.mad import GROUP_NAMES, GROUP_SOURCE, GROUPS
 from longsynth.models_ref.protocols.registry import TOLERANCE, column_source, paper_split
+from longsynth.escape import markdown, visible
 from longsynth.models_ref.reports.records import (METRIC_NAMES, _level_text, _lr, _mine, _pct, _run_name, binned,
                                                   display_name, diverged_text, score_of)
 
@@ -18,7 +19,8 @@ class ReportText:
 
     def table(self):
         """Plain-text table of the rows (what the CLI prints)."""
-        name = self.name if len(self.name) <= 40 else self.name[:37] + "..."
+        name = visible(self.name)
+        name = name if len(name) <= 40 else name[:37] + "..."
         rows = self.rows()
         headers = self.headers(rows)
         head = ["task", "metric", name, "chance", "lr", *(n for _, n in headers), "verdict"]
@@ -50,7 +52,7 @@ class ReportText:
         rows = self.rows()
         headers = self.headers(rows)
         on_val = any(paper_split(r["protocol"]) == "val" for r in rows)
-        out = [f"# `{self.name}` on `{self.suite}` ({self.scale} scale)", "",
+        out = [f"# {markdown(self.name)} on `{self.suite}` ({self.scale} scale)", "",
                f"Test metric at the best learning rate by validation (tried: "
                f"{', '.join(f'{lr:g}' for lr in sorted({r['lr'] for r in self.runs}))}), mean ± standard "
                f"deviation over {s.get('seeds', 1)} seed(s); the papers' figures beside it, each column named as "
@@ -80,7 +82,8 @@ class ReportText:
             out += [f"The tiny scale shrinks the papers' recipes (here: {here}; docs/evaluate.md), so the papers' "
                     "figures are a reference, not a target." + (f" Recipes: {'; '.join(recipes)}." if recipes
                                                                  else ""), ""]
-        head = ["task", "metric", self.name, "chance", "best lr", *(f"paper: {n}" for _, n in headers), "verdict"]
+        head = ["task", "metric", markdown(self.name), "chance", "best lr", *(f"paper: {n}" for _, n in headers),
+                "verdict"]
         out += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
         for r in rows:
             mine = _mine(r) if r["test_mean"] is None else f"{r['test_mean']:.3f} ± {r['test_std']:.3f}"
@@ -162,7 +165,7 @@ class ReportText:
             out[-1] += (" Budget cut (`--steps`) for " + ", ".join(r["group"] for r in cut)
                         + ": those scores are not verdicts.")
         out += ["", f"Papers: {GROUP_SOURCE}.", "",
-                f"| task | settings | chance | {self.name} | " + " | ".join(f"paper: {GROUP_NAMES.get(c, c)}"
+                f"| task | settings | chance | {markdown(self.name)} | " + " | ".join(f"paper: {GROUP_NAMES.get(c, c)}"
                                                                        for c in cols) + " |",
                 "|---" * (4 + len(cols)) + "|"]
         for r in rows:
@@ -222,7 +225,7 @@ def summary(cert):
            + (f" (the protocol's {proto['steps']:,} scaled: warmup {sched['warmup_steps']:,}, an evaluation every "
               f"{sched['eval_every']:,})" if scaled and proto else "")
            + f", {cert.get('wall_time_s', 0):.0f} s on {cert.get('device', '?')}")
-    who = display_name(cert.get("model_identity") or {"model": cert["model"]})  # a file's name and hash, no path
+    who = visible(display_name(cert.get("model_identity") or {"model": cert["model"]}))  # a file's name, no path
     lines = [f"{who} on {cert['target']} ({cert['protocol']}, {cert['scale']}): {how}"]
     primary = cert.get("primary_metric")
     name = METRIC_NAMES.get(primary, primary)

@@ -1,0 +1,69 @@
+"""Names and strings from a user or a stranger's folder, escaped where they are shown (docs/format.md,
+"Trust"): a model file's name in report.md and on the terminal, a manifest's command and versions in an
+exported dataset card."""
+import json
+import os
+
+import pytest
+
+from longsynth.escape import markdown, visible
+
+HOSTILE = "<img src=x onerror=alert(1)>[click](https://x.example)|col`code`\n# Heading\x1b[2J\x9b31m"
+
+
+def test_visible_is_one_line_without_control_characters():
+    text = visible(HOSTILE)
+    assert "\n" not in text and "\x1b" not in text and "\x9b" not in text
+    assert "\\n# Heading\\x1b[2J\\x9b31m" in text
+    assert visible("plain name.py:build") == "plain name.py:build"
+
+
+def test_markdown_renders_as_the_text_itself():
+    text = markdown(HOSTILE)
+    assert "<" not in text and ">" not in text and "&lt;img src=x onerror=alert\\(1\\)&gt;" in text
+    assert "\\[click\\]\\(https://x.example\\)" in text  # no link
+    assert "\\|col\\`code\\`" in text  # no extra table column, no code span
+    assert "\n" not in text and "\x1b" not in text
+    assert markdown("tinytf.py:build (sha256 1a2b3c4d)") == "tinytf.py:build \\(sha256 1a2b3c4d\\)"
+
+
+def test_a_hostile_model_file_name_writes_nothing_into_report_md_or_the_terminal():
+    pytest.importorskip("torch")
+    from test_report_honesty import _cert, _report
+
+    report = _report([_cert("parity", 0.9)], model=f"/tmp/{HOSTILE}.py:build", sha="ab" * 32)
+    md = report.to_markdown()
+    assert "<img" not in md and "](https://" not in md and "\x1b" not in md
+    assert not any(line.startswith("# Heading") for line in md.splitlines())
+    header = next(line for line in md.splitlines() if line.startswith("| task |"))
+    rule = next(line for line in md.splitlines() if line.startswith("|---"))
+    assert header.replace("\\|", "").count("|") == rule.count("|")  # the name is one cell
+    table = report.table()
+    assert "\x1b" not in table and "\x9b" not in table
+    assert len(table.splitlines()[0].split("  ")) > 3  # the header is one line
+
+
+def test_a_strangers_manifest_writes_nothing_into_the_dataset_card(tmp_path):
+    pytest.importorskip("datasets")
+    from click.testing import CliRunner
+
+    from longsynth import store
+    from longsynth.cli.main import cli
+
+    root = tmp_path / "d"
+    store.generate(str(root), "cumsum", {"L": 8}, seed=0, splits={"train": 4, "val": 2, "test": 2}, workers=1)
+    path = os.path.join(root, "manifest.json")
+    m = json.load(open(path, encoding="utf-8"))
+    m["command"] = "longsynth gen cumsum\n\n# Owned\n<img src=x onerror=alert(1)>\x1b[31m"
+    m["versions"]["longsynth"] = "0.1 <script>alert(1)</script> [x](https://x.example)"
+    json.dump(m, open(path, "w", encoding="utf-8"))
+    r = CliRunner().invoke(cli, ["export", str(root), "--format", "hf", "--out", str(tmp_path / "hf")])
+    if r.exit_code != 0:  # a manifest check that refuses the edit is a fine answer too: one line
+        assert r.output.startswith("Error:") and len(r.output.strip().splitlines()) == 1, r.output
+        return
+    card = open(tmp_path / "hf" / "README.md", encoding="utf-8").read()
+    # the command stays one line of its indented code block, where markdown renders it as written
+    (command,) = [line for line in card.splitlines() if "Owned" in line]
+    assert command.startswith("    longsynth gen cumsum\\n\\n# Owned\\n<img")
+    assert [line for line in card.splitlines() if "<img" in line] == [command]
+    assert "<script>" not in card and "](https://x.example)" not in card and "\x1b" not in card
