@@ -437,3 +437,73 @@ def test_fuzz_one_line_or_correct_data_and_nothing_outside_touched(clean, tmp_pa
     assert rounds >= 20 and errors >= rounds // 4, (rounds, errors)
     assert (outside.read_bytes(), os.stat(outside).st_mtime_ns) == before
     assert sorted(os.listdir(tmp_path)) == ["d", "outside.h5"]
+
+
+# ---------------------------------------------------------------- checkpoints read as untrusted
+
+
+@pytest.fixture(scope="module")
+def small_checkpoint(tmp_path_factory):
+    """last.pt of a two-step run of a small reference model (H 4, one layer)."""
+    torch = pytest.importorskip("torch")
+    from longsynth.models_ref.models.stack import ModelConfig
+    from longsynth.models_ref.training.trainer import TrainConfig, train
+
+    folder = tmp_path_factory.mktemp("ck")
+    data = lambda s: (torch.randn(2, 8, 1), torch.randn(2, 8, 2))  # noqa: E731
+    train(ModelConfig(d_input=1, d_output=2, H=4, N=4, n_layers=1), TrainConfig(steps=2, lr=1e-3, eval_every=1),
+          data, lambda: [data(0)], checkpoint_dir=str(folder))
+    return folder / "last.pt"
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda ck: ck.update(model_config=["H", 4]), "not a model checkpoint"),
+    (lambda ck: ck.pop("model_config"), "not a model checkpoint"),
+    (lambda ck: ck.update(model="weights"), "not a model checkpoint"),
+    (lambda ck: ck["model_config"].update(colour="red"), "does not build a model"),
+    (lambda ck: ck["model_config"].update(H=0), "does not build a model|implies"),
+    (lambda ck: ck["model_config"].update(H=-5), "does not build a model|implies"),
+    (lambda ck: ck["model_config"].update(H=30_000), "implies .* numbers, its weights hold"),
+    (lambda ck: ck["model_config"].update(n_layers=10 ** 6), "n_layers 1,000,000, more than its"),
+    (lambda ck: ck["model_config"].update(d_input=10 ** 9), "implies .* numbers, its weights hold"),
+])
+def test_a_checkpoint_whose_config_lies_is_one_line_before_anything_is_allocated(small_checkpoint, tmp_path, change,
+                                                                                 message):
+    """A stranger's checkpoint: its structure is checked and the model its config implies is sized on the meta
+    device first (H 30,000 would allocate 14 GB, n_layers 10^6 build for minutes, d_input 10^9 ask for 4 TB)."""
+    import resource
+    import time
+
+    import torch
+
+    from longsynth.models_ref.training.checkpoints import CheckpointError, load_model
+
+    ck = torch.load(small_checkpoint, weights_only=True)
+    change(ck)
+    path = tmp_path / "evil.pt"
+    torch.save(ck, path)
+    before, t0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.perf_counter()
+    with pytest.raises(CheckpointError, match=message) as err:
+        load_model(str(path))
+    assert "\n" not in str(err.value) and str(path) in str(err.value)
+    assert time.perf_counter() - t0 < 10
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 500_000  # KiB: nothing large allocated
+
+
+def test_a_compressed_checkpoint_record_is_refused_before_it_inflates(small_checkpoint, tmp_path):
+    """torch stores its records uncompressed; a DEFLATE record (1.5 MB inflating to 774 MB in the attack) is
+    refused from the archive's directory, before torch reads it; so is a file that is no archive."""
+    import zipfile
+
+    from longsynth.models_ref.training.checkpoints import CheckpointError, load_checkpoint
+
+    path = tmp_path / "deflated.pt"
+    with zipfile.ZipFile(small_checkpoint) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info.filename))
+    with pytest.raises(CheckpointError, match="is compressed .* torch stores them as they are"):
+        load_checkpoint(str(path))
+    (tmp_path / "plain.pt").write_bytes(b"not an archive" * 10)
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        load_checkpoint(str(tmp_path / "plain.pt"))
+    load_checkpoint(str(small_checkpoint))  # what longsynth writes loads

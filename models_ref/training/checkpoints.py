@@ -159,6 +159,23 @@ def _first_line(e):
     return " ".join(str(e).split())[:200] or type(e).__name__
 
 
+def _check_records(f, path):
+    """torch.save writes a zip archive of stored (uncompressed) records: each record's size on disk is its
+    size in memory. A compressed record could inflate a small file to gigabytes before any check, so it is
+    refused, as is a file that is no such archive."""
+    import zipfile
+
+    try:
+        records = zipfile.ZipFile(f).infolist()
+    except (zipfile.BadZipFile, ValueError, OSError):
+        raise CheckpointError(f"{path}: not a readable checkpoint (torch's checkpoints are zip archives)") from None
+    for r in records:
+        if r.compress_type != zipfile.ZIP_STORED or r.file_size != r.compress_size:
+            raise CheckpointError(f"{path}: not loaded: its record {r.filename[:80]!r} is compressed "
+                                  f"({r.compress_size:,} bytes that inflate to {r.file_size:,}); torch stores them "
+                                  f"as they are")
+
+
 def load_checkpoint(path, map_location="cpu"):
     """A checkpoint's dict, loaded with ``weights_only=True``: tensors and plain data only, so
     a checkpoint that travelled with a dataset folder cannot run code (docs/format.md,
@@ -166,6 +183,8 @@ def load_checkpoint(path, map_location="cpu"):
     line) for one that holds anything else."""
     try:
         with os.fdopen(safe.open_regular(os.fspath(path)), "rb") as f:
+            _check_records(f, path)
+            f.seek(0)
             return torch.load(f, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as e:
         found = re.search(r"(?:[Uu]nsupported global:? GLOBAL|unsupported GLOBAL) ([\w.]+)", str(e))
@@ -175,18 +194,53 @@ def load_checkpoint(path, map_location="cpu"):
         raise CheckpointError(f"{path}: not a readable checkpoint ({(str(e).splitlines() or [''])[0][:200]})") from None
 
 
-def load_model(path, map_location="cpu"):
-    """(Model, checkpoint dict) of a reference model, rebuilt from the config stored in its checkpoint."""
-    ck = load_checkpoint(path, map_location)
-    if ck["model_config"].get("layer") == "zoology-attention":  # the built-ins outside the stack
+LAYER_COUNTS = ("n_layers", "num_layers")  # the config fields that count layers (stack, zoology, Chomsky)
+
+
+def _model_of(config):
+    """The model a checkpoint's ``model_config`` (plain data) rebuilds: the reference stack or a built-in outside it."""
+    kind = config.get("layer")
+    if kind == "zoology-attention":  # the built-ins outside the stack
         from longsynth.models_ref.models.zoology import ZoologyAttention, ZoologyConfig
 
-        model = ZoologyAttention(ZoologyConfig.from_dict(ck["model_config"]))
-    elif ck["model_config"].get("layer") == "chomsky":
+        return ZoologyAttention(ZoologyConfig.from_dict(config))
+    if kind == "chomsky":
         from longsynth.models_ref.models.chomsky import ChomskyConfig, ChomskyModel
 
-        model = ChomskyModel(ChomskyConfig.from_dict(ck["model_config"]))
-    else:
-        model = Model(ModelConfig.from_dict(ck["model_config"]))
-    model.load_state_dict(ck["model"])
+        return ChomskyModel(ChomskyConfig.from_dict(config))
+    return Model(ModelConfig.from_dict(config))
+
+
+def load_model(path, map_location="cpu"):
+    """(Model, checkpoint dict) of a reference model, rebuilt from the config stored in its checkpoint.
+    The checkpoint is untrusted (docs/format.md, "Trust"): its structure is checked, and the model its config
+    implies is built without memory first (on torch's meta device) and refused where it would hold more
+    numbers than the weights stored beside it, before anything is allocated; one line otherwise."""
+    ck = load_checkpoint(path, map_location)
+    config, weights = ck.get("model_config") if isinstance(ck, dict) else None, ck.get("model") \
+        if isinstance(ck, dict) else None
+    if not isinstance(config, dict) or not isinstance(weights, dict) or \
+            not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()):
+        raise CheckpointError(f"{path}: not a model checkpoint (a model_config dict and a model of named tensors)")
+    stored = sum(v.numel() for v in weights.values())
+    for name in LAYER_COUNTS:  # a layer holds a tensor at least: the build's time is bounded before it starts
+        layers = config.get(name)
+        if isinstance(layers, int) and not isinstance(layers, bool) and layers > len(weights):
+            raise CheckpointError(f"{path}: its model_config has {name} {layers:,}, more than its {len(weights):,} "
+                                  f"weight tensors")
+    try:
+        with torch.device("meta"):
+            shape = _model_of(config)
+        implied = sum(v.numel() for v in shape.state_dict().values())
+    except (LongsynthError, TypeError, ValueError, KeyError, AttributeError) as e:
+        raise CheckpointError(f"{path}: its model_config does not build a model ({_first_line(e)})") from None
+    except (RuntimeError, NotImplementedError):  # an init the meta device cannot run: the bound above holds
+        implied = None
+    if implied is not None and implied != stored:
+        raise CheckpointError(f"{path}: its model_config implies {implied:,} numbers, its weights hold {stored:,}")
+    model = _model_of(config)
+    try:
+        model.load_state_dict(weights)
+    except Exception as e:  # a wrong shape, a missing or extra key
+        raise CheckpointError(f"{path}: its weights do not fit its model_config ({_first_line(e)})") from None
     return model, ck
