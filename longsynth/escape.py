@@ -10,7 +10,7 @@ import re
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1: newlines, ESC, CSI
 _SPELLED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+!|~])")  # what markdown reads as syntax inside a line
+_PUNCTUATION = re.compile(r"([\\`*_\[\]|~])")  # what markdown reads as syntax inside a line (no [: no link)
 
 
 def visible(text):

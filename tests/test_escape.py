@@ -20,11 +20,12 @@ def test_visible_is_one_line_without_control_characters():
 
 def test_markdown_renders_as_the_text_itself():
     text = markdown(HOSTILE)
-    assert "<" not in text and ">" not in text and "&lt;img src=x onerror=alert\\(1\\)&gt;" in text
-    assert "\\[click\\]\\(https://x.example\\)" in text  # no link
+    assert "<" not in text and ">" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+    assert "\\[click\\](https://x.example)" in text  # no link: its brackets escaped
     assert "\\|col\\`code\\`" in text  # no extra table column, no code span
     assert "\n" not in text and "\x1b" not in text
-    assert markdown("tinytf.py:build (sha256 1a2b3c4d)") == "tinytf.py:build \\(sha256 1a2b3c4d\\)"
+    assert markdown("tinytf.py:build (sha256 1a2b3c4d)") == "tinytf.py:build (sha256 1a2b3c4d)"
+    assert markdown("my_model.py:build") == "my\\_model.py:build"
 
 
 def test_a_hostile_model_file_name_writes_nothing_into_report_md_or_the_terminal():
@@ -66,4 +67,5 @@ def test_a_strangers_manifest_writes_nothing_into_the_dataset_card(tmp_path):
     (command,) = [line for line in card.splitlines() if "Owned" in line]
     assert command.startswith("    longsynth gen cumsum\\n\\n# Owned\\n<img")
     assert [line for line in card.splitlines() if "<img" in line] == [command]
-    assert "<script>" not in card and "](https://x.example)" not in card and "\x1b" not in card
+    assert "<script>" not in card and "\x1b" not in card
+    assert "[x](" not in card and "\\[x\\](https://x.example)" in card  # the link's brackets escaped

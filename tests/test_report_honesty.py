@@ -243,7 +243,7 @@ def test_titles_and_headers_name_the_file_and_its_hash_not_its_path():
     rep = _report([cert], model=path, sha="1a2b3c4d" + "0" * 56)
     assert rep.name == "tinytf.py:build (sha256 1a2b3c4d)"
     md = rep.to_markdown()
-    assert md.splitlines()[0] == "# `tinytf.py:build (sha256 1a2b3c4d)` on `s` (tiny scale)"
+    assert md.splitlines()[0] == "# tinytf.py:build (sha256 1a2b3c4d) on `s` (tiny scale)"
     assert "/home/someone" not in md and "/home/someone" not in rep.table()
     for fig in (rep.figure(), rep.lengths_figure()):
         try:
@@ -252,3 +252,51 @@ def test_titles_and_headers_name_the_file_and_its_hash_not_its_path():
         finally:
             _close(fig)
     assert _report([_cert("parity", 0.9)], model="gru").name == "gru"  # a built-in keeps its name
+
+
+# ---------------------------------------------------------------- seeds, rows and in-distribution accuracy
+
+
+def _chomsky_cert(score, in_dist, seed=0, sets=11, rows=128):
+    """A Chomsky certificate scored on its test sets (mean over them), with the in-distribution test split."""
+    cert = _cert("chomsky-cycle-navigation", score)
+    each = {"accuracy": score, "batches": rows // 32, "batch_size": 32,
+            "exact": {"accuracy": score, "count": rows}}
+    cert.update(seed=seed, scored_on="test sets", score={"accuracy": score}, family="tokens",
+                test={"accuracy": in_dist, "batches": 4, "batch_size": 32,
+                      "exact": {"accuracy": in_dist, "count": 128}},
+                test_sets={str(41 + 6 * i): dict(each) for i in range(sets)})
+    return cert
+
+
+def test_a_seed_far_above_chance_denies_at_chance():
+    """Seeds that solve or fail: 1.000, 0.320, 1.000 on a five-way task was read "0.773 ± 0.392, at chance" when the
+    noise took two standard deviations over seeds; chance is a claim about every seed."""
+    runs = [_chomsky_cert(s, 1.0, seed=i) for i, s in enumerate((1.0, 0.32, 1.0))]
+    row = _report(runs).rows()[0]
+    assert "at chance" not in row["verdict"], row["verdict"]
+    assert row["per_seed"] == [1.0, 0.32, 1.0] and row["best_run"] == 1.0
+    runs = [_chomsky_cert(s, 0.21, seed=i) for i, s in enumerate((0.205, 0.195, 0.21))]
+    assert "at chance (0.20)" in _report(runs).rows()[0]["verdict"]  # every seed at it
+
+
+def test_the_noise_counts_the_rows_every_test_set_scored():
+    """A GRU at 0.237 on a five-way Chomsky task over 11 sets x 128 rows (1,408 rows: 2 SE 0.021) is above chance;
+    the noise once came from the in-distribution split's 128 rows (2 SE 0.071) and called it at chance."""
+    row = _report([_chomsky_cert(0.237, 0.9)]).rows()[0]
+    assert row["noise"] == pytest.approx(max(0.02, 2 * (0.2 * 0.8 / 1408) ** 0.5))
+    assert "at chance" not in row["verdict"], row["verdict"]
+    assert "at chance" in _report([_chomsky_cert(0.237, 0.9, sets=1)]).rows()[0]["verdict"]  # 128 rows: within
+
+
+def test_the_table_shows_in_distribution_accuracy_and_one_seed_without_a_spread():
+    report = _report([_chomsky_cert(0.5, 0.97)])
+    md = report.to_markdown()
+    header = next(line for line in md.splitlines() if line.startswith("| task |"))
+    assert "| in-distribution |" in header
+    row = next(line for line in md.splitlines() if line.startswith("| chomsky-cycle-navigation |"))
+    assert "| 0.500 (n = 1, no spread) | 0.970 |" in row
+    assert "± 0.000" not in md and "± 0.000" not in report.table()
+    assert "In-distribution: the test split at the training lengths" in md
+    many = _report([_chomsky_cert(s, 0.97, seed=i) for i, s in enumerate((0.5, 0.6))]).to_markdown()
+    assert "0.550 ± 0.071 (n = 2)" in many and "chomsky-cycle-navigation 0.500, 0.600 (best run 0.600)" in many

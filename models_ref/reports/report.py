@@ -101,6 +101,7 @@ class Report(ReportText, ReportFigures):
         best = max(val, key=val.get)
         best_lr, best_wd = best if math.isfinite(val[best]) else (None, None)
         tests = [score_of(r)[metric] for r in by_lr[best] if score_of(r)]
+        in_dist = [r["test"].get(metric) for r in by_lr[best] if r.get("scored_on") == "test sets" and r.get("test")]
         figures = _figures(runs[0])
         protocol = runs[0]["protocol"]
         paper = {c: (_column(figures, c) or {}).get(metric) for c in self.columns}
@@ -111,6 +112,8 @@ class Report(ReportText, ReportFigures):
                "val": val[best] if math.isfinite(val[best]) else None,
                "test_mean": statistics.fmean(tests) if tests else None,
                "test_std": statistics.stdev(tests) if len(tests) > 1 else 0.0, "seeds": len(tests),
+               "per_seed": tests, "best_run": max(tests) if tests else None,
+               "in_distribution": statistics.fmean(in_dist) if in_dist and None not in in_dist else None,
                "paper": paper, "paper_source": PAPER_SOURCE.get(protocol), "paper_missing": PAPER_MISSING.get(protocol),
                "paper_names": {c: column_name(protocol, c) for c in known},
                "paper_sources": {c: column_source(protocol, c) or PAPER_SOURCE.get(protocol) for c in known},
@@ -127,22 +130,35 @@ class Report(ReportText, ReportFigures):
         row["protocol_steps"] = _protocol_steps(runs[0])
         row["budget"] = (min(trained) / row["protocol_steps"]
                          if row["protocol_steps"] and min(trained) < row["protocol_steps"] else None)
-        row["noise"] = self._noise(row, by_lr[best])
+        row["seed_noise"] = [self._noise(row, r) for r in by_lr[best] if score_of(r)]
+        row["noise"] = max(row["seed_noise"], default=0.02)
         row["verdict"] = self._verdict(row)
         row["by_length"] = by_length(by_lr[best])
         row["trained_at"] = _trained_at(runs[0])
         return row
 
     @staticmethod
-    def _noise(row, runs):
-        """How far from a level a result may lie and still be at it: two standard errors of
-        the test accuracy over its scored tokens (binomial at the level), two standard deviations
-        over seeds, and 0.02 at least."""
-        counts = [((r.get("test") or {}).get("exact") or {}).get("count") for r in runs if r.get("test")]
-        n = sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool) and c > 0)
+    def _noise(row, run):
+        """How far from a level one run's result may lie and still be at it: two standard errors of
+        an accuracy over the rows it scored (binomial at the level; a row's tokens are not independent,
+        so rows are counted, not tokens: every test set's rows where the protocol scores its test sets),
+        and 0.02 at least."""
+        sets = list((run.get("test_sets") or {}).values()) if run.get("scored_on") == "test sets" else \
+            [run.get("test") or {}]
+        n = 0
+        for record in sets:
+            batches, size = record.get("batches"), record.get("batch_size")
+            if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (batches, size)):
+                n += batches * size
         p = row["chance"] if row["chance"] is not None else 0.5
         se = math.sqrt(p * (1 - p) / n) if n and row["metric"] == "accuracy" and 0 < p < 1 else 0.0
-        return max(0.02, 2 * se, 2 * (row["test_std"] or 0.0))
+        return max(0.02, 2 * se)
+
+    @staticmethod
+    def _at(level, row, scores):
+        """Whether every seed's result is at ``level`` (within its own noise): a claim about every seed, so one
+        seed far from it is enough to deny it, whatever the mean."""
+        return bool(scores) and all(abs(v - level) <= noise for v, noise in zip(scores, row["seed_noise"]))
 
     def _own(self, run):
         """The paper's figure of this model itself (built-ins), from the column its preset matches."""
@@ -175,10 +191,11 @@ class Report(ReportText, ReportFigures):
         on_val = paper_split(row["protocol"]) == "val" and row["val"] is not None  # Tables 1, 2: validation
         test = row["val"] if on_val else row["test_mean"]
         said = f"validation {test:.3f}: " if on_val else ""  # the number the verdict reads, when not the test shown
-        state = None  # where the result sits: at chance, on a plateau
-        if row["chance"] is not None and abs(test - row["chance"]) <= row["noise"]:
+        state = None  # where the result sits: at chance, on a plateau (every seed there)
+        scores = [test] * len(row["seed_noise"]) if on_val else row["per_seed"]
+        if row["chance"] is not None and self._at(row["chance"], row, scores):
             state = f"at chance ({row['chance']:.2f})"
-        elif row["plateau"] is not None and abs(test - row["plateau"][0]) <= row["noise"]:
+        elif row["plateau"] is not None and self._at(row["plateau"][0], row, scores):
             state = f"on {row['plateau'][1]} ({row['plateau'][0]:.2f}: a value of the context, not its key's)"
         caveat = " (not comparable with the paper's: see Caveats)" if row["caveat"] else ""
         if row["budget"] is not None:

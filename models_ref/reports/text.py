@@ -13,6 +13,13 @@ from longsynth.models_ref.reports.records import (METRIC_NAMES, _level_text, _lr
                                                   display_name, diverged_text, score_of)
 
 
+def _seeds_text(row):
+    """The model's cell: the mean and standard deviation over seeds, or the one run's figure."""
+    if row["seeds"] == 1:
+        return f"{row['test_mean']:.3f} (n = 1, no spread)"
+    return f"{row['test_mean']:.3f} ± {row['test_std']:.3f} (n = {row['seeds']})"
+
+
 class ReportText:
     """The renderings in words of a ``report.Report`` (its rows, headers and summary)."""
 
@@ -26,8 +33,7 @@ class ReportText:
         head = ["task", "metric", name, "chance", "lr", *(n for _, n in headers), "verdict"]
         lines = [head]
         for r in rows:
-            mine = _mine(r) if r["test_mean"] is None else \
-                f"{r['test_mean']:.3f} ± {r['test_std']:.3f} (n={r['seeds']})"
+            mine = _mine(r) if r["test_mean"] is None else _seeds_text(r)
             lines.append([r["task"], METRIC_NAMES.get(r["metric"], r["metric"]), mine, _level_text(r["chance"]),
                           _lr(r["best_lr"]),
                           *("-" if self._cell(r, h) is None else f"{self._cell(r, h):.2f}" for h in headers),
@@ -82,16 +88,26 @@ class ReportText:
             out += [f"The tiny scale shrinks the papers' recipes (here: {here}; docs/evaluate.md), so the papers' "
                     "figures are a reference, not a target." + (f" Recipes: {'; '.join(recipes)}." if recipes
                                                                  else ""), ""]
-        head = ["task", "metric", markdown(self.name), "chance", "best lr", *(f"paper: {n}" for _, n in headers),
-                "verdict"]
+        in_dist = any(r.get("in_distribution") is not None for r in rows)
+        head = ["task", "metric", markdown(self.name), *(["in-distribution"] if in_dist else []), "chance", "best lr",
+                *(f"paper: {n}" for _, n in headers), "verdict"]
         out += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
         for r in rows:
-            mine = _mine(r) if r["test_mean"] is None else f"{r['test_mean']:.3f} ± {r['test_std']:.3f}"
+            mine = _mine(r) if r["test_mean"] is None else _seeds_text(r)
             paper = ["-" if self._cell(r, h) is None else f"{self._cell(r, h):.2f}" for h in headers]
-            cells = [r["task"], METRIC_NAMES.get(r["metric"], r["metric"]), mine, _level_text(r["chance"]),
-                     _lr(r["best_lr"]), *paper, r["verdict"]]
+            cells = [r["task"], METRIC_NAMES.get(r["metric"], r["metric"]), mine, *([_level_text(
+                r.get("in_distribution"))] if in_dist else []), _level_text(r["chance"]), _lr(r["best_lr"]), *paper,
+                r["verdict"]]
             out.append("| " + " | ".join(cells) + " |")
         out += ["", self._chance_line(rows)]
+        if in_dist:
+            out += ["", "In-distribution: the test split at the training lengths, beside the score beyond them; a "
+                        "model that did not learn is low on both, one that did not generalise only beyond."]
+        if any(r["seeds"] > 1 for r in rows):
+            out += ["", "Seeds: " + "; ".join(f"{r['task']} " + ", ".join(f"{v:.3f}" for v in r["per_seed"])
+                                              + f" (best run {r['best_run']:.3f})" for r in rows if r["seeds"] > 1)
+                    + ". \"At chance\" means every seed is, each within two standard errors over the rows it "
+                      "scored."]
         sources = self._sources(rows)
         if sources:
             out += ["", "Paper columns, each named as its paper names the row, and where its figures come from: "
