@@ -4,6 +4,7 @@ lengths.png (accuracy against test length).
 """
 from __future__ import annotations
 
+from longsynth.escape import visible
 from longsynth.models_ref.protocols.mad import GROUP_NAMES
 from longsynth.models_ref.reports.records import METRIC_NAMES, _pct, binned
 
@@ -205,7 +206,9 @@ class ReportFigures:
         ax.axvline(0, color="black", linewidth=0.6)
         ax.set_xlabel(xlabel)
         cut = " (budget cut: not a verdict)" if any("budget cut" in it["label"] for it in items) else ""
-        ax.set_title(f"{self.name} on {self.suite}, {self.scale} scale, against the papers{cut}", fontsize=10)
+        against = ", against the papers" if any(v is not None for it in items for v in it["paper"]) or any(
+            it["marks"] for it in items) else " (no paper figure entered for these tasks)"
+        ax.set_title(f"{visible(self.name)} on {self.suite}, {self.scale} scale{against}{cut}", fontsize=10)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
         ax.grid(axis="x", alpha=0.3)
         fig.tight_layout()

@@ -61,8 +61,9 @@ class ReportText:
         out = [f"# {markdown(self.name)} on `{self.suite}` ({self.scale} scale)", "",
                f"Test metric at the best learning rate by validation (tried: "
                f"{', '.join(f'{lr:g}' for lr in sorted({r['lr'] for r in self.runs}))}), mean ± standard "
-               f"deviation over {s.get('seeds', 1)} seed(s); the papers' figures beside it, each column named as "
-               f"its paper names the row"
+               f"deviation over {s.get('seeds', 1)} seed(s)"
+               + ("; the papers' figures beside it, each column named as its paper names the row" if headers else
+                  "; no paper figure is entered for these tasks (below)")
                + (" (the DLR paper's Tables 1 and 2 are validation averages: their verdicts read our validation "
                   "metric)." if on_val else "."), ""]
         by_sets = sorted({r["task"] for r in self.runs if r.get("scored_on") == "test sets"})
@@ -135,8 +136,8 @@ class ReportText:
         return ("Chance: what a model that learned nothing scores (a uniform guess among the task's candidate "
                 "answers; R^2 0 for a regression), drawn as a dashed line on report.png"
                 + (f": {'; '.join(why)}" if why else "")
-                + (f"; none defined for {', '.join(none)}" if none else "") + ". A result within noise of it "
-                "(two standard errors, at least 0.02) is said to be at chance.")
+                + (f"; none defined for {', '.join(none)}" if none else "") + ". A result is said to be at "
+                "chance when every seed's is, each within two standard errors over the rows it scored (at least 0.02).")
 
     @staticmethod
     def _sources(rows):
