@@ -154,13 +154,19 @@ def test_the_estimate_is_within_twice_a_short_real_run(tmp_path, model, suite, s
     from longsynth.models_ref.evaluation.sweep import Settings, evaluate
 
     settings = Settings(steps=steps)
-    estimate = dry_run(model, suite, out=str(tmp_path / "rep"), settings=settings).seconds
-    t0 = time.perf_counter()
-    evaluate(model, suite, out=str(tmp_path / "rep"), settings=settings, progress=False)
-    whole = time.perf_counter() - t0
-    torch.set_num_threads(1)
-    (cert,) = [json.load(open(os.path.join(d, "metrics.json"))) for d, _, fs in os.walk(tmp_path / "rep" / "runs")
-               if "metrics.json" in fs]
-    trained = cert["wall_time_s"]
-    most = whole if suite.startswith("chomsky") else trained
-    assert trained / 2 <= estimate <= 2 * most, (estimate, trained, whole)
+    found = []
+    for attempt in range(2):  # a second try where a neighbour's burst on the 2-core machine skewed the first timing
+        out = str(tmp_path / f"rep{attempt}")
+        estimate = dry_run(model, suite, out=out, settings=settings).seconds
+        t0 = time.perf_counter()
+        evaluate(model, suite, out=out, settings=settings, progress=False)
+        whole = time.perf_counter() - t0
+        torch.set_num_threads(1)
+        (cert,) = [json.load(open(os.path.join(d, "metrics.json"))) for d, _, fs in os.walk(os.path.join(out, "runs"))
+                   if "metrics.json" in fs]
+        trained = cert["wall_time_s"]
+        most = whole if suite.startswith("chomsky") else trained
+        found.append((estimate, trained, whole))
+        if trained / 2 <= estimate <= 2 * most:
+            return
+    raise AssertionError(f"estimate outside 2x of the real run twice: (estimate, trained, whole) {found}")

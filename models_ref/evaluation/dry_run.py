@@ -125,8 +125,8 @@ def _set_length(protocol, change):
 
 
 def _shape_key(prepared, factory, job, B):
-    """What a step's cost depends on beside the weights' values: suite members with the same key
-    (the atomic tasks at one length, a grid's learning rates) share one timing."""
+    """What a step's cost depends on: suite members with the same key share one timing (the atomic
+    tasks at one length, whose channels and generators differ by little beside the model's cost)."""
     import json
 
     from longsynth.models_ref.models import factories
@@ -135,9 +135,9 @@ def _shape_key(prepared, factory, job, B):
     protocol, spec = prepared.protocol, prepared.spec
     arch = architecture(job.protocol, job.scale, factory.name) if isinstance(factory, factories.Reference) else None
     return json.dumps([getattr(factory, "name", None), arch and arch.get("arch"), spec.seq_len, spec.vocab_size,
-                       spec.d_input, spec.d_output, job.width, job.depth, B, protocol.steps if job.steps is None
-                       else job.steps, protocol.eval_every, protocol.eval_batches, protocol.trims,
-                       protocol.length_per_batch, protocol.data, protocol.test_sets], sort_keys=True, default=str)
+                       job.width, job.depth, B, protocol.steps if job.steps is None else job.steps,
+                       protocol.eval_every, protocol.eval_batches, protocol.trims, protocol.length_per_batch,
+                       protocol.test_sets], sort_keys=True, default=str)
 
 
 def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed, budget):
