@@ -142,7 +142,7 @@ SUITES["induction-heads"] = [("induction-heads", "induction-head")]
 # copying's length 256, 1.3 s; at induction heads' 256, 0.2 s
 LAPTOP = {
     **{f"mqar-{_L}": dict(steps=_steps, why="zoology trains 64 epochs; here a few hundred steps, an hour at width 512")
-       for _L, _steps in ((64, 200), (128, 100), (256, 150), (512, 150))},
+       for _L, _steps in ((64, 200), (128, 100), (256, 120), (512, 120))},
     "h3-induction": dict(steps=62_800, why="10 validations where the paper has 40"),
     "h3-recall": dict(steps=31_400, why="10 validations where the paper has 40"),
     "selective-copying": dict(steps=2_500, why="length 256 (224 noise tokens and 16 to copy, then 16 markers) "
