@@ -21,9 +21,11 @@ import numpy as np
 from longsynth.errors import LongsynthError
 
 
-def param(default, help, *, lo=None, hi=None, choices=None):  # noqa: A002 (the option's --help text)
-    """A config field with its CLI help and its allowed range (inclusive)."""
-    return field(default=default, metadata={"help": help, "lo": lo, "hi": hi, "choices": choices})
+def param(default, help, *, lo=None, hi=None, choices=None, sets=()):  # noqa: A002 (the option's --help text)
+    """A config field with its CLI help and its allowed range (inclusive); ``sets``: the fields it sets
+    to its own value when given (a Chomsky task's length sets min_length and max_length), which
+    ``make_config`` refuses beside it unless they agree."""
+    return field(default=default, metadata={"help": help, "lo": lo, "hi": hi, "choices": choices, "sets": sets})
 
 
 def _allowed(f):
@@ -209,11 +211,12 @@ class Task:
                 raise LongsynthError(
                     f"{k}: not a parameter of {self.name}; parameters: {', '.join(names) or 'none'}"
                 )
-        for name, fixed in getattr(self.config, "FIXES", {}).items():  # a field that sets others: given both, equal
-            for other in fixed if params.get(name) is not None else ():
-                if other in params and params[other] != params[name]:
-                    raise LongsynthError(f"{name}: {params[name]} sets {' and '.join(fixed)} to it, but {other} "
-                                         f"is {params[other]}; give {name} alone, or equal values")
+        for f in dataclasses.fields(self.config):  # a field that sets others (param's ``sets``): given both, equal
+            fixed = f.metadata.get("sets", ())
+            for other in fixed if params.get(f.name) is not None else ():
+                if other in params and params[other] != params[f.name]:
+                    raise LongsynthError(f"{f.name}: {params[f.name]} sets {' and '.join(fixed)} to it, but {other} "
+                                         f"is {params[other]}; give {f.name} alone, or equal values")
         cfg = self.config(**params)
         check_fields(cfg)
         if self.check is not None:

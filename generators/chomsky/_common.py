@@ -65,7 +65,7 @@ def max_length(hi=MAX_LENGTH):
 
 def fixed_length(hi=MAX_LENGTH):
     return param(None, "every input of this one length: sets min_length = max_length = length (the authors' "
-                       "sample_batch length)", lo=1, hi=hi)
+                       "sample_batch length)", lo=1, hi=hi, sets=("min_length", "max_length"))
 
 
 def score_padding():
@@ -75,7 +75,6 @@ def score_padding():
 
 @dataclass(frozen=True)
 class LengthConfig:
-    FIXES = {"length": ("min_length", "max_length")}  # Task.make_config: given beside length, they must equal it
     min_length: int = min_length()
     max_length: int = max_length()
     length: int | None = fixed_length()
@@ -83,7 +82,6 @@ class LengthConfig:
 
 @dataclass(frozen=True)
 class AlphabetConfig:
-    FIXES = {"length": ("min_length", "max_length")}  # Task.make_config: given beside length, they must equal it
     vocab_size: int = param(2, "symbols 0..vocab_size-1, each uniform (the paper: 2)", lo=1, hi=MAX_ALPHABET)
     min_length: int = min_length()
     max_length: int = max_length()
@@ -92,7 +90,6 @@ class AlphabetConfig:
 
 @dataclass(frozen=True)
 class TerminatedConfig:
-    FIXES = {"length": ("min_length", "max_length")}  # Task.make_config: given beside length, they must equal it
     score_padding: bool = score_padding()
     min_length: int = min_length()
     max_length: int = max_length()
@@ -101,7 +98,7 @@ class TerminatedConfig:
 
 def check_lengths(cfg):
     """A config's lengths in order; ``length`` beside a bound that disagrees with it is refused before, by
-    Task.make_config (``FIXES``): a bound left at its default takes the length's value (``fix_length``)."""
+    Task.make_config (param's ``sets``): a bound left at its default takes the length's value (``fix_length``)."""
     if cfg.length is None and cfg.min_length > cfg.max_length:
         raise LongsynthError(f"min_length: {cfg.min_length} exceeds max_length = {cfg.max_length}")
 

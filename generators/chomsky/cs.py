@@ -31,7 +31,6 @@ from longsynth.task import param
 
 @dataclass(frozen=True)
 class BucketSortConfig:
-    FIXES = {"length": ("min_length", "max_length")}  # Task.make_config: given beside length, they must equal it
     vocab_size: int = param(5, "symbols 0..vocab_size-1, each uniform (the paper: 5)", lo=1, hi=MAX_ALPHABET)
     min_length: int = min_length()
     max_length: int = max_length()

@@ -43,7 +43,6 @@ END = 2  # the end token of the binary arithmetic outputs (an output class), and
 
 @dataclass(frozen=True)
 class MultiplicationConfig:
-    FIXES = {"length": ("min_length", "max_length")}  # Task.make_config: given beside length, they must equal it
     score_padding: bool = score_padding()
     min_length: int = min_length(MAX_LENGTH_QUADRATIC)
     max_length: int = max_length(MAX_LENGTH_QUADRATIC)
@@ -52,7 +51,6 @@ class MultiplicationConfig:
 
 @dataclass(frozen=True)
 class SqrtConfig:
-    FIXES = {"length": ("min_length", "max_length")}  # Task.make_config: given beside length, they must equal it
     min_length: int = min_length(MAX_LENGTH_QUADRATIC)
     max_length: int = max_length(MAX_LENGTH_QUADRATIC)
     length: int | None = fixed_length(MAX_LENGTH_QUADRATIC)

@@ -48,7 +48,6 @@ def _modulus():
 
 @dataclass(frozen=True)
 class BracketsConfig:
-    FIXES = {"length": ("min_length", "max_length")}  # Task.make_config: given beside length, they must equal it
     modulus: int = _modulus()
     mult: bool = param(True, "'*' among the operators (the paper's runs: on, TASK_BUILDERS' mult=True)")
     min_length: int = min_length()
@@ -58,7 +57,6 @@ class BracketsConfig:
 
 @dataclass(frozen=True)
 class SolveEquationConfig:
-    FIXES = {"length": ("min_length", "max_length")}  # Task.make_config: given beside length, they must equal it
     modulus: int = _modulus()
     min_length: int = min_length()
     max_length: int = max_length()

@@ -35,7 +35,6 @@ TIMES, MINUS = 2, 1
 
 @dataclass(frozen=True)
 class ModularArithmeticConfig:
-    FIXES = {"length": ("min_length", "max_length")}  # Task.make_config: given beside length, they must equal it
     modulus: int = param(5, "numbers and answers are residues 0..modulus-1 (the paper: 5)", lo=2, hi=MAX_ALPHABET)
     operators: str = param("+*-", "the operators drawn, each listed one equally likely (characters of + - * _; "
                                   "the authors' default: all of + * -)")

@@ -70,8 +70,8 @@ class OnTheFlyDataset(IterableDataset):
                  batch_size=16, positional=None, rank=None, world_size=None, **params):
         try:
             t, cfg, seed, _, _ = resolve(task, seed, split, params)
-        except LongsynthError:
-            if "length" in params:  # the stream's count of steps was once named length: say where it went
+        except LongsynthError as e:
+            if str(e).startswith("length: not a parameter"):  # the stream's count of steps was once named length
                 raise LongsynthError(f"length: not a parameter of {task}; the stream's number of steps is steps= "
                                      f"(length= is a Chomsky task's input length)") from None
             raise

@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from longsynth.models_ref.layers.kernel import fft_conv
+from longsynth.models_ref.layers.kernel import fft_conv, short_conv
 from longsynth.models_ref.layers.s4d import S4D
 
 
@@ -38,7 +38,7 @@ class S4DNoGate(nn.Module):
     def forward(self, u):
         L = u.shape[1]
         x = self.in_proj(u)  # [b, L, EH]
-        x = F.silu(self.conv1d(x.transpose(1, 2))[..., :L])  # [b, EH, L]  taps t-K+1..t
+        x = F.silu(short_conv(self.conv1d, x)).transpose(1, 2)  # [b, EH, L]  taps t-K+1..t
         with torch.autocast(u.device.type, enabled=False):  # kernel and FFT in full precision
             x = x.to(self.ssm.D.dtype)  # [b, EH, L]
             y = fft_conv(x, self.ssm.real_kernel(L)) + self.ssm.D[:, None] * x  # [b, EH, L]  K * x + D x

@@ -15,8 +15,9 @@ R = dt_rank = ceil(H / 16). Per position t, as state-spaces/mamba mamba_simple.p
 
 ``signed``: Abar = 2 exp(Delta A) - 1, in (-1, 1] (Grazzi et al. 2025, automl/unlocking_state_tracking
 mamba_mod.py ``PositiveNegativeMambaBlock``); Bbar unchanged. The recurrence is selective_scan.py's
-``SelectiveScan``: chunks of Q positions recomputed in the backward pass (memory that does not grow with
-L x N), no logarithm or division, so negative Abar scans as positive. Only torch is imported here.
+``SelectiveScan``: a position at a time, its states kept for the backward pass up to 256 MiB and
+recomputed by chunks of Q positions past that, no logarithm or division, so negative Abar scans as
+positive. Only torch is imported here.
 """
 import math
 
@@ -25,7 +26,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from longsynth.models_ref.layers.kernel import register, short_conv
-from longsynth.models_ref.layers.selective_scan import SelectiveScan
+from longsynth.models_ref.layers.selective_scan import SelectiveScan, transition
 
 
 class S6(nn.Module):
@@ -56,10 +57,9 @@ class S6(nn.Module):
         self.out_proj = nn.Linear(EH, H, bias=False)  # W_out [H, EH]
 
     def transition(self, Delta):
-        """Abar [b, L, EH, N] of Delta [b, L, EH]: exp(Delta A), or 2 exp(Delta A) - 1 if ``signed``."""
-        A = -torch.exp(self.A_log)  # [EH, N]
-        Abar = torch.exp(Delta[..., None] * A)  # [b, L, EH, N]  in (0, 1]
-        return 2 * Abar - 1 if self.signed else Abar  # [b, L, EH, N]  signed: in (-1, 1]
+        """Abar [b, L, EH, N] of Delta [b, L, EH]: exp(Delta A) in (0, 1], or 2 exp(Delta A) - 1 in (-1, 1]
+        if ``signed`` (the scan's own ``transition``)."""
+        return transition(Delta, -torch.exp(self.A_log), self.signed)  # [b, L, EH, N]
 
     def forward(self, u):
         xz = self.in_proj(u)  # [b, L, 2EH] ([b, L, EH] without the gate)

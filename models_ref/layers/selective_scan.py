@@ -27,9 +27,9 @@ def _chunks(L, Q):
     return [range(t, min(t + Q, L)) for t in range(0, L, Q)]
 
 
-def _transition(Delta_t, A, signed):
-    """Abar_t [b, EH, N] of one position's Delta_t [b, EH]: exp(Delta_t A), or 2 exp(Delta_t A) - 1."""
-    Abar = torch.mul(Delta_t[..., None], A).exp_()  # [b, EH, N]
+def transition(Delta, A, signed):
+    """Abar [..., EH, N] of Delta [..., EH] (one position's in the scan): exp(Delta A), or 2 exp(Delta A) - 1."""
+    Abar = torch.mul(Delta[..., None], A).exp_()  # [..., EH, N]
     return Abar.mul_(2).sub_(1) if signed else Abar  # in place: no copy
 
 
@@ -53,7 +53,7 @@ class SelectiveScan(torch.autograd.Function):
         for t in range(L):
             if t % Q == 0:
                 starts.append(h.clone())  # [b, EH, N]  the state entering the chunk
-            Abar = _transition(D[t], A, signed)  # [b, EH, N]
+            Abar = transition(D[t], A, signed)  # [b, EH, N]
             h = torch.mul(h, Abar).addcmul_(Dx[t, :, :, None], Bt[t, :, None, :])  # [b, EH, N]  h_t
             torch.bmm(h, Ct[t, :, :, None], out=y[t, :, :, None])  # [b, EH, 1]  C_t . h_t
             if keep:
@@ -78,7 +78,7 @@ class SelectiveScan(torch.autograd.Function):
             else:  # the chunk's states again, from the one saved
                 states, Abars = [starts[:, k]], []  # h_{t-1} first; Abar_t per position of the chunk
                 for t in chunk:
-                    Abars.append(_transition(D[t], A, signed))
+                    Abars.append(transition(D[t], A, signed))
                     states.append(torch.mul(states[-1], Abars[-1]).addcmul_(Dx[t, :, :, None], Bt[t, :, None, :]))
             for j in range(len(chunk) - 1, -1, -1):
                 t = chunk[j]

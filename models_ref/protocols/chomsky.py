@@ -116,7 +116,7 @@ PAPER_MISSING = {task: "Delétang et al.'s Table 2 has a figure for every task a
 LAPTOP_STEPS = {**{f"chomsky-{t}": 5_000 for t in LEVELS["regular"]}, "chomsky-duplicate-string": 1_500}
 LAPTOP = {t: dict(steps=LAPTOP_STEPS.get(t, 2_500), lr=1e-3, lrs=None, eval_batches=1,
                   why="one learning rate, 1e-3 (experiments/example.py 121), where the paper sweeps 1e-4, 3e-4, 5e-4; "
-                      "128 samples per test length (theirs: 512)") for t in TASKS}
+                      "128 samples per validation and test length (theirs: 512 per test length)") for t in TASKS}
 
 # ----------------------------------------------------------------- certificates (controls.py)
 # The controls the paper predicts (its section 5: an LSTM solves the regular tasks), at the tiny budget where they
