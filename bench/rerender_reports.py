@@ -1,6 +1,7 @@
 """Rebuild committed reports from the certificates their report.json keeps, after a change to how
 reports read them (the statistics, the wording, the figures): report.md, report.png, lengths.png and
-report.json are written again in place; no run is trained.
+report.json are written again in place; no run is trained. A run recorded before certificates held
+their content-free levels gets them here, from its protocol's data (models_ref/evaluation/baselines.py).
 
     python bench/rerender_reports.py docs/validation [DIR ...]
 """
@@ -8,11 +9,19 @@ import os
 import sys
 
 from longsynth.certificate import read_report
+from longsynth.models_ref.evaluation.baselines import of_run
 from longsynth.models_ref.reports.report import Report
 
 
 def rerender(folder):
     data = read_report(folder)
+    known = {}  # (protocol, scale, task, batch) -> levels: the seeds and learning rates of a row share their data
+    for run in data["runs"]:
+        if "baselines" not in run:
+            key = (run["protocol"], run["scale"], run["task"], run.get("global_batch_size"))
+            if key not in known:
+                known[key] = of_run(run)
+            run["baselines"] = known[key]
     report = Report(identity=data["model"], suite=data["suite"], scale=data["scale"],
                     settings=data.get("settings") or {}, runs=data["runs"])
     report.write(folder)

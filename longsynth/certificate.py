@@ -81,13 +81,25 @@ class Diverged(BaseModel):
     where: Name
 
 
+Fraction = Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0, le=1)]
+
+
+class Baselines(BaseModel):
+    """The levels of predictors that never read a row's content, on the rows a run was scored on
+    (models_ref/training/metrics.py ``content_free``)."""
+
+    model_config = ConfigDict(extra="allow")
+    majority: Fraction
+    position: Fraction
+
+
 class Certificate(BaseModel):
     """The fields of metrics.json that evaluate's report and validate's summary read."""
 
     model_config = ConfigDict(extra="allow")
     task: Name
     protocol: Name
-    scale: Literal["tiny", "paper"]
+    scale: Literal["tiny", "laptop", "paper"]
     model: Annotated[str, Strict(), Field(min_length=1, max_length=4000)]
     lr: Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0)]
     seed: Annotated[int, Strict(), Field(ge=0)]
@@ -107,6 +119,7 @@ class Certificate(BaseModel):
     spec: Optional[SpecRecord] = None
     family: Optional[Name] = None
     protocol_source: Optional[Annotated[str, Strict(), Field(max_length=4000)]] = None
+    baselines: Optional[Baselines] = None
 
     @field_validator("task")
     @classmethod
@@ -168,7 +181,7 @@ class Report(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     suite: Annotated[str, Strict(), Field(min_length=1, max_length=4000)]
-    scale: Literal["tiny", "paper"]
+    scale: Literal["tiny", "laptop", "paper"]
     rows: list[Row]
     summary: list[Score] = []
     runs: list[Certificate]

@@ -105,7 +105,7 @@ REPORT_EDITS = {
     "a run's task renamed": (lambda r: r["runs"][0].update(task="nope"), "runs.0.task: 'nope' is not a longsynth task"),
     "paper figure is text": (lambda r: r["rows"][0]["paper"].update(dlr="1.0"), "rows.0.paper.dlr: Input should be"),
     "rows is a dict": (lambda r: r.update(rows={}), "rows: Input should be a valid list"),
-    "unknown scale": (lambda r: r.update(scale="huge"), "scale: Input should be 'tiny' or 'paper'"),
+    "unknown scale": (lambda r: r.update(scale="huge"), "scale: Input should be 'tiny', 'laptop' or 'paper'"),
 }
 
 

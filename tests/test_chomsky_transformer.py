@@ -166,21 +166,25 @@ def test_bidirectional_and_padding():
 
 
 def test_harness_check():
-    """The chomsky protocols are causal: the harness's check refuses the encoder under the protocol's spec;
-    the built-in's own spec (factories.checked_spec) leaves causality out for it and for it only."""
+    """The chomsky protocols are causal for the recurrent models and ``whole_row``: the check refuses the encoder
+    on a protocol without that flag, and on these records it (returns False) instead; a user's encoder likewise,
+    the LSTM is seen causal."""
     from longsynth.models_ref.models import factories
     from longsynth.models_ref.evaluation.harness import Job, check_model, prepare
 
     p = prepare(Job(model="chomsky-transformer", protocol="chomsky-reverse-string", task="chomsky-reverse-string",
                     scale="tiny"))
-    assert p.spec.causal
+    assert p.spec.causal and p.protocol.whole_row
     factory = factories.BUILTIN["chomsky-transformer"]
     module, x = factory(p.spec), p.sources[0](0)[0][:2]  # at init: the check's scale ignores the -1e4 channels
     with pytest.raises(LongsynthError, match="not causal"):
         check_model(module, p.spec, x)
-    check_model(module, factories.checked_spec(factory, p.spec), x)
-    assert factories.checked_spec(factories.BUILTIN["lstm"], p.spec).causal
-    assert factories.checked_spec(lambda spec: module, p.spec).causal  # a user's factory: the protocol's
+    assert check_model(module, factories.checked_spec(factory, p.spec), x, whole_row=True) is False
+    assert check_model(module, factories.checked_spec(lambda spec: module, p.spec), x, whole_row=True) is False
+    lstm = factories.BUILTIN["lstm"]
+    assert check_model(lstm(p.spec), factories.checked_spec(lstm, p.spec), x, whole_row=True) is True
+    tape = factories.BUILTIN["tape-rnn"]  # reads the row's length: not checked (None), never refused
+    assert check_model(tape(p.spec), factories.checked_spec(tape, p.spec), x, whole_row=True) is None
 
 
 def test_refuses_other_tasks():

@@ -274,7 +274,7 @@ def test_the_lengths_figure_marks_the_training_length_of_the_test_sets():
     row = rep.rows()[0]
     assert row["trained_at"] == 256 and [c["at"] for c in row["by_length"]] == [64, 512]
     fig = rep.lengths_figure()
-    assert any(t.get_text() == "trained at 256" for t in fig.axes[0].texts)
+    assert any(t.get_text() == "trained to 256" for t in fig.axes[0].texts)
 
 
 def test_a_dask_sweep_says_where_it_stands_while_no_run_finishes():

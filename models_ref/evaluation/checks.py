@@ -1,7 +1,7 @@
 """The checks of a model factory before anything trains (harness step 2): the factory's failure,
 a wrong output shape, non-finite outputs, outputs that change when only later inputs change
-(causal protocols) and a forward that fails at the protocol's longest test input, each refused
-in one line.
+(causal protocols, unless their rows hold no target among the inputs: then it is recorded, not
+refused) and a forward that fails at the protocol's longest test input, each refused in one line.
 """
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ import torch
 from longsynth.errors import LongsynthError
 
 
-def check_model(module, spec, x, tol=1e-4):
+def check_model(module, spec, x, tol=1e-4, whole_row=False):
     """Refuse, in one line, a module that breaks the contract on a real batch ``x``:
     a wrong output shape, non-finite outputs, or (causal protocols) outputs that change
-    when only later inputs change. Runs on ``x``'s device in eval mode without gradients;
-    the module's parameters and buffers are left as they were."""
+    when only later inputs change, unless ``whole_row`` (the protocol's rows hold no target
+    among their inputs). Runs on ``x``'s device in eval mode without gradients; the module's
+    parameters and buffers are left as they were. Returns whether the module was seen causal
+    (None where the protocol does not ask)."""
     if not isinstance(module, torch.nn.Module):
         raise LongsynthError(f"model: the factory returned a {type(module).__name__}, not a torch.nn.Module")
     module = module.to(x.device)
@@ -33,10 +35,18 @@ def check_model(module, spec, x, tol=1e-4):
                 raise LongsynthError(f"model: output shape {got}, the contract is [B, T, d_output] = {want}")
             if not torch.isfinite(out).all():
                 raise LongsynthError(f"model: the output holds NaN or inf on the first batch of {spec.task}")
+            causal = None
             if spec.causal:
-                _check_causal(module, x, out, tol)
+                leak = _leak(module, x, out)
+                causal = leak <= tol
+                if not causal and not whole_row:
+                    k = max(1, x.shape[1] // 8)
+                    raise LongsynthError(f"model: not causal - changing inputs at positions >= {x.shape[1] - k} "
+                                         f"changed outputs before them (by {leak:.2g} relative); this protocol is "
+                                         f"unidirectional")
             if spec.max_seq_len is not None and spec.max_seq_len > x.shape[1]:
                 _check_longest(module, spec, x)
+            return causal
     finally:
         module.train(was_training)
 
@@ -90,7 +100,9 @@ def _token_hint(spec):
             f"them with torch.nn.Embedding(spec.vocab_size, ...), vocab_size {spec.vocab_size}: docs/evaluate.md)")
 
 
-def _check_causal(module, x, out, tol):
+def _leak(module, x, out):
+    """How much the outputs before the last eighth of the positions move when only that eighth changes,
+    relative to the outputs' own size (0 for a causal module)."""
     T = x.shape[1]
     k = max(1, T // 8)  # the last k positions change
     g = torch.Generator().manual_seed(0)
@@ -107,7 +119,4 @@ def _check_causal(module, x, out, tol):
     flat = out.reshape(-1, out.shape[-1]) if out.dim() > 1 else out.reshape(-1, 1)
     varying = flat[:, (flat != flat[:1]).any(dim=0)]
     scale = 1.0 + (float(varying.abs().max()) if varying.numel() else 0.0)
-    leak = float((out2[:, :T - k] - out[:, :T - k]).abs().max()) / scale
-    if leak > tol:
-        raise LongsynthError(f"model: not causal - changing inputs at positions >= {T - k} changed outputs before "
-                             f"them (by {leak:.2g} relative); this protocol is unidirectional")
+    return float((out2[:, :T - k] - out[:, :T - k]).abs().max()) / scale

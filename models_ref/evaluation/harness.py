@@ -30,6 +30,7 @@ from longsynth.outdir import Folder
 from longsynth.models_ref.models import factories
 from longsynth.models_ref.evaluation.checks import build, check_model
 from longsynth.models_ref.reports.curves import curves, prediction_figure
+from longsynth.models_ref.evaluation.baselines import levels as content_free_levels
 from longsynth.models_ref.evaluation.files import record_files
 from longsynth.models_ref.evaluation.protocol import (manifest_digest, on_the_fly_sources, protocol_for_dataset,
                                                       resolve, longest_test_input, stored_sources, test_set_sources)
@@ -220,7 +221,8 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
                               checkpoint_activations=job.checkpoint_activations, checkpoint_every=job.checkpoint_every,
                               weight_decay=job.weight_decay)
     torch.manual_seed(tcfg.seed)
-    check_model(build(factory, spec), factories.checked_spec(factory, spec), p.sources[0](0)[0][:2].to(dev))
+    causal = check_model(build(factory, spec), factories.checked_spec(factory, spec), p.sources[0](0)[0][:2].to(dev),
+                         whole_row=proto.whole_row)
     if isinstance(factory, factories.Reference):
         model_config = factory.config(spec).to_dict()  # the reference model's config, as validate always recorded
     else:
@@ -236,7 +238,7 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
                 checkpoint_dir=ckdir, resume=resume, progress=progress and desc,
                 identity=model_config, notify=notify if rank == 0 else None)
     wall = time.time() - t0
-    test_sets = _test_sets(res, proto, p.batch_size, tcfg, job.device, rank, world)
+    test_sets, set_batches = _test_sets(res, proto, p.batch_size, tcfg, job.device, rank, world)
     if test_sets is not None and not finite(test_sets):  # a test length the model overflows on
         label = next(k for k, v in test_sets.items() if not finite(v))
         res = {**res, "test": None, "diverged": {"step": res["steps"], "where": f"test at length {label}"}}
@@ -245,6 +247,8 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
     # what the report, the progress line and a certificate read: the test split's metrics, or on a protocol that
     # scores its test sets (the Chomsky hierarchy's lengths beyond training) their mean
     score = mean_of(test_sets) if proto.score_test_sets and test_sets else res["test"]
+    baselines = content_free_levels(set_batches if score is not res["test"] else {"test": p.sources[2]()}) \
+        if primary == "accuracy" and res["test"] is not None else None
     figures = paper_figures(proto.name, proto.task)
     own, column = own_figures(proto.name, proto.scale, job.model)  # the paper's column a built-in's preset matches
     paper = paper_figures(own, proto.task).get(column)
@@ -254,6 +258,8 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         "task": proto.task, "family": registry.get(proto.task).family, "protocol": proto.name,
         "protocol_source": proto.source,
         "target": job.data or proto.task, "model": job.model, "model_identity": identity, "scale": job.scale,
+        "causal": causal,  # whether the check saw the model causal (False: it read the whole row, as allowed)
+        "parameters": sum(t.numel() for t in res["model"].parameters()),
         "lr": lr, "weight_decay": job.weight_decay, "width": job.width, "depth": job.depth,
         "seed": job.seed, "spec": spec.to_dict(),
         "model_config": model_config, "train_config": dataclasses.asdict(tcfg),
@@ -274,6 +280,7 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         "diverged": res["diverged"],  # {"step", "where"} of a NaN or infinity: the run stopped there
         "test": res["test"], "test_sets": test_sets, "test_set_params": proto.test_sets, "breakdown": proto.breakdown,
         "score": score, "scored_on": "test sets" if score is not res["test"] else "test",
+        "baselines": baselines,  # what predictors that never read a row's content score on the same rows
         "paper": paper, "paper_columns": figures,
         "verdict": verdict({**res, "test": score}, paper, primary, paper_split(own)),
         "created": time.strftime("%Y%m%d-%H%M%S"), "rank": rank,
@@ -293,13 +300,15 @@ def mean_of(test_sets):
 
 
 def _test_sets(res, proto, batch_size, tcfg, device, rank, world):
-    """The best model on each of the protocol's test sets (None without any, or before the last step)."""
+    """(the best model on each of the protocol's test sets, {label: their batches}); (None, None) without any,
+    or before the last step."""
     if not proto.test_sets or res["test"] is None:
-        return None
+        return None, None
     from longsynth.models_ref.training.eval_pass import evaluate
 
     sources = test_set_sources(proto, batch_size, rank, world)
-    return {label: evaluate(res["model"], batches(), tcfg, device) for label, batches in sources.items()}
+    return ({label: evaluate(res["model"], batches(), tcfg, device) for label, batches in sources.items()},
+            {label: batches() for label, batches in sources.items()})
 
 
 def _write_certificate(out, res, p, out_dir):

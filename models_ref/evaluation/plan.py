@@ -204,7 +204,8 @@ def plan(model, suite, settings, out, notify, progress=False, on_member=None):
         torch.manual_seed(0)
         dev = torch.device(settings.device)  # on the run's device: a paper-scale model is slow on a CPU
         check_model(build(factory, prepared.spec), factories.checked_spec(factory, prepared.spec),
-                    prepared.sources[0](0)[0][:2].to(dev))
+                    prepared.sources[0](0)[0][:2].to(dev), whole_row=protocol.whole_row)
+        _check_grid(factory, prepared.spec, protocol, text, notify)
         lrs = settings.lrs or protocol.lrs or (_default_lr(factory, proto_name, settings.scale, task),)
         mine = []
         for job, prefix in sweep(probe, protocol, settings, lrs):
@@ -223,6 +224,24 @@ def plan(model, suite, settings, out, notify, progress=False, on_member=None):
         notify(f"{changed} run(s) changed config since the last evaluate in {out}: they start fresh "
                "(the earlier runs stay in runs/)")
     return planned, factory, identity
+
+
+def parameters(module):
+    """The number of a module's parameters (each tensor counted once)."""
+    return sum(p.numel() for p in module.parameters())
+
+
+def _check_grid(factory, spec, protocol, text, notify):
+    """A warning where the model ignores the protocol's width (``spec.d_model``) or depth grid (``spec.n_layers``):
+    the same number of parameters at every point, so the grid's rows would be one model under several names."""
+    for field, points, name in (("d_model", protocol.widths, "width"), ("n_layers", protocol.depths, "depth")):
+        if not points or len(points) < 2:
+            continue
+        counts = {parameters(build(factory, dataclasses.replace(spec, **{field: v}))) for v in points}
+        if len(counts) == 1:
+            notify(f"warning: {text} has {counts.pop():,} parameters at every {name} of {protocol.name}'s grid "
+                   f"({', '.join(map(str, points))}): it ignores spec.{field}, so those rows are one model; size it "
+                   f"by spec.{field} (docs/evaluate.md, \"The model contract\")")
 
 
 def run_key(d):

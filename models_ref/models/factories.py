@@ -122,18 +122,15 @@ class Chomsky(Reference):
         return chomsky.ChomskyModel(self.config(spec))
 
     def checked(self, spec):
-        """The paper's Transformer encoder sees the whole row (models/transformer.py 285-291: no mask, as
-        ``make_transformer_encoder`` leaves ``causal_masking`` off), so its module is not checked for
-        causality. The chomsky protocols are causal for the recurrent models' sake only: their inputs hold
-        no target (the input, the empty tokens, the padding), so nothing is learnt from a later position
-        that the authors' encoder does not see too. The Tape-RNN reads the input's length (where the empty tokens
-        start) from its first step, as its authors' jumps need (``chomsky.READS_LENGTH``): the check's change of
-        the row's last positions moves it, so it is not checked either; no scored output precedes that place, and
-        every batch is of one length, so the length it reads is its rows' own."""
+        """The Tape-RNN reads the input's length (where the empty tokens start) from its first step, as its
+        authors' jumps need (``chomsky.READS_LENGTH``): the causality check's change of the row's last positions
+        moves it, so it is not checked; no scored output precedes that place, and every batch is of one length,
+        so the length it reads is its rows' own. The paper's Transformer encoder sees the whole row
+        (models/transformer.py 285-291: no mask): the check records it, the chomsky protocols run it
+        (``whole_row``: their inputs hold no target)."""
         from longsynth.models_ref.models import chomsky
 
-        exempt = chomsky.WHOLE_ROW + chomsky.READS_LENGTH
-        return dataclasses.replace(spec, causal=False) if self.name in exempt else spec
+        return dataclasses.replace(spec, causal=False) if self.name in chomsky.READS_LENGTH else spec
 
 
 BUILTIN = {name: Reference(name) for name in ("dlr", "dss", "s4", "s4d", "essm", "dlr-prod", "dlr-real", "dlr-6",

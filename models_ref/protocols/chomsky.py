@@ -25,6 +25,7 @@ from __future__ import annotations
 
 PROTOCOLS, ARCHITECTURES, PAPER, PAPER_SOURCE, SUITES = {}, {}, {}, {}, {}
 PAPER_NAMES, PAPER_FROM = {}, {}  # protocol -> {column: the paper's name of the row}, {column: its source}
+PAPER_STATISTIC = {}  # protocol -> the statistic its paper's figures are, where they are a best-of (registry.py)
 
 LEVELS = {  # experiments/constants.py 115-131
     "regular": ("even-pairs", "parity-check", "cycle-navigation", "modular-arithmetic"),
@@ -62,7 +63,7 @@ for _task in TASKS:
             weight_decay=0.0, splits=None, task=_task, data=_range(*_train), batch_size=_B, steps=_steps, lr=_lr,
             lrs=PAPER_LRS if _scale == "paper" else None, grad_clip=1.0, eval_every=_every,
             eval_batches=_batches, score_test_sets=True, test_sets={str(n): _range(n, n) for n in _test},
-            length_per_batch=True,
+            length_per_batch=True, whole_row=True,
             source=(f"{_SOURCE}: train lengths {_train[0]}-{_train[1]}, test {_test[0]}-{_test[-1]} "
                     f"({len(_test)} lengths, {_batches * _B} samples each), batch {_B}, Adam (clip 1), "
                     f"{_steps:,} steps" + (f", lr in {', '.join(map(str, PAPER_LRS))} over {PAPER_SEEDS} seeds "
@@ -102,6 +103,7 @@ for (_task, _scale), _row in PROTOCOLS.items():
         source=f"Delétang et al.'s Stack-RNN with a stack of {DEEP_STACK[_scale]} cells, not their 30 (as deep as "
                f"the longest test input: not the paper's model), lr {_row['lr']:g}")
     PAPER_NAMES[_task] = dict(COLUMNS)
+    PAPER_STATISTIC[_task] = f"the best of {PAPER_SEEDS} seeds x {len(PAPER_LRS)} learning rates"
 # PAPER: Table 2's figures are not transcribed yet (no copy of the paper's table could be read where this was
 # written); they go in PAPER[task] = {column: {"accuracy": ...}} with PAPER_FROM "Delétang et al. Table 2 (a table)".
 # Until then a report says so, rather than that the paper has no figure.

@@ -18,6 +18,7 @@ ZOOLOGY_LRS = tuple(float(10 ** (-4 + 2 * i / 3)) for i in range(4))  # numpy.lo
 
 PROTOCOLS, ARCHITECTURES, PAPER, PAPER_SOURCE, SUITES = {}, {}, {}, {}, {}
 PAPER_NAMES, PAPER_FROM = {}, {}  # protocol -> {column: the paper's name of the row}, {column: its source}
+PAPER_STATISTIC = {}  # protocol -> the statistic its paper's figures are, where they are a best-of (registry.py)
 
 # ----------------------------------------------------------------- zoology's MQAR (Figure 2)
 # zoology/experiments/paper_configs/iclr24_zoology_figure2/configs.py: 100K train and 3K test
@@ -60,6 +61,7 @@ _MQAR_NAMES = {"attention": "Attention", "h3": "H3", "rwkv": "RWKV", "base_conv"
 for _name, _figs in _MQAR_FIG.items():
     PAPER[_name] = {c: {"accuracy": v} for c, v in _figs.items()}
     PAPER_SOURCE[_name] = "zoology Figure 2, read off the plot (+-0.03)"
+    PAPER_STATISTIC[_name] = "the best run of a learning-rate sweep (zoology Figure 2: one seed, the best of 4 rates)"
     PAPER_NAMES[_name] = {c: "Attention (every width)" if c == "attention" else
                           f"{_MQAR_NAMES[c.split(' (')[0]]}, d_model {c.split('(d ')[1].rstrip(')')}" for c in _figs}
     PAPER_FROM[_name] = {c: f"zoology Figure 2 (MQAR, {_name.split('-')[1]} tokens), read off the plot (+-0.03)"

@@ -37,6 +37,8 @@ PAPER = _merged("PAPER")
 PAPER_SOURCE = _merged("PAPER_SOURCE")
 PAPER_NAMES = _merged("PAPER_NAMES")
 PAPER_FROM = _merged("PAPER_FROM")
+PAPER_STATISTIC = _merged("PAPER_STATISTIC")  # protocol -> "the best of 3 runs": its figures are a best-of, read
+# beside our best run; a protocol without an entry has figures of one run (or of a statistic its paper does not state)
 PAPER_MISSING = _merged("PAPER_MISSING")  # protocol -> why its paper's figures are not here (the paper has some)
 SUITES = _merged("SUITES")  # a group: [(protocol, task)]
 for _family in FAMILIES:  # the laptop scale: the papers' rows with fewer steps (laptop.py)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from longsynth.models_ref.protocols.tokens import TOKENS, two_blocks
 
 PROTOCOLS, ARCHITECTURES, PAPER, PAPER_SOURCE, SUITES = {}, {}, {}, {}, {}
+PAPER_STATISTIC = {}  # protocol -> the statistic its paper's figures are, where they are a best-of (registry.py)
 PAPER_NAMES, PAPER_FROM = {}, {}  # protocol -> {column: the paper's name of the row}, {column: its source}
 
 # ----------------------------------------------------------------- parity and modular arithmetic
@@ -37,6 +38,7 @@ _T3 = {"s6": (0.0, .095, .123), "s6-signed": (1.0, .241, .116), "deltanet [0,1]"
 for _i, (_name, _chance) in enumerate((("parity", .5), ("modular-arithmetic", .2),
                                        ("modular-arithmetic-brackets", .2))):
     PAPER[_name] = {c: {"accuracy": round(_chance + (1 - _chance) * v[_i], 4)} for c, v in _T3.items()}
+    PAPER_STATISTIC[_name] = "the best of 3 runs"
     PAPER_SOURCE[_name] = ("Grazzi et al. Table 3 (ICLR 2025 version; best of 3 runs, test lengths 40-256), its "
                            "scaled accuracy turned back into accuracy")
     PAPER_NAMES[_name] = {"s6": "Mamba [0, 1]", "s6-signed": "Mamba [-1, 1]", "deltanet [0,1]": "DeltaNet [0, 1]",

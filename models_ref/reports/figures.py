@@ -14,6 +14,8 @@ MODEL_COLOR = "#1f4e8c"
 GRID_FROM = 5  # rows from which lengths.png gives each its own panel (on one axes their lines and legend tangle)
 LIGHT = ("#9ecae1", "#c7c7c7", "#fdae6b", "#a1d99b", "#bcbddc", "#fdd0a2", "#f4cae4", "#e6f5c9", "#d9d9d9")
 MARKS = ({"marker": "D", "s": 28, "color": "#7f2704"},)
+CHANCE_STYLES = ({"linestyle": "--"}, {"linestyle": ":"}, {"linestyle": "-."})  # one per chance level of a plot
+CONTENT_COLOR = "#756bb1"  # the content-free level (majority or position prior) on report.png
 
 
 def _series(row):
@@ -23,6 +25,17 @@ def _series(row):
         cells = binned([c for c in row["by_length"] if c["kind"] == kind])
         yield (kind, [(a + z) / 2 for a, z, _, _ in cells], [acc for _, _, acc, _ in cells],
                any(a != z for a, z, _, _ in cells))
+
+
+def _length_axis(ax, xs):
+    """A length axis: logarithmic (base 2) where the lengths span more than a factor of 8, its ticks plain
+    numbers either way (a log axis over 41-100 would show one label)."""
+    if xs and max(xs) > 8 * max(min(xs), 1):
+        from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _x_label(rows):
@@ -48,30 +61,36 @@ class ReportFigures:
 
         if len(rows) >= GRID_FROM:
             return self._lengths_grid(rows, plt)
-        fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
+        fig, ax = plt.subplots(figsize=(11, 4.5), dpi=110)
+        xs = []
         for r in rows:
             for kind, x, y, ranged in _series(r):
+                xs += x
                 ax.plot(x, y, marker="o",
                         label=f"{r['task']} (by {kind}{', each point a range of lengths' if ranged else ''})")
         levels = {}  # the chance of one scored answer: each point is the accuracy of answers of one length
         for r in rows:
             if r["answer_chance"] is not None:
                 levels.setdefault(round(r["answer_chance"], 4), (r["answer_chance"], []))[1].append(r["task"])
-        for level, tasks in levels.values():
-            ax.axhline(level, color=CHANCE_COLOR, linestyle=(0, (4, 3)), linewidth=1.0,
+        for (level, tasks), style in zip(levels.values(), CHANCE_STYLES * len(levels)):
+            ax.axhline(level, color=CHANCE_COLOR, linewidth=1.0, **style,
                        label=f"chance {level:.3f}" + (f" ({', '.join(tasks)})" if len(levels) > 1 else ""))
-        if any(c["kind"] == "test length" for r in rows for c in r["by_length"]):
-            ax.set_xscale("log", base=2)
-            for T in sorted({r["trained_at"] for r in rows if r.get("trained_at")}):
-                ax.axvline(T, color="grey", linestyle="--", linewidth=0.8)
-                ax.annotate(f"trained at {T:,}", (T, 0.02), xytext=(3, 0), textcoords="offset points", fontsize=8,
-                            color="grey")
+        trained = {}  # the longest training length -> the rows trained to it
+        for r in rows:
+            if r.get("trained_at"):
+                trained.setdefault(r["trained_at"], []).append(r["task"])
+        for T, tasks in sorted(trained.items()):
+            ax.axvline(T, color="grey", linestyle="--", linewidth=0.8)
+            ax.annotate(f"trained to {T:,}" + (f" ({', '.join(tasks)})" if len(trained) > 1 else ""), (T, 0.02),
+                        xytext=(3, 0), textcoords="offset points", fontsize=8, color="grey", rotation=90,
+                        va="bottom")
+        _length_axis(ax, xs + list(trained))
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlabel(_x_label(rows))
         ax.set_ylabel("test accuracy")
         ax.set_title(self._lengths_title(rows), fontsize=10)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, frameon=False)
+        ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the data
         fig.tight_layout()
         return fig
 
@@ -93,8 +112,7 @@ class ReportFigures:
             if r.get("trained_at"):
                 ax.axvline(r["trained_at"], color="grey", linestyle="--", linewidth=0.8,
                            label="the longest training length")
-            if xs and max(xs) > 8 * max(min(xs), 1):
-                ax.set_xscale("log", base=2)
+            _length_axis(ax, xs + ([r["trained_at"]] if r.get("trained_at") else []))
             ax.set_title(r["task"], fontsize=8)
             ax.set_ylim(-0.03, 1.03)
             ax.grid(alpha=0.3)
@@ -154,7 +172,7 @@ class ReportFigures:
                 marks.append((found[1], f"paper: {r['own']['name']}\n(the verdict's figure)"))
             items.append({"label": label, "value": r["test_mean"] if r["test_mean"] is not None else 0.0,
                           "std": r["test_std"], "chance": r["chance"], "paper": [self._cell(r, h) for h in headers],
-                          "marks": marks, "plateau": r["plateau"]})
+                          "marks": marks, "plateau": r["plateau"], "content": self.content_free(r)})
         return items, headers, "test metric (R^2, accuracy or macro F1; 1 is perfect)"
 
     def figure(self, path=None):
@@ -178,7 +196,8 @@ class ReportFigures:
             ys = [i + (k - (len(series) - 1) / 2) * h for i in range(n)]
             if k == 0:
                 vals = [it["value"] for it in items]
-                ax.barh(ys, vals, height=h, color=color, xerr=[it["std"] for it in items], capsize=2, label=label)
+                err = [[it["std"] for it in items], [min(it["std"], max(0.0, 1.0 - it["value"])) for it in items]]
+                ax.barh(ys, vals, height=h, color=color, xerr=err, capsize=2, label=label)  # no bar past 1
             else:
                 vals = [it["paper"][k - 1] for it in items]
                 ax.barh([y for y, v in zip(ys, vals) if v is not None], [v for v in vals if v is not None],
@@ -193,6 +212,11 @@ class ReportFigures:
             ax.vlines([p[0] for _, p in flat], [i - 0.45 for i, _ in flat], [i + 0.45 for i, _ in flat],
                       colors="#636363", linestyles=(0, (1, 1.5)), linewidth=1.6, zorder=4,
                       label=f"{flat[0][1][1]} (a value of the context)")
+        free = [(i, it["content"]) for i, it in enumerate(items) if it.get("content")]
+        if free:  # the higher content-free level where it lies above chance: a dash-dot line
+            ax.vlines([c[0] for _, c in free], [i - 0.45 for i, _ in free], [i + 0.45 for i, _ in free],
+                      colors=CONTENT_COLOR, linestyles=(0, (5, 2, 1, 2)), linewidth=1.6, zorder=4,
+                      label="a content-free guess (majority or position prior)")
         y0 = -(len(series) - 1) / 2 * h  # the model's own bar
         marks = {}
         for i, it in enumerate(items):

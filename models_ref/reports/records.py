@@ -49,11 +49,27 @@ def by_length(runs):
     return [{"kind": k, "at": at, "accuracy": a / n, "count": n} for (k, at), (a, n) in sorted(cells.items()) if n]
 
 
+_LENGTH_PAIRS = (("min_length", "max_length"), ("min_sequence_length", "max_sequence_length"))  # (lo, hi) names
+
+
+def train_lengths(run):
+    """(shortest, longest) training length of a run whose task draws lengths from a range (the Chomsky
+    hierarchy's min_length-max_length, the state-tracking tasks' sequence lengths), else None."""
+    params = _params(run)
+    for lo, hi in _LENGTH_PAIRS:
+        a, z = params.get(lo, 1 if hi in params else None), params.get(hi)
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in (a, z)):
+            return a, z
+    return None
+
+
 def _trained_at(run):
-    """The training value of the parameter a run's test sets change (its training length), or None."""
+    """The longest training length of a run tested beyond it: the training value of the parameter its test sets
+    change, or the longest of its training lengths (``train_lengths``); None for neither."""
     changes = run.get("test_set_params")
     if not isinstance(changes, dict) or not changes:
-        return None
+        lengths = train_lengths(run)
+        return None if lengths is None else lengths[1]
     first = next(iter(changes.values()))
     keys = list(first) if isinstance(first, dict) else []
     # a range of lengths (min_length, max_length: the Chomsky hierarchy's) was trained up to its longest

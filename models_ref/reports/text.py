@@ -5,19 +5,40 @@ a validate certificate in a few lines (``summary``).
 from __future__ import annotations
 
 import os
+import re
 
 from longsynth.models_ref.protocols.mad import GROUP_NAMES, GROUP_SOURCE, GROUPS
 from longsynth.models_ref.protocols.registry import TOLERANCE, column_source, paper_split
 from longsynth.escape import markdown, visible
 from longsynth.models_ref.reports.records import (METRIC_NAMES, _level_text, _lr, _mine, _pct, _run_name, binned,
-                                                  display_name, diverged_text, score_of)
+                                                  display_name, diverged_text, member, score_of,
+                                                  train_lengths)
 
 
 def _seeds_text(row):
-    """The model's cell: the mean and standard deviation over seeds, or the one run's figure."""
+    """The model's cell: the mean and standard deviation over seeds, or the one run's figure; where the paper's
+    figure is a best-of and there are several runs, our best run beside it."""
+    best = f"; best of {row['best_of_runs']} runs {row['best_of']:.3f}" if row.get("reads_best_of") else ""
     if row["seeds"] == 1:
-        return f"{row['test_mean']:.3f} (n = 1, no spread)"
-    return f"{row['test_mean']:.3f} ± {row['test_std']:.3f} (n = {row['seeds']})"
+        return f"{row['test_mean']:.3f} (n = 1, no spread{best})"
+    return f"{row['test_mean']:.3f} ± {row['test_std']:.3f} (n = {row['seeds']}{best})"
+
+
+_STEPS = re.compile(r"(?<![\w.])\d[\d,]* steps( at lr [0-9.eE+-]+)?")  # a recipe's budget (and rate) in its prose
+
+
+def _recipes(runs):
+    """The recipes of a report's protocols, each once: their budget (and rate) said per task instead."""
+    return list(dict.fromkeys(_STEPS.sub("the steps above", run["protocol_source"]) for run in runs
+                              if run.get("protocol_source")))
+
+
+def _setting(row, run):
+    """What a tiny row trained: its training lengths (or its row length) and its steps."""
+    lengths = train_lengths(run)
+    at = (f"train lengths {lengths[0]:,}-{lengths[1]:,}" if lengths else
+          f"L = {row['length']:,}" if row.get("length") else None)
+    return ", ".join(v for v in (at, f"{row['steps']:,} steps") if v)
 
 
 class ReportText:
@@ -83,24 +104,44 @@ class ReportText:
                 + " (`--steps`). A run cut short says what the model reached in those steps, not whether it "
                   "reproduces the paper: its verdict is not a verdict.", ""]
         if self.scale == "tiny":
-            here = "; ".join(f"{r['task']} at L = {r['length']:,}, {r['steps']:,} steps" for r in rows
-                             if r.get("length"))
-            recipes = sorted({run["protocol_source"] for run in self.runs if run.get("protocol_source")})
+            settings = {}  # what a row trained -> the rows
+            for r in rows:
+                run = next((v for v in self.runs if v["protocol"] == r["protocol"] and member(v) == r["task"]), None)
+                if run is not None:
+                    settings.setdefault(_setting(r, run), []).append(r["task"])
+            here = "; ".join(f"{', '.join(tasks)} at {what}" if what.startswith("L = ") else f"{', '.join(tasks)}: {what}"
+                     for what, tasks in settings.items())
+            recipes = _recipes(self.runs)
             out += [f"The tiny scale shrinks the papers' recipes (here: {here}; docs/evaluate.md), so the papers' "
                     "figures are a reference, not a target." + (f" Recipes: {'; '.join(recipes)}." if recipes
                                                                  else ""), ""]
         in_dist = any(r.get("in_distribution") is not None for r in rows)
-        head = ["task", "metric", markdown(self.name), *(["in-distribution"] if in_dist else []), "chance", "best lr",
+        free = any(r.get("position_prior") is not None for r in rows)
+        head = ["task", "metric", markdown(self.name), *(["in-distribution"] if in_dist else []), "chance",
+                *(["majority", "position prior"] if free else []), "best lr",
                 *(f"paper: {n}" for _, n in headers), "verdict"]
         out += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
         for r in rows:
             mine = _mine(r) if r["test_mean"] is None else _seeds_text(r)
             paper = ["-" if self._cell(r, h) is None else f"{self._cell(r, h):.2f}" for h in headers]
             cells = [r["task"], METRIC_NAMES.get(r["metric"], r["metric"]), mine, *([_level_text(
-                r.get("in_distribution"))] if in_dist else []), _level_text(r["chance"]), _lr(r["best_lr"]), *paper,
+                r.get("in_distribution"))] if in_dist else []), _level_text(r["chance"]),
+                *([_level_text(r.get("majority")), _level_text(r.get("position_prior"))] if free else []),
+                _lr(r["best_lr"]), *paper,
                 r["verdict"]]
             out.append("| " + " | ".join(cells) + " |")
         out += ["", self._chance_line(rows)]
+        if free:
+            out += ["", "Majority and position prior: what two predictors that never read a row's content score on "
+                        "the same test rows: the most frequent answer, and the most frequent answer at each position "
+                        "of each row length (each fitted on half of the rows and scored on the other half). A model "
+                        "may score well above uniform chance from the length and the position alone; a result "
+                        "that is not above the higher of them is said to be \"no better than a content-free guess\"."]
+        statistic = {r["paper_statistic"] for r in rows if r.get("reads_best_of")}
+        if statistic:
+            out += ["", "The papers' figures here are best-ofs (" + "; ".join(sorted(statistic)) + "): a verdict "
+                        "reads our best run over every learning rate and seed tried (\"best of N runs\"), beside "
+                        "them, and the mean ± sd at the best learning rate stays in the table."]
         if in_dist:
             out += ["", "In-distribution: the test split at the training lengths, beside the score beyond them; a "
                         "model that did not learn is low on both, one that did not generalise only beyond."]
@@ -109,6 +150,7 @@ class ReportText:
                                               + f" (best run {r['best_run']:.3f})" for r in rows if r["seeds"] > 1)
                     + ". \"At chance\" means every seed is, each within two standard errors over the rows it "
                       "scored."]
+        out += self._model_notes(rows)
         sources = self._sources(rows)
         if sources:
             out += ["", "Paper columns, each named as its paper names the row, and where its figures come from: "
@@ -124,6 +166,30 @@ class ReportText:
         out += ["", f"Runs: {len(self.runs)}, each with its certificate under runs/ beside the report where it was "
                        "written (curves, history, metrics; the copies kept in docs/validation/ leave them out)."]
         return "\n".join(out) + "\n"
+
+    def _model_notes(self, rows):
+        """What the model did that a reader should know: it read whole rows where a protocol allows it; it
+        ignored a grid's width or depth (the same parameters at every point)."""
+        out = []
+        whole = [r["task"] for r in rows if r.get("causal") is False]
+        if whole:
+            out += ["", f"Direction: {markdown(self.name)} read the whole row (the causality check saw outputs move "
+                        f"with later inputs) on {', '.join(whole)}: these protocols allow it, their rows holding no "
+                        "target among the inputs (the Chomsky hierarchy's Transformer is such an encoder; its "
+                        "recurrent models read left to right)."]
+        grids = {}
+        for r in rows:
+            for axis in ("width", "depth"):
+                if r.get(axis) is not None:
+                    grids.setdefault((r["protocol"], axis), []).append(r)
+        for (protocol, axis), members in grids.items():
+            counts = {r.get("parameters") for r in members}
+            if len(members) > 1 and len(counts) == 1 and None not in counts:
+                field = "d_model" if axis == "width" else "n_layers"
+                out += ["", f"Grid: {', '.join(r['task'] for r in members)} are one model: {counts.pop():,} "
+                            f"parameters at every {axis}, so it ignores spec.{field} (docs/evaluate.md, \"The model "
+                            "contract\")."]
+        return out
 
     @staticmethod
     def _chance_line(rows):

@@ -198,3 +198,53 @@ def plateau(task, params=None):
 
     cfg = registry.get(task).make_config(**(params or {}))
     return 1.0 / cfg.num_kv_pairs, "the copy plateau"
+
+
+def content_free(batches, ignore_index=IGNORE_INDEX):
+    """What two predictors that never read a row's content score on token batches [(x, y, ...)]
+    (y [B, T], ``ignore_index`` unscored), as a fraction of the scored positions (docs/evaluate.md,
+    "Reading a report"): ``majority``, the most frequent answer of the set; ``position``, the most
+    frequent answer at each (length, position) of a row, its length being the index of its last
+    scored position plus one. Each is fitted on half of the rows (the even ones, then the odd
+    ones) and scored on the other half, so that a few rows per cell do not flatter it; ties go to
+    the smallest answer. None without two rows that have a scored position.
+    """
+    import numpy as np
+
+    rows, pos, lengths, answers, offset = [], [], [], [], 0
+    for batch in batches:
+        y = np.asarray(batch[1]).reshape(len(batch[1]), -1).astype(np.int64)  # [B, T]
+        scored = y != ignore_index  # [B, T]
+        r, t = np.nonzero(scored)  # row-major: a row's positions in order
+        last = np.full(y.shape[0], -1)
+        np.maximum.at(last, r, t)  # [B]  each row's last scored position
+        rows.append(r + offset)
+        pos.append(t)
+        lengths.append(last[r] + 1)
+        answers.append(y[r, t])
+        offset += y.shape[0]
+    if not rows:
+        return None
+    row, t, length, answer = (np.concatenate(v) for v in (rows, pos, lengths, answers))  # [n] each
+    if len(np.unique(row)) < 2 or answer.min() < 0:
+        return None
+    cell = length * (t.max() + 1) + t  # [n]  one key per (length, position)
+    fold = np.unique(row, return_inverse=True)[1] % 2  # [n]  alternate rows among those scored
+    hits = {"majority": 0, "position": 0}
+    for f in (0, 1):
+        fit, score = fold != f, fold == f
+        common = int(np.argmax(np.bincount(answer[fit])))
+        hits["majority"] += int((answer[score] == common).sum())
+        width = int(answer.max()) + 1
+        code, count = np.unique(cell[fit] * width + answer[fit], return_counts=True)  # sorted by cell, then answer
+        key, value = code // width, code % width
+        order = np.lexsort((value, -count, key))  # per cell: the most frequent first, then the smallest answer
+        key, value = key[order], value[order]
+        first = np.r_[True, key[1:] != key[:-1]]
+        key, value = key[first], value[first]  # one answer per fitted cell, cells sorted
+        at = np.clip(np.searchsorted(key, cell[score]), 0, len(key) - 1)
+        guess = np.where(key[at] == cell[score], value[at], common)  # an unseen cell: the majority
+        hits["position"] += int((guess == answer[score]).sum())
+    n = len(answer)
+    return {"majority": hits["majority"] / n, "position": hits["position"] / n, "rows": int(len(np.unique(row))),
+            "count": int(n)}

@@ -1,0 +1,38 @@
+"""The content-free levels of a run (training/metrics.py ``content_free``): what predictors that never
+read a row's content score on the rows the run was scored on, the same mean as its score (over the
+test sets where the protocol scores those, else the test split). The harness records them in each
+certificate (``baselines``); ``of_run`` recomputes them from a certificate made before it did, from
+the protocol's own data (a pure function of its parameters), for reports rebuilt from finished runs.
+"""
+from __future__ import annotations
+
+from longsynth.models_ref.evaluation.protocol import on_the_fly_sources, resolve, test_set_sources
+from longsynth.models_ref.training.metrics import content_free
+
+
+def levels(sets):
+    """{"majority", "position", "rows", "sets"} over {label: batches} (the mean of each set's level, as the
+    score is the mean of each set's accuracy); None where a set has no token targets."""
+    found = []
+    for batches in sets.values():
+        level = content_free(list(batches))
+        if level is None:
+            return None
+        found.append(level)
+    if not found:
+        return None
+    return {"majority": sum(v["majority"] for v in found) / len(found),
+            "position": sum(v["position"] for v in found) / len(found),
+            "rows": sum(v["rows"] for v in found), "sets": len(found)}
+
+
+def of_run(run):
+    """The levels of a finished run's certificate, from its protocol's data at its batch size (None for a run
+    on a stored dataset, without token targets, or of a protocol no longer known)."""
+    if run.get("primary_metric") != "accuracy" or (run.get("data") or {}).get("dataset") or run.get("test") is None:
+        return None
+    proto = resolve(run["protocol"], run["scale"], task=run["task"])
+    size = run.get("global_batch_size") or proto.batch_size
+    if run.get("scored_on") == "test sets" and proto.test_sets:
+        return levels({label: batches() for label, batches in test_set_sources(proto, size).items()})
+    return levels({"test": on_the_fly_sources(proto, size)[2]()})
