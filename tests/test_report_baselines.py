@@ -224,3 +224,12 @@ def test_a_grid_the_model_ignores_is_warned_and_said():
     assert "are one model: 20 parameters at every width, so it ignores spec.d_model" in md
     runs[1]["parameters"] = 40
     assert "are one model" not in _report(runs).to_markdown()
+
+
+def test_a_laptop_scale_report_passes_its_schema(tmp_path):
+    """The schema knew the tiny and paper scales only: a laptop-scale report was refused by its own writer."""
+    from longsynth.certificate import read_report
+
+    rep = _report([_cert("parity", 0.6, scale="laptop")], scale="laptop")
+    rep.write(tmp_path)
+    assert read_report(str(tmp_path))["scale"] == "laptop"
