@@ -45,8 +45,7 @@ def _validate_help():
 @click.argument("target")
 @click.option("--model", default=None,
               help="reference model [default: dlr; for a token task its positive control: attention, s6, gru, lstm or "
-                   "stack-rnn-deep, "
-                   "docs/evaluate.md]; where DLR is expected to fail an atomic task, the paper's best model trains "
+                   "stack-rnn, docs/evaluate.md]; where DLR is expected to fail an atomic task, the paper's best model trains "
                    "beside it")
 @click.option("--scale", type=click.Choice(["tiny", "paper"]), default="tiny", show_default=True,
               help="tiny: minutes on a CPU; paper: the paper's configuration")
@@ -162,7 +161,7 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
       dlr-prod, dlr-real, dlr-6, dlr-d1, s6, s6-signed, s6-nogate, s4d-nogate,
       gru, deltanet, deltanet-signed;
       on mqar: zoology-attention, base-conv, hyena, h3;
-      on the chomsky suites: rnn, lstm, stack-rnn, stack-rnn-deep, tape-rnn,
+      on the chomsky suites: rnn, lstm, stack-rnn, tape-rnn,
       chomsky-transformer;
     or path/to/file.py:function or package.module:function, a function that
     takes a longsynth.ModelSpec and returns a torch.nn.Module mapping

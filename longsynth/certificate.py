@@ -47,9 +47,13 @@ class Cell(BaseModel):
     count: Count
 
 
+Fraction = Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0, le=1)]
+
+
 class Exact(BaseModel):
     model_config = ConfigDict(extra="allow")
     count: Optional[Count] = None
+    top_share: Optional[Fraction] = None  # the share of the scored positions given the most frequent answer
 
 
 class Evaluation(BaseModel):
@@ -79,9 +83,6 @@ class Diverged(BaseModel):
     model_config = ConfigDict(extra="allow")
     step: Annotated[int, Strict(), Field(ge=0)]
     where: Name
-
-
-Fraction = Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0, le=1)]
 
 
 class Baselines(BaseModel):

@@ -116,7 +116,8 @@ def test_exact_metrics_beside_the_papers_per_batch_average():
     logits = torch.nn.functional.one_hot(torch.tensor([[1, 1, 1]]), 10).float()
     tok = [(logits, torch.tensor([[1, -100, -100]])), (logits, torch.tensor([[1, 2, 3]]))]
     r = evaluate(_Fixed(), tok, TrainConfig(steps=1, lr=0.1, objective="tokens", readout="positions"))
-    assert r["accuracy"] == pytest.approx(2 / 3) and r["exact"] == {"accuracy": 0.5, "correct": 2, "count": 4}
+    assert r["accuracy"] == pytest.approx(2 / 3) and r["exact"] == {"accuracy": 0.5, "correct": 2, "count": 4,
+                                                                 "top_share": 1.0}  # answer 1 at all 4
     # R^2: the exact one uses the mean of the whole set
     reg = [(torch.tensor([[[1.0], [2.0]]]), torch.tensor([[[1.0], [3.0]]])),
            (torch.tensor([[[5.0], [5.0]]]), torch.tensor([[[5.0], [6.0]]]))]

@@ -233,3 +233,30 @@ def test_a_laptop_scale_report_passes_its_schema(tmp_path):
     rep = _report([_cert("parity", 0.6, scale="laptop")], scale="laptop")
     rep.write(tmp_path)
     assert read_report(str(tmp_path))["scale"] == "laptop"
+
+
+def test_a_model_that_gives_one_answer_is_flagged():
+    """Many tiny Chomsky cells were a constant predictor (the same per-length vector for every model); the evaluation
+    counts the answers given at the scored positions and a report flags a model that gives one nearly everywhere."""
+    from longsynth.models_ref.training.config import TrainConfig
+    from longsynth.models_ref.training.eval_pass import evaluate
+
+    class Constant(torch.nn.Module):
+        def __init__(self, answer, d=5):
+            super().__init__()
+            self.answer, self.d, self.w = answer, d, torch.nn.Parameter(torch.zeros(1))
+
+        def forward(self, x):  # [B, T] -> [B, T, d]: the same answer everywhere
+            return torch.nn.functional.one_hot(torch.full_like(x, self.answer), self.d).float() + 0 * self.w
+
+    y = torch.tensor([[1, 2, IGNORE_INDEX], [3, 2, 2]])
+    cfg = TrainConfig(steps=1, lr=1e-3, objective="tokens", readout="positions", eval_batches=None)
+    res = evaluate(Constant(2), [(torch.zeros(2, 3, dtype=torch.long), y)], cfg)
+    assert res["exact"]["top_share"] == 1.0 and res["exact"]["accuracy"] == pytest.approx(3 / 5)
+    cert = _chomsky_cert(0.3, 0.3)
+    for record in cert["test_sets"].values():
+        record["exact"]["top_share"] = 0.97
+    assert "[one answer at 97% of the scored positions]" in _report([cert]).rows()[0]["verdict"]
+    for record in cert["test_sets"].values():
+        record["exact"]["top_share"] = 0.5
+    assert "one answer" not in _report([cert]).rows()[0]["verdict"]

@@ -1,9 +1,11 @@
 """Stack-RNN: Joulin & Mikolov's (2015) RNN with a differentiable stack, as the Chomsky-hierarchy paper
 writes it (Delétang, Ruoss et al., ICLR 2023; docs/models.md "Chomsky hierarchy baselines";
 google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be models/stack_rnn.py 114-194, one stack
-(``n_stacks`` 1), inner core ``hk.VanillaRNN`` of H 256 (experiments/constants.py 50-54), stack of s = 30
-cells (the default ``stack_size``, stack_rnn.py 120) of k = 8 (``stack_cell_size``, the paper's memory cell
-size, experiments/example.py 70). Per step, with S_{t-1} [s, k] (row 0 the top, S_0 = 0) and h_0 = 0:
+(``n_stacks`` 1), inner core ``hk.VanillaRNN`` of H 256 (experiments/constants.py 50-54), cells of k = 8
+(``stack_cell_size``, the paper's memory cell size, experiments/example.py 70), a stack of s = 128 cells (the
+paper's appendix A.2, where the code's default is 30, stack_rnn.py 120) that grows to the row's length L on a
+longer row (A.2: "manually increase their sizes when testing on longer sequences"; a stack of L cells holds
+every push of the row, so no deeper one changes an output). Per step, with S_{t-1} [s, k] (row 0 the top, S_0 = 0) and h_0 = 0:
 
     h_t = tanh(W_x [x_t; S_{t-1}[0]] + b_x + W_h h_{t-1} + b_h)     the top is read (stack_rnn.py 166-172)
     v_t = W_v h_t + b_v                                              the value to push [k] (173-176)
@@ -20,7 +22,7 @@ import torch.nn as nn
 class StackRNN(nn.Module):
     """x [B, L, D] -> h [B, L, H]: the recurrence above, one step per position."""
 
-    def __init__(self, D, H=256, stack_size=30, cell=8):
+    def __init__(self, D, H=256, stack_size=128, cell=8):
         super().__init__()
         self.H, self.s, self.k = H, stack_size, cell
         self.input_to_hidden = nn.Linear(D + cell, H)  # W_x [H, D + k], b_x [H]  (hk.VanillaRNN)
@@ -31,7 +33,8 @@ class StackRNN(nn.Module):
     def forward(self, x):  # x [B, L, D]
         B = x.shape[0]
         h = x.new_zeros(B, self.H)  # [B, H]
-        S = x.new_zeros(B, self.s, self.k)  # [B, s, k]  the empty stack (initial_state, 189-194)
+        s = max(self.s, x.shape[1])  # the paper's size, enlarged to a longer row's length
+        S = x.new_zeros(B, s, self.k)  # [B, s, k]  the empty stack (initial_state, 189-194)
         zero = x.new_zeros(B, 1, self.k)  # [B, 1, k]  what a pop brings up from below the bottom
         out = []
         W, b = self.input_to_hidden.weight, self.input_to_hidden.bias  # W [H, D + k]: x's columns, then the read's

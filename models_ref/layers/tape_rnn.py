@@ -2,7 +2,10 @@
 2023, section 4 and appendix B; docs/models.md "Chomsky hierarchy baselines";
 google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be models/tape_rnn.py 33-182,
 ``TapeInputLengthJumpCore`` with one tape, inner core ``hk.VanillaRNN`` (experiments/constants.py 67-71),
-H 256, a tape of m = 40 cells of k = 8 (experiments/example.py 68-72), the write MLP 64-64 (tape_rnn.py 41).
+H 256, cells of k = 8 (experiments/example.py 68-72), a tape of m = 256 cells (the paper's appendix A.2, where
+example.py's demo has 40) that grows to the row's length L on a longer row (A.2: "manually increase their sizes
+when testing on longer sequences"; with m >= L no jump of n wraps onto the input's own cells), the write MLP
+64-64 (tape_rnn.py 41).
 Per step, with M_{t-1} [m, k] (row 0 under the head, M_0 = 0), h_0 = 0 and n the input length (the row's
 symbols before the first empty token; tape_rnn.py 115-116 reads it per batch, here per row):
 
@@ -30,7 +33,7 @@ def roll_index(shift, m, k):
 class TapeRNN(nn.Module):
     """(x [B, L, D], n [B] long) -> h [B, L, H]: the recurrence above, one step per position."""
 
-    def __init__(self, D, H=256, memory_size=40, cell=8, mlp=(64, 64)):
+    def __init__(self, D, H=256, memory_size=256, cell=8, mlp=(64, 64)):
         super().__init__()
         self.H, self.m, self.k = H, memory_size, cell
         self.input_to_hidden = nn.Linear(D + cell, H)  # W_x [H, D + k], b_x [H]
@@ -45,9 +48,10 @@ class TapeRNN(nn.Module):
     def forward(self, x, n):  # x [B, L, D], n [B] long
         B = x.shape[0]
         h = x.new_zeros(B, self.H)  # [B, H]
-        M = x.new_zeros(B, self.m, self.k)  # [B, m, k]
+        m = max(self.m, x.shape[1])  # the paper's size, enlarged to a longer row's length
+        M = x.new_zeros(B, m, self.k)  # [B, m, k]
         one = torch.ones_like(n)  # [B]
-        left, right, jump_left, jump_right = (roll_index(s, self.m, self.k) for s in (-one, one, -n, n))  # [B, m, k]
+        left, right, jump_left, jump_right = (roll_index(s, m, self.k) for s in (-one, one, -n, n))  # [B, m, k]
         out = []
         W, b = self.input_to_hidden.weight, self.input_to_hidden.bias  # W [H, D + k]: x's columns, then the read's
         D = x.shape[-1]

@@ -14,7 +14,10 @@ encoder reads the whole row (no causal mask; the padding masked out of its keys)
 Our rows already hold the empty tokens the authors' wrapper appends (docs/tasks/chomsky.md, "Row
 layout"); the padding after them (id I + 1) is read as a zero vector and never scored. The harness
 asks for ``vocab_size`` = I + 2 logits per position: the O = ``output_size`` of the task come from the
-head, the rest are a constant -1e4 (no probability), so the parameters are the authors'.
+head, the rest are a constant -1e4 (no probability), so the parameters are the authors'. Every linear map
+starts as Haiku's ``hk.Linear`` does (weights N(0, 1/fan_in) cut at two standard deviations, biases zero:
+haiku basic.py, Linear.__call__; hk.VanillaRNN, hk.LSTM and hk.nets.MLP are built of it), not as torch's
+``nn.Linear`` (uniform in +-1/sqrt(fan_in), and a bias drawn likewise).
 """
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ SIZES = {
 }
 CORES = {"rnn": VanillaRNN, "lstm": LSTM, "stack-rnn": StackRNN, "tape-rnn": TapeRNN,
          "chomsky-transformer": TransformerEncoder}
-VARIANTS = {"stack-rnn-deep": "stack-rnn"}  # built-in -> its core, where they differ by sizes only (the presets')
+VARIANTS = {}  # built-in -> its core, where they differ by sizes only (the presets')
 WHOLE_ROW = ("chomsky-transformer",)  # the cores that see every position of the row (not causal)
 READS_LENGTH = ("tape-rnn",)  # reads the row's input length (where its empty tokens start) from the first step: its
 # jumps move the head by it (tape_rnn.py 41-60); causal given the row's layout, where every scored output follows it
@@ -79,8 +82,9 @@ class ChomskyModel(nn.Module):
         self.cfg = cfg
         self.core = CORES[cfg.core](cfg.I + 1, **cfg.arch)
         self.head = nn.Linear(self.core.H, cfg.O)  # W [O, H], b [O]  (hk.Linear(output_size))
-        if cfg.core in WHOLE_ROW:
-            haiku_init_(self.head)  # the encoder starts as Haiku's modules do (layers/chomsky_transformer.py)
+        for linear in (m for m in self.modules() if isinstance(m, nn.Linear)):  # the core's and the head's
+            if cfg.core not in WHOLE_ROW or linear is self.head:  # the encoder inits its own (chomsky_transformer.py)
+                haiku_init_(linear)  # hk.Linear's init, as every module of the authors' models starts
 
     def forward(self, x):  # x [B, T] int64
         I = self.cfg.I  # noqa: E741

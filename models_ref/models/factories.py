@@ -108,8 +108,7 @@ class Zoology(Reference):
 
 class Chomsky(Reference):
     """``rnn``, ``lstm``, ``stack-rnn``, ``tape-rnn``, ``chomsky-transformer``: the Chomsky-hierarchy paper's
-    models (models_ref/models/chomsky.py), on the ``chomsky-*`` protocols only (their preset refuses the others);
-    ``stack-rnn-deep``, the Stack-RNN with a stack as deep as the test inputs (reverse string's control)."""
+    models (models_ref/models/chomsky.py), on the ``chomsky-*`` protocols only (their preset refuses the others)."""
 
     def config(self, spec):
         from longsynth.models_ref.models import chomsky
@@ -139,7 +138,7 @@ BUILTIN = {name: Reference(name) for name in ("dlr", "dss", "s4", "s4d", "essm",
                                                "s4d-nogate")}
 for _name in ("zoology-attention", "base-conv", "hyena", "h3"):
     BUILTIN[_name] = Zoology(_name)
-for _name in ("rnn", "lstm", "stack-rnn", "stack-rnn-deep", "tape-rnn", "chomsky-transformer"):
+for _name in ("rnn", "lstm", "stack-rnn", "tape-rnn", "chomsky-transformer"):
     BUILTIN[_name] = Chomsky(_name)
 
 

@@ -78,6 +78,14 @@ def _trained_at(run):
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def top_share(run):
+    """The share of the scored positions given the run's most frequent answer (the mean over the sets its score
+    averages), or None where the certificate has none (an older one, a regression or classification)."""
+    sets = list((run.get("test_sets") or {}).values()) if run.get("scored_on") == "test sets" else [run.get("test")]
+    shares = [((s or {}).get("exact") or {}).get("top_share") for s in sets]
+    return sum(shares) / len(shares) if shares and all(isinstance(v, float) for v in shares) else None
+
+
 def _column(figures, name):
     """The paper's figure of a column; the attention column falls back to local attention."""
     if name == "attention" and "attention" not in figures:

@@ -29,11 +29,14 @@ from longsynth.models_ref.protocols.registry import (COLUMNS, EXTRA_COLUMNS, PAP
                                                      paper_split)
 from longsynth.models_ref.reports.figures import ReportFigures
 from longsynth.models_ref.reports.records import (_column, _figures, _level, _pct, _protocol_steps, _shared,
-                                                  _trained_at, by_length, display_name, member, score_of)
+                                                  _trained_at, by_length, display_name, member, score_of, top_share)
 from longsynth.models_ref.reports.text import ReportText
 from longsynth.models_ref.reports.text import summary  # noqa: F401 - validate's lines, importable from here (the CLI)
 from longsynth.outdir import Folder
 from longsynth.certificate import check_report
+
+
+ONE_ANSWER = 0.9  # a model that gives one answer at this share of the scored positions (every seed) is flagged
 
 
 @dataclasses.dataclass
@@ -139,9 +142,13 @@ class Report(ReportText, ReportFigures):
             any(v is not None for v in row["paper"].values()) or (row["own"] or {}).get(metric) is not None)
         levels = next((r["baselines"] for r in by_lr[best] if isinstance(r.get("baselines"), dict)), None) or {}
         row["majority"], row["position_prior"] = levels.get("majority"), levels.get("position")
+        shares = [top_share(r) for r in by_lr[best] if score_of(r)]
+        row["top_share"] = min(shares) if shares and None not in shares else None  # one answer everywhere: near 1
         row["seed_noise"] = [self._noise(row, r) for r in by_lr[best] if score_of(r)]
         row["noise"] = max(row["seed_noise"], default=0.02)
         row["verdict"] = self._verdict(row)
+        if row["top_share"] is not None and row["top_share"] >= ONE_ANSWER:
+            row["verdict"] += f" [one answer at {row['top_share']:.0%} of the scored positions]"
         row["by_length"] = by_length(by_lr[best])
         row["trained_at"] = _trained_at(runs[0])
         row["causal"] = False if any(r.get("causal") is False for r in runs) else runs[0].get("causal")

@@ -23,7 +23,9 @@ def _batch_metrics(out, y, extras, cfg):
         return {"r2": M.r2(out, y)}, M.r2_sums(out, y)
     if cfg.objective == "tokens":
         m = M.token_accuracy(out, y.long(), groups=extras)
-        return m, torch.tensor([m["correct"], m["count"]], dtype=torch.float64)
+        scored = out.argmax(-1)[y.long() != M.IGNORE_INDEX]  # [n]  the answers given at scored positions
+        given = torch.bincount(scored.cpu(), minlength=out.shape[-1]).to(torch.float64)  # [d_output]
+        return m, torch.cat([torch.tensor([m["correct"], m["count"]], dtype=torch.float64), given])
     cm = M.confusion(out, y.long(), cfg.num_classes)
     s = M.macro_from_confusion(cm)
     return {"macro_f1": s["macro_f1"], "macro_accuracy": s["macro_accuracy"]}, cm.flatten()
@@ -34,7 +36,9 @@ def _exact(sums, cfg):
         return {"r2": M.r2_from_sums(sums)}
     if cfg.objective == "tokens":
         c, n = int(sums[0]), int(sums[1])
-        return {"accuracy": c / n if n else float("nan"), "correct": c, "count": n}
+        # the share of the scored positions given the model's most frequent answer: near 1, one answer for all
+        return {"accuracy": c / n if n else float("nan"), "correct": c, "count": n,
+                "top_share": float(sums[2:].max()) / n if n else float("nan")}
     cm = sums.reshape(cfg.num_classes, cfg.num_classes)
     s = M.macro_from_confusion(cm)
     return {**s, "confusion": cm.long().tolist()}
