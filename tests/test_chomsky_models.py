@@ -88,32 +88,36 @@ def twin_stack(layer, x, s, k):
     return out
 
 
-def twin_tape(layer, x, n, m, k):
-    (Wx, bx), (Wh, bh), (Wa, ba) = _w(layer.input_to_hidden), _w(layer.hidden_to_hidden), _w(layer.actions)
+def twin_tape(layer, x, n, m, k, tapes=1):
+    (Wx, bx), (Wh, bh) = _w(layer.input_to_hidden), _w(layer.hidden_to_hidden)
+    acts = [_w(lin) for lin in layer.actions]  # one Linear of 5 actions per tape (tape_rnn.py 112-116)
     mlp = [_w(lin) for lin in layer.write if isinstance(lin, torch.nn.Linear)]
     out = np.zeros((B, L, H))
     for b in range(B):
-        h, M = np.zeros(H), np.zeros((m, k))
+        h, M = np.zeros(H), np.zeros((tapes, m, k))
         for t in range(L):
-            h = np.tanh(Wx @ np.concatenate([x[b, t], M[0]]) + bx + Wh @ h + bh)
+            h = np.tanh(Wx @ np.concatenate([x[b, t], *(M[j, 0] for j in range(tapes))]) + bx + Wh @ h + bh)
             w = h
-            for j, (W, bias) in enumerate(mlp):
+            for i, (W, bias) in enumerate(mlp):
                 w = W @ w + bias
-                w = np.maximum(w, 0) if j < len(mlp) - 1 else w
-            a = _softmax(Wa @ h + ba)
-            Mw = M.copy()
-            Mw[0] = w
+                w = np.maximum(w, 0) if i < len(mlp) - 1 else w
             eye = np.eye(m)
             ops = [eye, np.roll(eye, -1, axis=0), np.roll(eye, 1, axis=0), np.roll(eye, -n[b], axis=0),
                    np.roll(eye, n[b], axis=0)]  # tape_rnn.py 175-181, applied as their einsum 'mM,bMc->bmc'
-            M = sum(a[i] * ops[i] @ Mw for i in range(5))
+            for j in range(tapes):  # each tape: its slice of the write, its own actions
+                Wa, ba = acts[j]
+                a = _softmax(Wa @ h + ba)
+                Mw = M[j].copy()
+                Mw[0] = w[j * k:(j + 1) * k]
+                M[j] = sum(a[i] * ops[i] @ Mw for i in range(5))
             out[b, t] = h
     return out
 
 
-@pytest.mark.parametrize("name,size", [("rnn", None), ("lstm", None), ("stack-rnn", 4), ("stack-rnn", 12),
-                                       ("tape-rnn", 6), ("tape-rnn", 9)])
-def test_twin(name, size):
+@pytest.mark.parametrize("name,size,tapes", [("rnn", None, 1), ("lstm", None, 1), ("stack-rnn", 4, 1),
+                                             ("stack-rnn", 12, 1), ("tape-rnn", 6, 1), ("tape-rnn", 9, 1),
+                                             ("tape-rnn", 9, 4)])
+def test_twin(name, size, tapes):
     """Each layer against its loop; a memory smaller than the row (L = 7) is the row's length (the paper's A.2:
     sizes increased for longer sequences), a larger one its own."""
     x = _x()
@@ -128,9 +132,9 @@ def test_twin(name, size):
         layer = _layer(StackRNN, stack_size=size, cell=3)
         got, want = layer(x), twin_stack(layer, x.numpy(), grown, 3)
     else:
-        layer = _layer(TapeRNN, memory_size=size, cell=3, mlp=(4,))
+        layer = _layer(TapeRNN, memory_size=size, cell=3, mlp=(4,), n_tapes=tapes)
         n = torch.tensor([2, 5])
-        got, want = layer(x, n), twin_tape(layer, x.numpy(), n.numpy(), grown, 3)
+        got, want = layer(x, n), twin_tape(layer, x.numpy(), n.numpy(), grown, 3, tapes)
     assert got.shape == (B, L, H)
     assert np.abs(got.detach().numpy() - want).max() < 1e-10
     assert np.abs(want).max() > 0.05  # the twin compares non-trivial states
@@ -230,6 +234,38 @@ def test_the_memories_are_the_papers_and_grow_with_the_row():
     assert "chomsky-reverse-string" not in NO_CONTROL
 
 
+@pytest.mark.parametrize("name", ["lstm", "tape-rnn", "chomsky-transformer"])
+def test_computation_steps_are_the_authors_row(name):
+    """computation_steps_mult c (the paper's Tape-RNN sweep, {0, l, 2l}; experiments/utils.py 33-88): the core reads
+    the n inputs, c n computation tokens (one-hot index I), the output's empty tokens (I + 1); our positions take the
+    outputs of the core's last o(n) positions. Written row by row here, against the model's tensor form."""
+    from longsynth.models_ref.protocols.registry import architecture
+
+    arch = dict(architecture("chomsky-reverse-string", "tiny", name)["arch"], computation_steps_mult=2)
+    if name == "tape-rnn":
+        arch.update(memory_size=16, n_tapes=4)
+    torch.manual_seed(0)
+    model = ChomskyModel(config(name, "chomsky-reverse-string", 4, arch)).double().eval()
+    assert model.cfg.computation_steps_mult == 2 and "computation_steps_mult" not in model.cfg.arch
+    I = 2  # reverse string: inputs 0, 1; empty 2; padding 3  # noqa: E741
+    rows = [[0, 1, 1, 2, 2, 2, 3, 3], [1, 0, 1, 0, 2, 2, 2, 2]]  # n = 3 (padded), n = 4
+    x = torch.tensor(rows)
+    got = model(x)[..., :2]  # [B, T, O]
+    for b, row in enumerate(rows):
+        n = row.index(I)
+        o = sum(1 for v in row if v == I)
+        theirs = row[:n] + [I] * (2 * n) + [I + 1] * o  # their tape: input, computation, output tokens
+        u = torch.nn.functional.one_hot(torch.tensor([theirs]), I + 2).double()  # [1, T', I + 2]
+        if name == "tape-rnn":
+            h = model.core(u, torch.tensor([n]))
+        elif name == "chomsky-transformer":
+            h = model.core(u, torch.ones(1, len(theirs), dtype=torch.bool))
+        else:
+            h = model.core(u)
+        logits = model.head(h if name == "chomsky-transformer" else torch.relu(h))[0, -o:]  # their last o outputs
+        assert torch.allclose(got[b, n:n + o], logits, atol=1e-12), name
+
+
 def test_the_linear_maps_start_as_haikus():
     """hk.Linear: weights N(0, 1/fan_in) cut at two standard deviations, zero biases (torch's default is uniform
     in +-1/sqrt(fan_in) with a drawn bias)."""
@@ -278,21 +314,30 @@ def test_certificate_curves_draw_accuracy_by_test_length():
     assert len(curves(history, "accuracy", None, "t", {"train": {"accuracy": 1.0}}).axes) == len(plain.axes)
 
 
-def test_a_report_says_the_papers_figures_are_not_entered_not_that_there_are_none():
-    """Table 2 has a figure for every task; until they are entered a report must not read "no paper figure"."""
+def _chomsky_run(task, acc):
+    return {"task": task, "family": "tokens", "protocol": task, "model": "lstm",
+            "scale": "tiny", "lr": 1e-3, "weight_decay": None, "width": None, "seed": 0, "primary_metric": "accuracy",
+            "best": {"accuracy": acc}, "test": {"accuracy": acc, "exact": {"accuracy": acc, "count": 512}},
+            "paper_columns": {}, "wall_time_s": 1.0, "train_tokens_per_s": 1.0, "spec": {"seq_len": 80},
+            "steps": 1000, "data": {"params": {"min_length": 1, "max_length": 40}},
+            "schedule": {"steps": 1000, "protocol": {"steps": 1000}}}
+
+
+def test_table_2_figures_are_entered_from_their_sources_and_the_rest_says_what_is_known():
+    """Table 2 has a figure for every task: where a source gives it (DeltaFormer's reprint, the paper's text) it is
+    a column with that source named; elsewhere the report says it is not entered, with what the paper's text says,
+    never "no paper figure"."""
     from longsynth.models_ref.reports.report import Report
 
-    run = {"task": "chomsky-parity-check", "family": "tokens", "protocol": "chomsky-parity-check", "model": "lstm",
-           "scale": "tiny", "lr": 1e-3, "weight_decay": None, "width": None, "seed": 0, "primary_metric": "accuracy",
-           "best": {"accuracy": 0.9}, "test": {"accuracy": 0.9, "exact": {"accuracy": 0.9, "count": 512}},
-           "paper_columns": {}, "wall_time_s": 1.0, "train_tokens_per_s": 1.0, "spec": {"seq_len": 80},
-           "steps": 1000, "data": {"params": {"min_length": 1, "max_length": 40}},
-           "schedule": {"steps": 1000, "protocol": {"steps": 1000}}}
-    rep = Report(identity={"model": "lstm", "sha256": None}, suite="chomsky-parity-check", scale="tiny", settings={},
-                 runs=[run])
-    (row,) = rep.rows()
-    assert row["verdict"].endswith("paper figure not entered (below)") and "no paper figure" not in row["verdict"]
-    assert "Paper figures not entered: Delétang et al.'s Table 2" in rep.to_markdown()
+    rep = Report(identity={"model": "lstm", "sha256": None}, suite="chomsky", scale="tiny", settings={},
+                 runs=[_chomsky_run("chomsky-parity-check", 0.9), _chomsky_run("chomsky-bucket-sort", 0.5)])
+    parity, bucket = rep.rows()
+    assert parity["paper"]["lstm"] == 1.0 and parity["paper"]["chomsky-transformer"] == 0.52
+    assert parity["verdict"].startswith("tiny setting: near the paper's LSTM: 1.00")
+    assert bucket["verdict"].endswith("paper figure not entered (below)") and "no paper figure" not in bucket["verdict"]
+    md = rep.to_markdown()
+    assert "as reprinted by Xu et al. (DeltaFormer), Appendix D Table 5" in md
+    assert "Paper figures not entered: Delétang et al.'s Table 2" in md and "LSTMs solve it" in md
 
 
 def test_lengths_figure_marks_the_longest_training_length():

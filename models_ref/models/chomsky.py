@@ -58,8 +58,9 @@ class ChomskyConfig:
     I: int  # input symbols; the empty token is I, padding I + 1  # noqa: E741
     O: int  # output classes  # noqa: E741
     vocab_size: int  # the logits the harness reads (I + 2)
-    arch: dict  # the core's sizes (H, stack_size, cell, memory_size, mlp)
+    arch: dict  # the core's sizes (H, stack_size, cell, memory_size, mlp, n_tapes)
     layer: str = "chomsky"  # what trainer_checkpoints.load_model rebuilds: a ChomskyModel
+    computation_steps_mult: int = 0  # c: c n computation tokens between the input and the outputs (utils.py 33-88)
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -80,27 +81,50 @@ class ChomskyModel(nn.Module):
     def __init__(self, cfg: ChomskyConfig):
         super().__init__()
         self.cfg = cfg
-        self.core = CORES[cfg.core](cfg.I + 1, **cfg.arch)
+        self.core = CORES[cfg.core](cfg.I + 1 + (cfg.computation_steps_mult > 0), **cfg.arch)  # one-hot width
         self.head = nn.Linear(self.core.H, cfg.O)  # W [O, H], b [O]  (hk.Linear(output_size))
         for linear in (m for m in self.modules() if isinstance(m, nn.Linear)):  # the core's and the head's
             if cfg.core not in WHOLE_ROW or linear is self.head:  # the encoder inits its own (chomsky_transformer.py)
                 haiku_init_(linear)  # hk.Linear's init, as every module of the authors' models starts
 
     def forward(self, x):  # x [B, T] int64
-        I = self.cfg.I  # noqa: E741
+        I, c = self.cfg.I, self.cfg.computation_steps_mult  # noqa: E741
         dtype = self.head.weight.dtype
-        u = F.one_hot(x.long().clamp(0, I + 1), I + 2)[..., :I + 1].to(dtype)  # [B, T, I + 1]  padding -> 0
+        x = x.long()
+        empty = x == I  # [B, T]
+        n = torch.where(empty.any(1), empty.long().argmax(1), torch.full_like(x[:, 0], x.shape[1]))  # [B] input length
+        if c:
+            x, back = with_computation(x, n, c, I)  # [B, T + c max n]: the authors' row, ids shifted by one from I
+        pad = I + 1 + (c > 0)  # the padding's id
+        u = F.one_hot(x.clamp(0, pad), pad + 1)[..., :pad].to(dtype)  # [B, T', pad]  padding -> 0
         if self.cfg.core == "tape-rnn":
-            empty = x == I  # [B, T]
-            n = torch.where(empty.any(1), empty.long().argmax(1), torch.full_like(x[:, 0], x.shape[1]))  # [B]
-            h = self.core(u, n.long())  # [B, T, H]
+            h = self.core(u, n)  # [B, T', H]
         elif self.cfg.core in WHOLE_ROW:
-            h = self.core(u, x != I + 1)  # [B, T, H]  the padding masked out of the keys
+            h = self.core(u, x != pad)  # [B, T', H]  the padding masked out of the keys
         else:
-            h = self.core(u)  # [B, T, H]
+            h = self.core(u)  # [B, T', H]
+        if c:
+            h = h.gather(1, back[:, :, None].expand(-1, -1, h.shape[-1]))  # [B, T, H]  back at our positions
         logits = self.head(h if self.cfg.core in WHOLE_ROW else F.relu(h))  # [B, T, O]  (transformer.py 499)
         rest = logits.new_full((*logits.shape[:2], self.cfg.vocab_size - self.cfg.O), NO_LOGIT)  # [B, T, V - O]
         return torch.cat([logits, rest], dim=-1)  # [B, T, vocab_size]
+
+
+def with_computation(x, n, c, I):  # noqa: E741
+    """(x' [B, T + c max n], back [B, T]): the authors' row with computation tokens (experiments/utils.py 55-80,
+    ``make_model_with_empty_targets`` with ``computation_steps_mult`` c > 0): a row's n inputs, c n computation
+    tokens (id I, their input_size + 0), then its empty tokens (id I + 1, their input_size + 1) and padding (I + 2);
+    ``back[b, t]`` is the position of x' whose output our position t takes (t + c n past the input)."""
+    B, T = x.shape
+    cn = c * n[:, None]  # [B, 1]
+    j = torch.arange(T + int(cn.max()), device=x.device)[None, :]  # [1, T']
+    shifted = torch.where(x >= I, x + 1, x)  # [B, T]  empty I -> I + 1, padding I + 1 -> I + 2
+    src = torch.where(j < n[:, None], j, j - cn)  # [B, T']  the position of x a position of x' copies
+    out = shifted.gather(1, src.clamp(0, T - 1))  # [B, T']
+    out = torch.where((j >= n[:, None]) & (j < n[:, None] + cn), torch.full_like(out, I), out)  # computation tokens
+    out = torch.where(src >= T, torch.full_like(out, I + 2), out)  # past the row's end: padding
+    t = torch.arange(T, device=x.device)[None, :]  # [1, T]
+    return out, torch.where(t < n[:, None], t, t + cn)  # [B, T'], [B, T]
 
 
 def config(name, task, vocab_size, arch):
@@ -111,4 +135,7 @@ def config(name, task, vocab_size, arch):
     if vocab_size != I + 2:
         raise LongsynthError(f"model: {name} reads {task} at its default parameters (vocab_size {I + 2}), "
                              f"this run has vocab_size {vocab_size}")
-    return ChomskyConfig(core=VARIANTS.get(name, name), I=I, O=O, vocab_size=vocab_size, arch=dict(arch))
+    arch = dict(arch)
+    steps = arch.pop("computation_steps_mult", 0)  # the wrapper's, not the core's (experiments/utils.py 33-88)
+    return ChomskyConfig(core=VARIANTS.get(name, name), I=I, O=O, vocab_size=vocab_size, arch=arch,
+                         computation_steps_mult=int(steps))
