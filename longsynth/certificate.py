@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator, model_validator
 
@@ -121,6 +121,7 @@ class Certificate(BaseModel):
     family: Optional[Name] = None
     protocol_source: Optional[Annotated[str, Strict(), Field(max_length=4000)]] = None
     baselines: Optional[Baselines] = None
+    options: Optional[dict[Name, Union[Annotated[int, Strict()], Name]]] = None  # a point of a built-in's grid
 
     @field_validator("task")
     @classmethod

@@ -63,6 +63,7 @@ class Job:
     weight_decay: float | None = None  # None: the protocol's
     width: int | None = None  # a point of the protocol's width grid (spec.d_model); None: the model's own
     depth: int | None = None  # a point of its depth grid (spec.n_layers); None: the model's own
+    options: dict | None = None  # a point of the protocol's grid of a built-in's options (its arch); None: its preset
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -212,6 +213,8 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         factory, identity = factories.load(job.model)
     else:
         identity = {"model": job.model, "sha256": None}
+    if job.options:
+        factory = factories.with_options(factory, job.options)
     p = prepare(job, rank, world)
     proto, spec = p.protocol, p.spec
     lr = resolve_lr(job, factory, spec, proto)
@@ -260,7 +263,7 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         "target": job.data or proto.task, "model": job.model, "model_identity": identity, "scale": job.scale,
         "causal": causal,  # whether the check saw the model causal (False: it read the whole row, as allowed)
         "parameters": sum(t.numel() for t in res["model"].parameters()),
-        "lr": lr, "weight_decay": job.weight_decay, "width": job.width, "depth": job.depth,
+        "lr": lr, "weight_decay": job.weight_decay, "width": job.width, "depth": job.depth, "options": job.options,
         "seed": job.seed, "spec": spec.to_dict(),
         "model_config": model_config, "train_config": dataclasses.asdict(tcfg),
         "schedule": {"steps": tcfg.steps, "warmup_steps": tcfg.warmup_steps, "eval_every": tcfg.eval_every,

@@ -139,14 +139,14 @@ def _check_settings(s):
         raise LongsynthError(f"--edited: must be one of {', '.join(EDITED)}, got {s.edited!r}")
 
 
-def _count_runs(members, settings):
+def _count_runs(members, settings, model=None):
     """The runs a sweep plans, counted from its protocols before any is planned; LongsynthError
     past limits.MAX_RUNS."""
     total = 0
     for proto_name, task in members:
         protocol = resolve(proto_name, settings.scale, task=task)
         per_lr = (len(protocol.weight_decays or (None,)) * len(protocol.widths or (None,))
-                  * len(protocol.depths or (None,)) * settings.seeds)
+                  * len(protocol.depths or (None,)) * len(options_of(protocol, model)) * settings.seeds)
         total += len(settings.lrs or protocol.lrs or (None,)) * per_lr
     if total > limits.MAX_RUNS:
         raise LongsynthError(f"the sweep plans {total:,} runs ({len(members)} task(s) x learning rates x seeds); "
@@ -165,17 +165,29 @@ def _factory(model):
     return model, {"model": text, "sha256": None}, text
 
 
+def options_of(protocol, model):
+    """The points of a protocol's grid of the built-in ``model``'s options ((None,): its preset alone)."""
+    grid = (protocol.model_options or {}).get(model) if isinstance(model, str) else None
+    return tuple(grid) if grid else (None,)
+
+
+def _options_text(options):
+    """A grid point in a run folder's name: "computation_steps_mult1-n_tapes4-"."""
+    return "".join(f"{k}{v}-" for k, v in sorted(options.items())) if options else ""
+
+
 def sweep(probe, protocol, settings, lrs):
     """(job, its run folder's name prefix) of each point of one suite member's sweep: learning
-    rates ``lrs`` x the protocol's weight decays, widths and depths x ``settings.seeds``."""
+    rates ``lrs`` x the protocol's weight decays, widths, depths and options of the built-in x
+    ``settings.seeds``."""
     every = min(protocol.eval_every, settings.steps or protocol.steps)
     grid = itertools.product(lrs, protocol.weight_decays or (None,), protocol.widths or (None,),
-                             protocol.depths or (None,), range(settings.seeds))
-    for lr, wd, width, depth, seed in grid:
+                             protocol.depths or (None,), options_of(protocol, probe.model), range(settings.seeds))
+    for lr, wd, width, depth, options, seed in grid:
         job = dataclasses.replace(probe, lr=float(lr), seed=seed, steps=settings.steps, checkpoint_every=every,
-                                  weight_decay=wd, width=width, depth=depth)
+                                  weight_decay=wd, width=width, depth=depth, options=options)
         prefix = (f"lr{lr:g}-" + ("" if wd is None else f"wd{wd:g}-") + ("" if width is None else f"d{width}-")
-                  + ("" if depth is None else f"n{depth}-") + f"seed{seed}-")
+                  + ("" if depth is None else f"n{depth}-") + _options_text(options) + f"seed{seed}-")
         yield job, prefix
 
 
@@ -188,7 +200,7 @@ def plan(model, suite, settings, out, notify, progress=False, on_member=None):
     factory, identity, text = _factory(model)
     planned, changed, unstored = [], 0, []
     members = suite_tasks(suite, settings.scale)
-    _count_runs(members, settings)
+    _count_runs(members, settings, text)
     if len(members) > 1:  # a forward pass on a real batch per task: a minute or two for the atomic suite
         what = members_text(members)  # "2 tasks", "4 cells of mqar (...)"
         notify(f"checking {text} on the {what}{'' if ' of ' in what else f' of {suite}'} before anything trains")
@@ -245,9 +257,11 @@ def _check_grid(factory, spec, protocol, text, notify):
 
 
 def run_key(d):
-    """What tells the runs of a sweep apart: (protocol, task, lr, weight decay, width, depth, seed)
+    """What tells the runs of a sweep apart: (protocol, task, lr, weight decay, width, depth, options, seed)
     of a Job's dict or a certificate."""
-    return tuple(d.get(k) for k in ("protocol", "task", "lr", "weight_decay", "width", "depth", "seed"))
+    options = d.get("options")
+    return (*(d.get(k) for k in ("protocol", "task", "lr", "weight_decay", "width", "depth")),
+            tuple(sorted(options.items())) if isinstance(options, dict) else None, d.get("seed"))
 
 
 def _plural(n, word):

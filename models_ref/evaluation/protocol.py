@@ -59,6 +59,8 @@ class Protocol:
     grad_clip: float | None = None  # max global gradient norm (the Chomsky hierarchy's 1.0); None: no clipping
     score_test_sets: bool = False  # the verdict reads the mean over the test sets (the Chomsky hierarchy's score)
     length_per_batch: bool = False  # every batch one length, uniform in data's min_length..max_length (``ByLength``)
+    model_options: dict | None = None  # {built-in: ({arch option: value}, ...)}: the configurations of a built-in
+    # the paper's column is the best of (the Chomsky Tape-RNN's tapes x computation tokens), each point a run
     whole_row: bool = False  # no target sits among a row's inputs: a model that reads the whole row is run, not
     # refused (the Chomsky hierarchy's rows: the input, then empty tokens; the paper's Transformer is an encoder)
 

@@ -42,15 +42,16 @@ class Reference:
     """A built-in reference model: ``Reference("dlr")(spec)`` -> Model with the preset of
     the spec's protocol and scale (``protocols.registry.architecture``)."""
 
-    def __init__(self, name):
+    def __init__(self, name, options=None):
         self.name = name
         self.layer = VARIANTS[name][0] if name in VARIANTS else name
+        self.options = dict(options or {})  # arch fields a protocol's grid sets over the preset's (``with_options``)
 
     def preset(self, spec):
         row = architecture(spec.protocol, spec.scale, self.name)
         if row is None:
             raise LongsynthError(f"model: {self.name} has no preset for {spec.protocol} at scale {spec.scale}")
-        return row
+        return {**row, "arch": {**row["arch"], **self.options}} if self.options else row
 
     def config(self, spec):
         """The ModelConfig for a spec: the preset's architecture, the data's channels, the
@@ -140,6 +141,15 @@ for _name in ("zoology-attention", "base-conv", "hyena", "h3"):
     BUILTIN[_name] = Zoology(_name)
 for _name in ("rnn", "lstm", "stack-rnn", "tape-rnn", "chomsky-transformer"):
     BUILTIN[_name] = Chomsky(_name)
+
+
+def with_options(factory, options):
+    """The built-in ``factory`` with arch ``options`` over its preset's (a point of a protocol's ``model_options``
+    grid); a user's factory has none to set."""
+    if not isinstance(factory, Reference):
+        raise LongsynthError("model: a protocol's model options apply to the built-ins only")
+    clone = type(factory)(factory.name, {**factory.options, **options})
+    return clone
 
 
 def checked_spec(factory, spec):

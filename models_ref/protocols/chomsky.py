@@ -35,6 +35,9 @@ LEVELS = {  # experiments/constants.py 115-131
 }
 TASKS = tuple(f"chomsky-{t}" for level in LEVELS.values() for t in level)
 PAPER_LRS = (1e-4, 3e-4, 5e-4)  # the paper's section 4
+# the configurations a column is the best of (appendices A.4-A.5): the Tape-RNN's computation tokens {0, l, 2l} x
+# tapes {1, 4}; each a run of the paper scale's sweep
+MODEL_OPTIONS = {"tape-rnn": tuple({"computation_steps_mult": c, "n_tapes": t} for c in (0, 1, 2) for t in (1, 4))}
 PAPER_SEEDS = 10  # the paper's section 4: `--seeds 10`, the best run is the paper's figure
 # (train lengths, the test lengths (one test set each), batch, steps, eval_every, eval_batches, lr)
 _SCALES = {
@@ -64,7 +67,7 @@ for _task in TASKS:
             weight_decay=0.0, splits=None, task=_task, data=_range(*_train), batch_size=_B, steps=_steps, lr=_lr,
             lrs=PAPER_LRS if _scale == "paper" else None, grad_clip=1.0, eval_every=_every,
             eval_batches=_batches, score_test_sets=True, test_sets={str(n): _range(n, n) for n in _test},
-            length_per_batch=True, whole_row=True,
+            length_per_batch=True, whole_row=True, model_options=MODEL_OPTIONS if _scale == "paper" else None,
             source=(f"{_SOURCE}: train lengths {_train[0]}-{_train[1]}, test {_test[0]}-{_test[-1]} "
                     f"({len(_test)} lengths, {_batches * _B} samples each), batch {_B}, Adam (clip 1), "
                     f"{_steps:,} steps" + (f", lr in {', '.join(map(str, PAPER_LRS))} over {PAPER_SEEDS} seeds "
@@ -147,9 +150,10 @@ PAPER_MISSING = {f"chomsky-{t}": (f"Delétang et al.'s Table 2 {'has its other c
 # two hours on duplicate string's rows of 1,500 positions) and the steps of about an hour a run for the slowest of the
 # five models (the LSTM, the Transformer with its test lengths) by evaluate --dry-run on the development machine
 LAPTOP_STEPS = {**{f"chomsky-{t}": 5_000 for t in LEVELS["regular"]}, "chomsky-duplicate-string": 1_500}
-LAPTOP = {t: dict(steps=LAPTOP_STEPS.get(t, 2_500), lr=1e-3, lrs=None, eval_batches=1,
+LAPTOP = {t: dict(steps=LAPTOP_STEPS.get(t, 2_500), lr=1e-3, lrs=None, eval_batches=1, model_options=None,
                   why="one learning rate, 1e-3 (experiments/example.py 121), where the paper sweeps 1e-4, 3e-4, 5e-4; "
-                      "128 samples per validation and test length (theirs: 512 per test length)") for t in TASKS}
+                      "128 samples per validation and test length (theirs: 512 per test length); the Tape-RNN's preset "
+                      "alone (one tape, no computation tokens), where the paper's column is the best of six") for t in TASKS}
 
 # ----------------------------------------------------------------- certificates (controls.py)
 # The controls the paper predicts (its section 5: an LSTM solves the regular tasks), at the tiny budget where they

@@ -94,15 +94,16 @@ class Report(ReportText, ReportFigures):
 
     def _row(self, task, runs):
         metric = runs[0]["primary_metric"]
-        by_lr = {}  # (lr, weight decay) -> runs over seeds
+        by_lr = {}  # (lr, weight decay, the built-in's options) -> runs over seeds
         for r in runs:
-            by_lr.setdefault((r["lr"], r.get("weight_decay")), []).append(r)
+            options = r.get("options") if isinstance(r.get("options"), dict) else {}
+            by_lr.setdefault((r["lr"], r.get("weight_decay"), tuple(sorted(options.items()))), []).append(r)
         # a learning rate where a seed diverged is never the best (docs/evaluate.md, "Diverged runs")
         val = {lr: statistics.fmean(float("-inf") if r.get("diverged") else (r["best"] or {}).get(metric, float("-inf"))
                                     for r in rs)
                for lr, rs in by_lr.items()}
         best = max(val, key=val.get)
-        best_lr, best_wd = best if math.isfinite(val[best]) else (None, None)
+        best_lr, best_wd, best_options = best if math.isfinite(val[best]) else (None, None, ())
         tests = [score_of(r)[metric] for r in by_lr[best] if score_of(r)]
         in_dist = [r["test"].get(metric) for r in by_lr[best] if r.get("scored_on") == "test sets" and r.get("test")]
         figures = _figures(runs[0])
@@ -111,7 +112,8 @@ class Report(ReportText, ReportFigures):
         known = [c for c, v in paper.items() if v is not None]
         level = _level(chance, runs[0])
         row = {"task": task, "protocol": protocol, "metric": metric, "best_lr": best_lr,
-               "best_weight_decay": best_wd, "lrs": sorted({lr for lr, _ in by_lr}),
+               "best_weight_decay": best_wd, "best_options": dict(best_options) or None,
+               "options_tried": len({o for _, _, o in by_lr}), "lrs": sorted({lr for lr, _, _ in by_lr}),
                "val": val[best] if math.isfinite(val[best]) else None,
                "test_mean": statistics.fmean(tests) if tests else None,
                "test_std": statistics.stdev(tests) if len(tests) > 1 else 0.0, "seeds": len(tests),

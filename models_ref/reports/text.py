@@ -177,6 +177,12 @@ class ReportText:
                         f"with later inputs) on {', '.join(whole)}: these protocols allow it, their rows holding no "
                         "target among the inputs (the Chomsky hierarchy's Transformer is such an encoder; its "
                         "recurrent models read left to right)."]
+        for r in rows:
+            if r.get("options_tried", 1) > 1 and r.get("best_options"):
+                best = ", ".join(f"{k} {v}" for k, v in sorted(r["best_options"].items()))
+                out += ["", f"Options: {r['task']}: {r['options_tried']} configurations of {markdown(self.name)} tried "
+                            f"(the protocol's grid: the paper's column is the best of them); the best by validation: "
+                            f"{best}."]
         grids = {}
         for r in rows:
             for axis in ("width", "depth"):
