@@ -22,7 +22,8 @@ def test_the_paper_scale_sweeps_the_tape_rnns_grid_and_nothing_else(tmp_path):
     lstm, _, _ = plan("lstm", "chomsky-reverse-string", Settings(scale="paper", seeds=1), tmp_path, lambda m: None)
     assert len(lstm) == 3 and all(job.options is None for job, _ in lstm)
     laptop = resolve("chomsky-reverse-string", "laptop", task="chomsky-reverse-string")
-    assert laptop.model_options is None and "best of six" in laptop.source
+    assert laptop.model_options is None and "best of six and of five" in laptop.source
+    assert len(proto.model_options["chomsky-transformer"]) == 5
 
 
 def test_an_option_reaches_the_model():

@@ -36,8 +36,11 @@ LEVELS = {  # experiments/constants.py 115-131
 TASKS = tuple(f"chomsky-{t}" for level in LEVELS.values() for t in level)
 PAPER_LRS = (1e-4, 3e-4, 5e-4)  # the paper's section 4
 # the configurations a column is the best of (appendices A.4-A.5): the Tape-RNN's computation tokens {0, l, 2l} x
-# tapes {1, 4}; each a run of the paper scale's sweep
-MODEL_OPTIONS = {"tape-rnn": tuple({"computation_steps_mult": c, "n_tapes": t} for c in (0, 1, 2) for t in (1, 4))}
+# tapes {1, 4}, the Transformer's five positional encodings (models_ref/layers/chomsky_transformer.py); each a run of
+# the paper scale's sweep
+MODEL_OPTIONS = {"tape-rnn": tuple({"computation_steps_mult": c, "n_tapes": t} for c in (0, 1, 2) for t in (1, 4)),
+                 "chomsky-transformer": tuple({"positional_encodings": p}
+                                              for p in ("none", "sin_cos", "rotary", "alibi", "relative"))}
 PAPER_SEEDS = 10  # the paper's section 4: `--seeds 10`, the best run is the paper's figure
 # (train lengths, the test lengths (one test set each), batch, steps, eval_every, eval_batches, lr)
 _SCALES = {
@@ -153,7 +156,8 @@ LAPTOP_STEPS = {**{f"chomsky-{t}": 5_000 for t in LEVELS["regular"]}, "chomsky-d
 LAPTOP = {t: dict(steps=LAPTOP_STEPS.get(t, 2_500), lr=1e-3, lrs=None, eval_batches=1, model_options=None,
                   why="one learning rate, 1e-3 (experiments/example.py 121), where the paper sweeps 1e-4, 3e-4, 5e-4; "
                       "128 samples per validation and test length (theirs: 512 per test length); the Tape-RNN's preset "
-                      "alone (one tape, no computation tokens), where the paper's column is the best of six") for t in TASKS}
+                      "alone (one tape, no computation tokens) and the Transformer's sin/cos positions, where the paper's "
+                      "columns are the best of six and of five") for t in TASKS}
 
 # ----------------------------------------------------------------- certificates (controls.py)
 # The controls the paper predicts (its section 5: an LSTM solves the regular tasks), at the tiny budget where they
