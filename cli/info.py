@@ -130,8 +130,10 @@ def verify(root, deep, samples, checkout):
                 if m.get("command") else "")
         raise click.ClickException(f"{root}: incomplete, not damaged: {count(c.written)} of {count(c.total)} samples "
                                    f"written and intact; the same gen command resumes it{made}")
+    regenerated = sum(min(samples, int(n)) for n in m["counts"].values())  # a split shorter than --samples: all
     click.echo(f"OK: {count(shards)} shards, {count(c.total)} samples"
-               + (f", {samples} samples per split regenerated and identical" if deep else ""))
+               + (f", {count(regenerated)} of them regenerated and identical (up to {count(samples)} per split)"
+                  if deep else ""))
     if checkout is not None:
         _verify_authors(root, checkout)
 

@@ -78,6 +78,9 @@ def batch(task, start, count, *, seed=0, split="train", out=None, **params):
     t, cfg, seed, code, fixed = resolve(task, seed, split, params)
     start = _check_index("start", start)
     count = _check_index("count", count)
+    if count and start + count - 1 > MAX_SEED:  # the last index, as sample() bounds an index
+        raise LongsynthError(f"count: samples {start:,}..{start + count - 1:,} pass the last index {MAX_SEED:,} "
+                             f"(2^63 - 1)")
     if not t.batchable:
         raise LongsynthError(f"task: {task} has variable-length samples; use sample() or a stored dataset")
     if out is None:

@@ -80,3 +80,13 @@ def test_evaluate_says_when_data_is_ignored(tmp_path):
     assert r.exit_code == 0, r.output
     assert "--data is ignored for cumsum: it is generated on the fly" in r.output
     assert os.path.exists(tmp_path / "rep" / "report.md")
+
+
+def test_batch_refuses_indices_sample_refuses():
+    """batch(start=2^63 - 1, count=2) served index 2^63, which sample() refuses (and int64 cannot hold)."""
+    import longsynth as ls
+    from longsynth.errors import LongsynthError
+
+    with pytest.raises(LongsynthError, match="pass the last index"):
+        ls.batch("parity", 2**63 - 1, 2)
+    assert ls.batch("parity", 2**63 - 1, 1)["inputs"].shape[0] == 1  # the last index itself is a sample
