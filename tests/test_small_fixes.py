@@ -90,3 +90,19 @@ def test_batch_refuses_indices_sample_refuses():
     with pytest.raises(LongsynthError, match="pass the last index"):
         ls.batch("parity", 2**63 - 1, 2)
     assert ls.batch("parity", 2**63 - 1, 1)["inputs"].shape[0] == 1  # the last index itself is a sample
+
+
+def test_verify_deep_counts_the_samples_it_regenerated(tmp_path):
+    """--samples 1000000000 on a 35-sample dataset said "1000000000 samples per split regenerated"."""
+    from click.testing import CliRunner
+
+    from longsynth.cli.main import cli
+
+    runner = CliRunner()
+    d = tmp_path / "d"
+    r = runner.invoke(cli, ["gen", "cumsum", "--L", "8", "--splits", "train=30,test=5", "--workers", "1", "-o", str(d)])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(cli, ["verify", str(d), "--deep", "--samples", "1000000000"])
+    assert r.exit_code == 0 and "35 of them regenerated and identical" in r.output, r.output
+    r = runner.invoke(cli, ["verify", str(d), "--deep", "--samples", "4"])
+    assert "8 of them regenerated" in r.output, r.output  # 4 of train, 4 of test
