@@ -241,3 +241,20 @@ def cumsum_data(tmp_path):
     root = tmp_path / "cumsum"
     store.generate(str(root), "cumsum", {"L": 32}, seed=1, splits={"train": 64, "val": 16, "test": 16}, workers=1)
     return root
+
+
+def test_a_linked_run_record_is_refused_before_anything_is_dropped(report, tmp_path, victim):
+    """files.json replaced by a link made --edited redo drop the run's checkpoints, retrain, then fail writing the
+    record through the link: it is refused in one line before anything is touched."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(report, out)
+    run = _run_dir(out)
+    os.remove(os.path.join(run, "files.json"))
+    os.symlink(victim / "mine.txt", os.path.join(run, "files.json"))
+    before = sorted(os.listdir(os.path.join(run, "checkpoints")))
+    line = one_error_line(_evaluate("--out", out, "--edited", "redo"))
+    assert "files.json: is a symbolic link inside the output folder" in line
+    assert sorted(os.listdir(os.path.join(run, "checkpoints"))) == before and before  # nothing dropped
+    assert untouched(victim)

@@ -27,10 +27,12 @@ def _finished(job, run_dir, notify, edited="redo", hash_files=True):
     (evaluate --dry-run, which only counts what is left) trusts a valid certificate without hashing the run's
     files, its checkpoints included; the run itself checks them."""
     path = run_dir.join("metrics.json")
-    try:
-        if os.path.islink(path):
-            raise LongsynthError(f"{path}: is a symbolic link inside the output folder; remove it (longsynth never "
+    for name in ("metrics.json", RECORD, "checkpoints", *CHECKPOINTS):  # before anything is read, dropped or trained
+        where = os.path.join(run_dir.path, *name.split("/"))
+        if os.path.islink(where):  # the run's end would write through it and fail
+            raise LongsynthError(f"{where}: is a symbolic link inside the output folder; remove it (longsynth never "
                                  f"reads or writes through one)")
+    try:
         cert = certificate.read(run_dir)
     except FileNotFoundError:
         return None
