@@ -106,3 +106,18 @@ def test_verify_deep_counts_the_samples_it_regenerated(tmp_path):
     assert r.exit_code == 0 and "35 of them regenerated and identical" in r.output, r.output
     r = runner.invoke(cli, ["verify", str(d), "--deep", "--samples", "4"])
     assert "8 of them regenerated" in r.output, r.output  # 4 of train, 4 of test
+
+
+@pytest.mark.parametrize("n", [202, 100_000])
+def test_gen_refuses_what_its_readers_would_refuse_before_writing(tmp_path, n):
+    """--operators of 202 characters was written and reported done, then verify, info and open refused the folder;
+    of 100,000, an HDF5 write error: the writer runs the readers' check before anything is written."""
+    from click.testing import CliRunner
+
+    from longsynth.cli.main import cli
+
+    out = tmp_path / "d"
+    r = CliRunner().invoke(cli, ["gen", "chomsky-modular-arithmetic", "--operators", ("+-*" * n)[:n], "-n", "10",
+                                 "-o", str(out)])
+    assert r.exit_code == 1 and "params.operators: longer than 200 characters" in r.output, r.output
+    assert "Traceback" not in r.output and not out.exists()

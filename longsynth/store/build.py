@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import hashlib
+import json
 import os
 import time
 
@@ -19,7 +20,7 @@ from longsynth.errors import DiskFullError, LongsynthError, os_reason
 from longsynth.files import atomic_write_text
 from longsynth.outdir import Folder
 from longsynth.store.layout import CARD, COMPRESSIONS, DIGEST_KEY, MAX_COUNT, MAX_SHARDS, default_shard_size
-from longsynth.store import shards
+from longsynth.store import schema, shards
 from longsynth.store.manifest import (ShardJob, _free_bytes, _new_manifest, _our_bytes, _prepare_dir,
                                       _write_manifest, dataset_card, default_splits, estimate_bytes, human, plan,
                                       progress_of)
@@ -182,6 +183,9 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
     cparams = dataclasses.asdict(cfg)
     stream = ("authors-pipeline" if t.authors_pipeline is not None else "authors") if authors_stream else "longsynth"
     manifest = _new_manifest(t, cfg, seed, splits, shard_size, compression, command, fixed, stream)
+    # the readers' own check (store/schema.py), before anything is written: a value they would refuse (a 202-character
+    # --operators) is refused here, not after the shards are made
+    schema.parse_manifest(json.loads(json.dumps(manifest)), f"{root}: the manifest to write")
     with Folder(root).hold():  # made when missing, locked for the whole run, removed again if refused while empty
         return _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compression, executor,
                                 overwrite, manifest, progress, note)
