@@ -338,6 +338,9 @@ def test_table_2_figures_are_entered_from_their_sources_and_the_rest_says_what_i
     md = rep.to_markdown()
     assert "as reprinted by Xu et al. (DeltaFormer), Appendix D Table 5" in md
     assert "Paper figures not entered: Delétang et al.'s Table 2" in md and "LSTMs solve it" in md
+    cycle = Report(identity={"model": "mine", "sha256": None}, suite="chomsky", scale="tiny", settings={},
+                   runs=[_chomsky_run("chomsky-cycle-navigation", 0.9)]).rows()[0]  # one column entered of five
+    assert "against the paper's best entered (Transformer: 0.62)" in cycle["verdict"]
 
 
 def test_lengths_figure_marks_the_longest_training_length():

@@ -265,7 +265,8 @@ class Report(ReportText, ReportFigures):
             none = "paper figure not entered (below)" if row["paper_missing"] else "no paper figure"
             return f"{said}{state + '; ' if state else ''}{none}{caveat}"
         col = max(known, key=known.get)
-        best = f"the paper's best ({row['paper_names'][col]}: {known[col]:.2f})"
+        best = (f"the paper's best {'entered ' if row['paper_missing'] else ''}"  # its other columns not entered
+                f"({row['paper_names'][col]}: {known[col]:.2f})")
         if state:
             return f"{said}{state}; {best}{caveat}"
         return f"{said}{test - known[col]:+.2f} against {best}{caveat}"
