@@ -59,7 +59,7 @@ def train(prepared, steps, every, last_only):
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
         if (step + 1) % every == 0:
             acc = last_accuracy(model, prepared.sources[1]())
             out.append((step + 1, acc, sum(losses[-every:]) / every))
