@@ -9,7 +9,6 @@ last position alone; the validation accuracy of the last position every ``--ever
     python bench/induction_dilution.py [--steps 1500] [--every 250] [--out bench/results/induction_dilution.json]
 """
 import argparse
-import dataclasses
 import time
 
 import torch

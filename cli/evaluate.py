@@ -45,8 +45,8 @@ def _validate_help():
 @click.argument("target")
 @click.option("--model", default=None,
               help="reference model [default: dlr; for a token task its positive control: attention, s6, gru, lstm or "
-                   "stack-rnn, docs/evaluate.md]; where DLR is expected to fail an atomic task, the paper's best model trains "
-                   "beside it")
+                   "stack-rnn, docs/evaluate.md]; where DLR is expected to fail an atomic task, the paper's best model "
+                   "trains beside it")
 @click.option("--scale", type=click.Choice(["tiny", "paper"]), default="tiny", show_default=True,
               help="tiny: minutes on a CPU; paper: the paper's configuration")
 @click.option("--steps", type=int, default=None, help="training steps [default: the preset's]")

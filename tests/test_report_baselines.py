@@ -12,7 +12,6 @@ import torch
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from longsynth.models_ref.reports.report import Report  # noqa: E402
 from longsynth.models_ref.training.metrics import IGNORE_INDEX, content_free  # noqa: E402
 from tests.test_report_honesty import _cert, _chomsky_cert, _report  # noqa: E402
 

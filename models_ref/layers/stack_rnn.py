@@ -5,7 +5,8 @@ google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be models/stack_rnn.py
 (``stack_cell_size``, the paper's memory cell size, experiments/example.py 70), a stack of s = 128 cells (the
 paper's appendix A.2, where the code's default is 30, stack_rnn.py 120) that grows to the row's length L on a
 longer row (A.2: "manually increase their sizes when testing on longer sequences"; a stack of L cells holds
-every push of the row, so no deeper one changes an output). Per step, with S_{t-1} [s, k] (row 0 the top, S_0 = 0) and h_0 = 0:
+every push of the row, so no deeper one changes an output). Per step, with S_{t-1} [s, k] (row 0 the top,
+S_0 = 0) and h_0 = 0:
 
     h_t = tanh(W_x [x_t; S_{t-1}[0]] + b_x + W_h h_{t-1} + b_h)     the top is read (stack_rnn.py 166-172)
     v_t = W_v h_t + b_v                                              the value to push [k] (173-176)

@@ -50,7 +50,8 @@ _SCALES = {
 # tiny budgets of the certificates' tasks (VALIDATE below): lstm, even pairs' control, leaves chance between steps
 # 600 and 900 of its constant rate (docs/validation.md, "The Chomsky hierarchy's controls"); twice that, so the
 # certificate passes; the Stack-RNN (the paper's 128 cells, Haiku's init), reverse string's control, is exact on the
-# validation lengths from step 5,300 of a 10,000-step run and 0.99-1.00 at every test length after it (docs/validation.md)
+# validation lengths from step 5,300 of a 10,000-step run and 0.99-1.00 at every test length after it
+# (docs/validation.md)
 TINY_STEPS = {"chomsky-even-pairs": 2_000, "chomsky-reverse-string": 10_000}
 _SOURCE = ("Delétang et al. 2023 (google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be experiments/"
            "example.py, training.py; the paper's section 4)")
@@ -143,9 +144,10 @@ _SAID = {  # what the paper's text says of a row whose figures are not entered (
     "bucket-sort": "its section 5.3: LSTMs solve it \"almost perfectly\"; section 5.4: Transformers \"solve Bucket "
                    "Sort\"; section 5.1: the Stack-RNN shows \"non-trivial performance\"",
 }
-PAPER_MISSING = {f"chomsky-{t}": (f"Delétang et al.'s Table 2 {'has its other columns' if f'chomsky-{t}' in PAPER else 'has a figure for every model'}"
-                                  f" here, not entered (no readable copy of the table was at hand, none typed from "
-                                  f"memory); the paper's text: {said}") for t, said in _SAID.items()}
+_HAS = {True: "has its other columns", False: "has a figure for every model"}  # a row with some figures entered, none
+PAPER_MISSING = {f"chomsky-{t}": (f"Delétang et al.'s Table 2 {_HAS[f'chomsky-{t}' in PAPER]} here, not entered (no "
+                                  f"readable copy of the table was at hand, none typed from memory); the paper's text: "
+                                  f"{said}") for t, said in _SAID.items()}
 
 # ----------------------------------------------------------------- the laptop scale (laptop.py)
 # The paper's lengths (train 1-40, test 41-500), batch and models, one learning rate (example.py 121's 1e-3, where
@@ -156,8 +158,8 @@ LAPTOP_STEPS = {**{f"chomsky-{t}": 5_000 for t in LEVELS["regular"]}, "chomsky-d
 LAPTOP = {t: dict(steps=LAPTOP_STEPS.get(t, 2_500), lr=1e-3, lrs=None, eval_batches=1, model_options=None,
                   why="one learning rate, 1e-3 (experiments/example.py 121), where the paper sweeps 1e-4, 3e-4, 5e-4; "
                       "128 samples per validation and test length (theirs: 512 per test length); the Tape-RNN's preset "
-                      "alone (one tape, no computation tokens) and the Transformer's sin/cos positions, where the paper's "
-                      "columns are the best of six and of five") for t in TASKS}
+                      "alone (one tape, no computation tokens) and the Transformer's sin/cos positions, where the "
+                      "paper's columns are the best of six and of five") for t in TASKS}
 
 # ----------------------------------------------------------------- certificates (controls.py)
 # The controls the paper predicts (its section 5: an LSTM solves the regular tasks), at the tiny budget where they

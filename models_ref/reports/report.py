@@ -25,8 +25,8 @@ import statistics
 from longsynth.models_ref.training.metrics import answer_chance, chance, plateau
 from longsynth.models_ref.protocols.mad import GROUP_NAMES, GROUP_PAPER, GROUPS, INCOMPARABLE, MAD_TRAIN, mad_settings
 from longsynth.models_ref.protocols.registry import (COLUMNS, EXTRA_COLUMNS, PAPER_MISSING, PAPER_SOURCE,
-                                                     PAPER_STATISTIC, TOLERANCE, column_name, column_source, own_figures, paper_figures,
-                                                     paper_split)
+                                                     PAPER_STATISTIC, TOLERANCE, column_name, column_source,
+                                                     own_figures, paper_figures, paper_split)
 from longsynth.models_ref.reports.figures import ReportFigures
 from longsynth.models_ref.reports.records import (_column, _figures, _level, _pct, _protocol_steps, _shared,
                                                   _trained_at, by_length, display_name, member, score_of, top_share)

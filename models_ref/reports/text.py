@@ -109,8 +109,8 @@ class ReportText:
                 run = next((v for v in self.runs if v["protocol"] == r["protocol"] and member(v) == r["task"]), None)
                 if run is not None:
                     settings.setdefault(_setting(r, run), []).append(r["task"])
-            here = "; ".join(f"{', '.join(tasks)} at {what}" if what.startswith("L = ") else f"{', '.join(tasks)}: {what}"
-                     for what, tasks in settings.items())
+            here = "; ".join(f"{', '.join(tasks)}{' at' if what.startswith('L = ') else ':'} {what}"
+                             for what, tasks in settings.items())
             recipes = _recipes(self.runs)
             out += [f"The tiny scale shrinks the papers' recipes (here: {here}; docs/evaluate.md), so the papers' "
                     "figures are a reference, not a target." + (f" Recipes: {'; '.join(recipes)}." if recipes
