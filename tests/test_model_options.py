@@ -8,7 +8,7 @@ from longsynth.errors import LongsynthError
 from longsynth.models_ref.evaluation.plan import Settings, plan, run_key, sweep
 from longsynth.models_ref.evaluation.protocol import resolve
 from longsynth.models_ref.models import factories
-from tests.test_report_honesty import _report
+from test_report_honesty import _report
 
 
 def test_the_paper_scale_sweeps_the_tape_rnns_grid_and_nothing_else(tmp_path):

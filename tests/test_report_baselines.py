@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from longsynth.models_ref.training.metrics import IGNORE_INDEX, content_free  # noqa: E402
-from tests.test_report_honesty import _cert, _chomsky_cert, _report  # noqa: E402
+from test_report_honesty import _cert, _chomsky_cert, _report  # noqa: E402
 
 
 def _twin(batches):
