@@ -42,7 +42,7 @@ def test_an_option_reaches_the_model():
 
 
 def test_the_report_picks_the_best_configuration_by_validation():
-    from tests.test_report_honesty import _chomsky_cert
+    from test_report_honesty import _chomsky_cert
 
     runs = []
     for i, (opts, val, test) in enumerate((({"n_tapes": 1}, 0.7, 0.6), ({"n_tapes": 4}, 0.9, 0.8))):
