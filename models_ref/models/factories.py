@@ -148,8 +148,7 @@ def with_options(factory, options):
     grid); a user's factory has none to set."""
     if not isinstance(factory, Reference):
         raise LongsynthError("model: a protocol's model options apply to the built-ins only")
-    clone = type(factory)(factory.name, {**factory.options, **options})
-    return clone
+    return type(factory)(factory.name, {**factory.options, **options})
 
 
 def checked_spec(factory, spec):
