@@ -184,31 +184,57 @@ def authors_streams(t, cfg, seed, counts, stream=None, keep=False):
     return streams
 
 
-def memory_available():
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
+# (limit file, usage file) of a cgroup memory limit: v2, then v1 (whose "no limit" is a number near 2^63)
+_CGROUP_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                 ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+
+
+def _rooms(read=_read):
+    """Bytes left under each limit this process runs under: a cgroup's memory limit (v2 or v1) and
+    RLIMIT_AS (less the address space already mapped, /proc/self/status VmSize)."""
+    out = []
+    for limit_file, used_file in _CGROUP_FILES:
+        try:
+            limit = read(limit_file).strip()
+            if limit != "max" and int(limit) < 1 << 60:
+                out.append(max(0, int(limit) - int(read(used_file).strip())))
+        except (OSError, ValueError):
+            pass
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            vm = next(int(line.split()[1]) * 1024 for line in read("/proc/self/status").splitlines()
+                      if line.startswith("VmSize:"))
+            out.append(max(0, soft - vm))
+    except (ImportError, OSError, ValueError, IndexError, StopIteration):
+        pass
+    return out
+
+
+def memory_available(read=_read):
     """Bytes this process may still allocate, about: /proc/meminfo's MemAvailable, lowered to the
-    room left under a cgroup v2 memory limit; the physical memory where /proc is missing; None if
-    neither is known (nothing is refused then)."""
+    room left under a cgroup memory limit (v2 or v1) and under RLIMIT_AS; the physical memory
+    where /proc is missing; None if nothing is known (nothing is refused then). ``read`` reads a
+    file's text (tests give a fake system)."""
     avail = None
     try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
+        for line in read("/proc/meminfo").splitlines():
+            if line.startswith("MemAvailable:"):
+                avail = int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         try:
             avail = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
         except (AttributeError, ValueError, OSError):
-            return None
-    try:
-        with open("/sys/fs/cgroup/memory.max") as f:
-            limit = f.read().strip()
-        with open("/sys/fs/cgroup/memory.current") as f:
-            used = int(f.read().strip())
-        if limit != "max":
-            room = max(0, int(limit) - used)
-            avail = room if avail is None else min(avail, room)
-    except (OSError, ValueError):
-        pass
+            avail = None
+    for room in _rooms(read):
+        avail = room if avail is None else min(avail, room)
     return avail
 
 

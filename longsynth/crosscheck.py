@@ -54,11 +54,16 @@ def _once(fn):
 _PATHS = []  # the checkout folders put on sys.path here
 
 
+def _forget(*packages):
+    """Forget the modules of ``packages`` (imported from an earlier checkout)."""
+    for name in [m for m in sys.modules if m in packages or m.startswith(tuple(p + "." for p in packages))]:
+        del sys.modules[name]
+
+
 def _fresh(path, *packages):
     """Put ``path`` first on sys.path in place of any checkout put there before, and forget the
     modules of ``packages`` imported from it."""
-    for name in [m for m in sys.modules if m in packages or m.startswith(tuple(p + "." for p in packages))]:
-        del sys.modules[name]
+    _forget(*packages)
     while _PATHS:
         old = _PATHS.pop()
         if old in sys.path:
@@ -165,14 +170,15 @@ _CHOMSKY_CLASSES = {  # our task name without chomsky- -> (their module under ta
 
 @_once
 def chomsky(path):
-    """The Chomsky hierarchy's task modules (needs jax and chex), imported under their package name
-    through a link to the checkout in a temporary folder (their modules import each other by it)."""
+    """The Chomsky hierarchy's task modules (needs jax and chex), imported under their package name (their
+    modules import each other by it): a package of that name whose path is the checkout."""
     if not os.path.isdir(os.path.join(path, "tasks")):
         raise LongsynthError(f"--authors: {path} has no tasks/ folder: is it a checkout of "
                              "google-deepmind/neural_networks_chomsky_hierarchy?")
-    tmp = tempfile.mkdtemp(prefix="longsynth-chomsky-")
-    os.symlink(path, os.path.join(tmp, _CHOMSKY_PACKAGE))
-    _fresh(tmp, _CHOMSKY_PACKAGE)
+    _forget(_CHOMSKY_PACKAGE)
+    package = types.ModuleType(_CHOMSKY_PACKAGE)  # the checkout as that package, named in memory: no link on disk
+    package.__path__ = [path]
+    sys.modules[_CHOMSKY_PACKAGE] = package
     return {name: getattr(importlib.import_module(f"{_CHOMSKY_PACKAGE}.tasks.{module}"), cls)
             for name, (module, cls) in _CHOMSKY_CLASSES.items()}
 
@@ -358,6 +364,20 @@ class Result:
     problems: list
 
 
+def _short(theirs, n):
+    """What is wrong with the authors' rows ``theirs`` for a split of ``n`` rows ("" if nothing): a missing key,
+    or fewer rows than the split holds."""
+    if not isinstance(theirs, dict):
+        return f"a {type(theirs).__name__}, not rows"
+    for k in ("inputs", "targets"):
+        if k not in theirs:
+            return f"no {k}"
+        got = np.asarray(theirs[k])
+        if got.ndim < 1 or len(got) < n:
+            return f"{len(got) if got.ndim else 0:,} rows of {k}"
+    return ""
+
+
 def compare(root, checkout, progress=None):
     """Make every split of the dataset in ``root`` again with the authors' code in ``checkout``
     and compare it with the stored rows, element for element (their streams are sequential, so a
@@ -387,6 +407,10 @@ def compare(root, checkout, progress=None):
             except Exception as e:  # their code, or a missing dependency of it
                 raise LongsynthError(f"--authors: the authors' code failed on {split}: {type(e).__name__}: "
                                      f"{' '.join(str(e).split())[:200]}") from e
+            short = _short(theirs, len(sp))
+            if short:
+                raise LongsynthError(f"--authors: the authors' code gave {short} for {split}, which holds {len(sp):,}"
+                                     " rows: is the checkout their code at the commit docs/authors-data.md gives?")
             for i in range(len(sp)):
                 stored = sp[i]
                 for k in ("inputs", "targets"):

@@ -378,3 +378,36 @@ def test_what_must_fit_is_the_rows_for_the_api_and_the_side_arrays_for_gen(tmp_p
 def test_memory_available_is_a_plausible_number():
     got = api.memory_available()
     assert got is None or 1 << 20 < got < 1 << 50
+
+
+def _system(files):
+    def read(path):
+        if path not in files:
+            raise FileNotFoundError(path)
+        return files[path]
+    return read
+
+
+def test_memory_available_heeds_cgroup_v1_v2_and_rlimit_as(monkeypatch):
+    """MemAvailable is lowered by a cgroup v1 limit (this development machine's kind), a v2 limit, and
+    RLIMIT_AS less the address space already mapped; v1's "no limit" (2^63 rounded to a page) and
+    v2's "max" lower nothing."""
+    import resource
+
+    gib = 1 << 30
+    meminfo = {"/proc/meminfo": f"MemTotal: {64 * gib // 1024} kB\nMemAvailable: {32 * gib // 1024} kB\n",
+               "/proc/self/status": f"Name: python\nVmSize: {gib // 1024} kB\n"}
+    monkeypatch.setattr(resource, "getrlimit", lambda what: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    assert api.memory_available(_system(meminfo)) == 32 * gib
+    v1 = {"/sys/fs/cgroup/memory/memory.limit_in_bytes": str(8 * gib),
+          "/sys/fs/cgroup/memory/memory.usage_in_bytes": str(3 * gib)}
+    assert api.memory_available(_system({**meminfo, **v1})) == 5 * gib
+    unlimited = {"/sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712",
+                 "/sys/fs/cgroup/memory/memory.usage_in_bytes": str(3 * gib)}
+    assert api.memory_available(_system({**meminfo, **unlimited})) == 32 * gib
+    v2 = {"/sys/fs/cgroup/memory.max": str(6 * gib), "/sys/fs/cgroup/memory.current": str(2 * gib)}
+    assert api.memory_available(_system({**meminfo, **v2})) == 4 * gib
+    assert api.memory_available(_system({**meminfo, "/sys/fs/cgroup/memory.max": "max",
+                                         "/sys/fs/cgroup/memory.current": "5"})) == 32 * gib
+    monkeypatch.setattr(resource, "getrlimit", lambda what: (3 * gib, resource.RLIM_INFINITY))
+    assert api.memory_available(_system(meminfo)) == 2 * gib  # 3 GiB of address space, 1 GiB mapped

@@ -98,3 +98,42 @@ def test_the_runners_cover_every_task_with_an_authors_stream():
 
     have = {n for n, t in registry.all_tasks().items() if t.authors is not None}
     assert have == set(crosscheck.RUNNERS)
+
+
+def test_the_chomsky_checkout_is_imported_without_a_folder_outside_it(tmp_path, monkeypatch):
+    """Their modules import each other by their package's name: the checkout is imported as that package
+    from where it is, with no temporary folder or link left behind (tempfile's folder is watched)."""
+    import tempfile
+
+    from longsynth import crosscheck
+
+    co = tmp_path / "nnch"
+    (co / "tasks").mkdir(parents=True)
+    (co / "tasks" / "__init__.py").write_text("")
+    (co / "tasks" / "task.py").write_text("class GeneralizationTask:\n    pass\n")
+    for module, cls in crosscheck._CHOMSKY_CLASSES.values():
+        level, name = module.split(".")
+        (co / "tasks" / level).mkdir(exist_ok=True)
+        (co / "tasks" / level / "__init__.py").write_text("")
+        (co / "tasks" / level / f"{name}.py").write_text(
+            f"from {crosscheck._CHOMSKY_PACKAGE}.tasks import task\n\nclass {cls}(task.GeneralizationTask):\n"
+            "    pass\n")
+    watched = tmp_path / "tmp"
+    watched.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(watched))
+    found = crosscheck.chomsky(str(co))
+    assert set(found) == set(crosscheck._CHOMSKY_CLASSES)
+    assert found["reverse-string"].__name__ == "ReverseString" and found["reverse-string"].__module__.endswith(
+        "tasks.dcf.reverse_string")
+    assert list(watched.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["nnch", "tmp"]
+
+
+def test_an_authors_code_that_returns_too_few_rows_is_one_line(tmp_path):
+    out = _gen(tmp_path, "--authors-stream")
+    checkout = _checkout(tmp_path, False)
+    f = checkout / "zoology" / "data" / "multiquery_ar.py"
+    f.write_text(f.read_text().replace("return Segment(inputs, rows[\"targets\"])",
+                                       "return Segment(inputs[:3], rows[\"targets\"][:3])"))
+    r = CliRunner().invoke(cli, ["verify", str(out), "--authors", str(checkout)])
+    assert r.exit_code != 0 and "Traceback" not in r.output and "IndexError" not in r.output, r.output
+    assert "the authors' code gave 3 rows of inputs for train, which holds 20 rows" in r.output.strip().splitlines()[-1]

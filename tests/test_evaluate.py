@@ -162,6 +162,12 @@ def test_a_user_model_file_runs_through_evaluate_and_matches_a_direct_training_r
     run = rep["runs"][0]
     assert run["spec"]["causal"] and run["spec"]["d_input"] == 3 and run["model_config"]["spec"]["task"] == "cumsum"
     assert len(run["model_identity"]["sha256"]) == 64
+    # the folder travels: no file in it names a path of this machine (the model file's folder)
+    for f in out.rglob("*"):
+        if f.is_file():
+            data = f.read_bytes() if f.suffix != ".pt" else repr(torch.load(f, weights_only=True)).encode()
+            assert str(tmp_path).encode() not in data, f
+    assert run["model"] == "mymodel.py:build" and run["model_config"]["model"] == "mymodel.py:build"
 
 
 @pytest.mark.parametrize("kind", sorted(BROKEN))

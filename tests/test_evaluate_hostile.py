@@ -112,6 +112,59 @@ def test_kill_9_of_evaluate_jobs_takes_its_workers_with_it(tmp_path):
         p.wait()
 
 
+DIES_IN_A_WORKER = '''import multiprocessing
+import os
+import signal
+
+from torch import nn
+
+
+def build(spec):  # the parent's check builds it; a --jobs worker dies as an out-of-memory kill would end it
+    if multiprocessing.parent_process() is not None:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return nn.Linear(spec.d_input, spec.d_output)
+'''
+
+
+def test_a_worker_that_dies_is_one_line_and_the_finished_runs_stay(tmp_path):
+    out = tmp_path / "out"
+    line = one_error_line(invoke("evaluate", _model(tmp_path, DIES_IN_A_WORKER), "--suite", "cumsum", "--lr",
+                                 "1e-3,2e-3", "--steps", "2", "--jobs", "2", "--out", out))
+    assert "a worker process of --jobs 2 died" in line and "rerun the same command" in line, line
+
+
+EDITS_ITSELF = '''import pathlib
+
+from torch import nn
+
+_me = pathlib.Path(__file__)
+_me.write_text(_me.read_text() + "# edited while it was imported\\n")
+
+
+def build(spec):
+    return nn.Linear(spec.d_input, spec.d_output)
+'''
+
+
+def test_a_model_file_is_hashed_as_it_was_run_not_as_it_is_after():
+    """The bytes a process runs are the bytes it hashes: a file edited between its import and its hash (here by
+    its own import) records the code that built the model."""
+    import hashlib
+    import tempfile
+
+    from longsynth.models_ref.models import factories
+
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "edits.py")
+        with open(path, "w") as f:
+            f.write(EDITS_ITSELF)
+        factory, identity = factories.load(f"{path}:build")
+        with open(path, "rb") as f:
+            now = f.read()
+    assert identity["sha256"] == hashlib.sha256(EDITS_ITSELF.encode()).hexdigest() != hashlib.sha256(now).hexdigest()
+    assert identity["model"] == "edits.py:build" and callable(factory)
+
+
 # ---------------------------------------------------------------- B. non-finite options, diverged runs
 
 
@@ -361,6 +414,10 @@ CHECKPOINT_EDITS = {
     "foreign optimizer state": (_foreign_optimizer, "optimizer state is not this run's"),
     "foreign optimizer settings": (_foreign_lr, "optimizer state is not this run's"),
     "not a checkpoint": (lambda ck: ck.clear(), "not a training checkpoint"),
+    "a tensor in the history": (lambda ck: ck["history"]["train"][0].update(lr=torch.zeros(3)),
+                                "something other than numbers and text"),
+    "a tensor in a val record": (lambda ck: ck["history"]["val"][0].update(extra={"x": torch.ones(1)}),
+                                 "something other than numbers and text"),
 }
 
 

@@ -335,3 +335,18 @@ def test_formats_registry_and_unknown_format(tmp_path):
     r = CliRunner().invoke(cli, ["export", str(root), "--format", "csv", "--out", str(tmp_path / "t")])
     assert one_error_line(r) == ("Error: format: unknown format 'csv'; "
                                  "choose from lra-tsv, dlr-pathfinder, lra-pathfinder, hf")
+
+
+def test_the_card_of_an_authors_stream_says_what_its_rows_are(tmp_path):
+    """An `--authors-stream` dataset's rows follow from every row before them: its card must not call each
+    a function of its index, as the card of longsynth's own law does."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    store.generate(str(ours), "mqar", dict(input_seq_len=64), seed=0, splits={"train": 8, "test": 4}, workers=1)
+    store.generate(str(theirs), "mqar", dict(input_seq_len=64), seed=0, splits={"train": 8, "test": 4}, workers=1,
+                   authors_stream=True)
+    exports.export(str(ours), "hf", str(tmp_path / "ours-hf"))
+    exports.export(str(theirs), "hf", str(tmp_path / "theirs-hf"))
+    mine = (tmp_path / "ours-hf" / "README.md").read_text()
+    their = (tmp_path / "theirs-hf" / "README.md").read_text()
+    assert "pure function of (task, parameters, seed, split, index)" in mine
+    assert "pure function" not in their and "authors' own stream" in their and "no row can be drawn alone" in their

@@ -7,6 +7,7 @@ holds the lock, from the records the executor hands back.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import hashlib
@@ -27,6 +28,10 @@ from longsynth.store.manifest import (ShardJob, _free_bytes, _new_manifest, _our
 from longsynth import safe
 from longsynth.store.pool import LocalPool
 from longsynth.store.read import Dataset
+
+# Seconds between rewrites of the manifest while shards finish: a rewrite per shard cost O(shards^2) (6,000
+# shards of one sample: 181 s); a kill loses at most this much finished work, which the rerun writes again.
+MANIFEST_EVERY_S = 1.0
 
 
 def _split_digest(root, records):
@@ -108,8 +113,7 @@ def _shards(splits, size):
 
 def _check_shard_count(splits, shard_size):
     """At most MAX_SHARDS shards (docs/format.md, "Writing: size, lock, workers"): the manifest
-    lists every shard and is rewritten after each, so it must stay far below the 64 MB every
-    reader accepts. The line names the smallest shard size that fits."""
+    lists every shard, so it must stay far below the 64 MB every reader accepts. The line names the smallest shard size that fits."""
     n = _shards(splits, shard_size)
     if n <= MAX_SHARDS:
         return
@@ -239,15 +243,23 @@ def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compressio
                           note)
         if progress is not None:  # the bar and its rate start after the kernels are compiled
             progress(None, total=total, done=kept)
-        timings = []
+        timings, written = [], [time.monotonic()]
 
         def done(job, record, timing):
             manifest["splits"][job.split]["shards"].append(record)
             timings.append(timing)
-            _write_manifest(root, manifest)
+            if time.monotonic() - written[0] >= MANIFEST_EVERY_S:
+                _write_manifest(root, manifest)
+                written[0] = time.monotonic()
 
-        executor.run(jobs, n_jobs, progress, done)
+        try:
+            executor.run(jobs, n_jobs, progress, done)
+        except BaseException:  # Ctrl-C, a failed shard, a full disk: record the shards finished so far
+            with contextlib.suppress(OSError):
+                _write_manifest(root, manifest)
+            raise
         for split, info in manifest["splits"].items():
+            info["shards"].sort(key=lambda r: r["start"])  # kept shards were listed first: the index order
             info["digest"] = _split_digest(root, info["shards"])
         manifest["complete"] = True
         if t.audit is not None:

@@ -316,6 +316,23 @@ def _intact(root, rec, expect):
         os.close(fd)
 
 
+def law_text(manifest):
+    """How a dataset's samples were drawn, in a sentence or two for its cards: longsynth's law (each sample
+    a function of its index) or the authors' stream, whose rows depend on every row before them."""
+    stream = manifest.get("stream", "longsynth")
+    if stream == "authors-pipeline":
+        return ("The samples are the authors' own data set for this seed (`longsynth.authors_dataset`): one "
+                "sequential stream through the splits train, val, test in that order, each row depending on every "
+                "row before it, as the authors' pipeline draws its sets; the same command regenerates them bit for "
+                "bit, but no row can be drawn alone.")
+    if stream == "authors":
+        return ("The samples are the authors' own stream for this seed (`longsynth.authors_stream`): each split "
+                "is one sequential stream of its count, each row depending on every row before it; the same command "
+                "regenerates them bit for bit, but no row can be drawn alone.")
+    return ("Every sample is a pure function of (task, parameters, seed, split, index): the same command "
+            "regenerates these rows bit for bit, and any row can be drawn alone (`longsynth.sample`).")
+
+
 def _stream_line(manifest):
     if manifest.get("stream") == "authors-pipeline":
         return ("\nThe samples are the authors' own data set for this seed (`longsynth.authors_dataset`): one "

@@ -158,7 +158,7 @@ def _factory(model):
     """(factory, identity, text) of a model name or a Python callable."""
     if isinstance(model, str):
         factory, identity = factories.load(model)
-        return factory, identity, identity["model"]
+        return factory, identity, factories.canonical(model)
     if not callable(model):
         raise LongsynthError(f"model: must be a name or a callable factory, got {type(model).__name__}")
     text = f"{getattr(model, '__module__', '?')}:{getattr(model, '__qualname__', type(model).__name__)}"

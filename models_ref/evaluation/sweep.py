@@ -17,6 +17,7 @@ those to redo, dry_run.py is ``--dry-run``.
 from __future__ import annotations
 
 import concurrent.futures
+from concurrent.futures.process import BrokenProcessPool
 import dataclasses
 import multiprocessing
 import os
@@ -96,6 +97,12 @@ def _evaluate(model, suite, out, settings, progress, notify):
                   else f"test {metric} {value:.4f}")
         notify(f"[{i}/{len(todo)}] {name} lr {cert['lr']:g}{sweep} seed {cert['seed']}: {result} "
                f"({cert['wall_time_s']:.0f} s){left.after(cert)}")
+        ran = (cert.get("model_identity") or {}).get("sha256")
+        if ran != identity.get("sha256"):
+            notify(f"warning: {name} lr {cert['lr']:g} seed {cert['seed']} trained {identity['model']} as it was "
+                   f"at sha256 {str(ran)[:8]}, not {str(identity.get('sha256'))[:8]} as planned: the file was "
+                   f"edited while evaluate ran; its certificate says which it trained, and a rerun trains the "
+                   f"runs of the file as it is then")
     order = {run_key(job.to_dict()): i for i, (job, _) in enumerate(planned)}
     results.sort(key=lambda cert: order.get(run_key(cert), len(order)))
     report = Report(identity=identity, suite=suite, scale=settings.scale, settings=dataclasses.asdict(settings),
@@ -221,7 +228,12 @@ def _run_all(todo, factory, settings, progress):
                    for job, d in todo]
         try:
             for fut in concurrent.futures.as_completed(futures):
-                yield fut.result()
+                try:
+                    yield fut.result()
+                except BrokenProcessPool:
+                    raise LongsynthError(f"a worker process of --jobs {settings.jobs} died (killed, or out of "
+                                         "memory); the finished runs are kept: rerun the same command to resume "
+                                         "the others from their checkpoints") from None
         except BaseException:
             # a failed run, Ctrl-C or SIGTERM: the queued runs never start and the running ones
             # stop now (their last checkpoints stay), rather than the pool training them all

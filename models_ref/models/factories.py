@@ -163,6 +163,9 @@ def _sha256(path):
 
 
 def _from_file(path, attr):
+    """(module, SHA-256 of the bytes it was made from): the file is read once, and those bytes are both
+    hashed and run, so an edit while evaluate runs cannot make a run record code that did not build it. A
+    process imports a file once; later loads return that module and the digest of what it ran."""
     if not os.path.isfile(path):
         raise LongsynthError(f"model: {path} is not a file")
     name = "longsynth_user_model_" + hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:12]
@@ -171,14 +174,17 @@ def _from_file(path, attr):
         spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise LongsynthError(f"model: {path} is not a Python file")
+        with open(path, "rb") as f:
+            source = f.read()
         module = importlib.util.module_from_spec(spec)
+        module.__longsynth_sha256__ = hashlib.sha256(source).hexdigest()
         sys.modules[name] = module  # dataclasses and pickling look the module up by name
         try:
-            spec.loader.exec_module(module)
+            exec(compile(source, path, "exec"), module.__dict__)
         except Exception as e:  # the user's file: its error, in one line
             del sys.modules[name]
             raise LongsynthError(f"model: importing {path} failed: {type(e).__name__}: {e}") from None
-    return module, _sha256(path)
+    return module, module.__longsynth_sha256__
 
 
 def _from_module(modname, attr):
@@ -193,17 +199,30 @@ def _from_module(modname, attr):
     return module, _sha256(source) if source and os.path.isfile(source) else None
 
 
+def _is_file(where):
+    return where.endswith(".py") or os.sep in where
+
+
+def canonical(text):
+    """``text`` as another process loads it: a model file by its absolute path (``--jobs`` and Dask's
+    workers may start elsewhere); a built-in or module as given."""
+    where, sep, attr = text.rpartition(":")
+    return f"{os.path.abspath(where)}:{attr}" if text not in BUILTIN and sep and where and _is_file(where) else text
+
+
 def load(text):
-    """(factory, identity) for a built-in name, ``file.py:function`` or ``module:function``."""
+    """(factory, identity) for a built-in name, ``file.py:function`` or ``module:function``. A file's
+    identity names it by its base name and SHA-256, never its path: metrics.json, checkpoints and
+    reports travel to other machines (docs/evaluate.md, "Run folders")."""
     if text in BUILTIN:
         return BUILTIN[text], {"model": text, "sha256": None}
     where, sep, attr = text.rpartition(":")
     if not sep or not where or not attr:
         raise LongsynthError(f"model: {text!r} is neither a built-in ({', '.join(BUILTIN)}) nor "
                              "path/to/file.py:function nor package.module:function")
-    if where.endswith(".py") or os.sep in where:
+    if _is_file(where):
         module, digest = _from_file(where, attr)
-        text = f"{os.path.abspath(where)}:{attr}"
+        text = f"{os.path.basename(where)}:{attr}"
     else:
         module, digest = _from_module(where, attr)
     factory = getattr(module, attr, None)

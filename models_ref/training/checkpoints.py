@@ -101,6 +101,8 @@ def _check_checkpoint(ck, path, identity, manifest_digest, cfg):
     if (not isinstance(history, dict) or not isinstance(history.get("train"), list)
             or not isinstance(history.get("val"), list) or len(history["train"]) != step):
         raise bad(f"its history does not hold one training record per step up to step {step:,}")
+    if not all(_plain(r) for r in history["train"] + history["val"] + [ck["best"]]):
+        raise bad("its history holds something other than numbers and text (a record the report cannot read)")
     if not all(isinstance(r, dict) and isinstance(r.get("loss"), float) and math.isfinite(r["loss"])
                for r in history["train"]):
         raise bad("its history holds a training record without a finite loss")
@@ -110,6 +112,18 @@ def _check_checkpoint(ck, path, identity, manifest_digest, cfg):
                 or isinstance(r.get("step"), bool) or not isinstance(r.get("step"), int) or not 0 < r["step"] <= step):
             raise bad(f"its history or best record is not an evaluation of this run (with a finite {primary} at a "
                       f"step up to {step:,})")
+
+
+def _plain(x, depth=4):
+    """Whether ``x`` is plain data a report reads: None, a bool, a number, text, or lists and str-keyed
+    dicts of them, nested at most ``depth`` deep (no tensor, array or other object)."""
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return True
+    if depth and isinstance(x, list):
+        return all(_plain(v, depth - 1) for v in x)
+    if depth and isinstance(x, dict):
+        return all(isinstance(k, str) and _plain(v, depth - 1) for k, v in x.items())
+    return False
 
 
 def _restore(path, ck, model, opt):
