@@ -41,38 +41,37 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.path not in slow_files)  # a stable sort: False (slow files) first
 
 
-def _compile(names):
-    """Draw a few rows of each task, which compiles (or loads from Numba's cache) its kernels:
-    a short batch (a serial filler), a long one (a parallel filler where the task has one), and
-    one sample of a task whose rows vary in length."""
+def _compile(name):
+    """Draw a few rows of task ``name``, which compiles (or loads from Numba's cache) its kernels: a short
+    batch (a serial filler), a long one (a parallel filler where the task has one), and one sample of a
+    task whose rows vary in length."""
     import longsynth
     from longsynth.errors import LongsynthError
 
-    for name in names:
-        for split in ("train", "test"):
-            for count in (2, 1024):
+    for split in ("train", "test"):
+        for count in (2, 1024):
+            try:
+                longsynth.batch(name, 0, count, split=split)
+            except LongsynthError:  # variable-length rows (ListOps) or a split the task lacks
                 try:
-                    longsynth.batch(name, 0, count, split=split)
-                except LongsynthError:  # variable-length rows (ListOps) or a split the task lacks
-                    try:
-                        longsynth.sample(name, 0, split=split)
-                    except LongsynthError:
-                        pass
+                    longsynth.sample(name, 0, split=split)
+                except LongsynthError:
+                    pass
+
+
+SLOWEST_FIRST = ("pathfinder-seg", "chomsky-binary-multiplication", "chomsky-binary-addition", "mad-fuzzy-recall")
 
 
 def pytest_sessionstart(session):
-    """Under pytest-xdist (the README's command), compile every generator's kernels once, split
-    over the cores, before the workers start: two workers that meet a kernel not yet in Numba's
-    cache both compile it (minutes on a clean checkout, where the cache is empty). A cache that
-    is already full costs a few seconds to read here."""
+    """Under pytest-xdist (the README's command), compile every generator's kernels once, spread over the
+    cores, before the workers start: two workers that meet a kernel not yet in Numba's cache both compile
+    it (minutes on a clean checkout, where the cache is empty). A full cache costs a few seconds here."""
     config = session.config
     n = getattr(config.option, "numprocesses", None) or 0
     if hasattr(config, "workerinput") or n < 2:
         return
     import longsynth
 
-    names = longsynth.tasks()
-    names = sorted(names, key=lambda t: t != "pathfinder-seg")  # the longest compile first
-    parts = [names[i::n] for i in range(n)]
+    names = sorted(longsynth.tasks(), key=lambda t: t not in SLOWEST_FIRST)  # the longest compiles start first
     with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
-        list(pool.map(_compile, parts))
+        list(pool.map(_compile, names))  # one task at a time: a process that finishes early takes the next

@@ -117,7 +117,8 @@ def test_no_import_cycle():
 # library in sys.modules binds no name in the module that forgot it.
 _ALONE = r"""
 import importlib, json, os, sys, traceback
-for lib in ("numpy", "numba", "scipy", "h5py", "click", "PIL", "torch", "matplotlib", "pydantic"):
+for lib in ("numpy", "numba", "scipy", "h5py", "click", "PIL", "torch", "matplotlib", "pydantic", "datasets",
+            "huggingface_hub", "pyarrow", "dask", "distributed"):
     try:
         importlib.import_module(lib)
     except ImportError:
