@@ -113,7 +113,8 @@ def _shards(splits, size):
 
 def _check_shard_count(splits, shard_size):
     """At most MAX_SHARDS shards (docs/format.md, "Writing: size, lock, workers"): the manifest
-    lists every shard, so it must stay far below the 64 MB every reader accepts. The line names the smallest shard size that fits."""
+    lists every shard, so it must stay far below the 64 MB every reader accepts. The line names the
+    smallest shard size that fits."""
     n = _shards(splits, shard_size)
     if n <= MAX_SHARDS:
         return

@@ -260,7 +260,8 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
     out = {
         "task": proto.task, "family": registry.get(proto.task).family, "protocol": proto.name,
         "protocol_source": proto.source,
-        "target": os.path.basename(os.path.normpath(job.data)) if job.data else proto.task, "model": identity["model"], "model_identity": identity, "scale": job.scale,
+        "target": os.path.basename(os.path.normpath(job.data)) if job.data else proto.task,
+        "model": identity["model"], "model_identity": identity, "scale": job.scale,
         "causal": causal,  # whether the check saw the model causal (False: it read the whole row, as allowed)
         "parameters": sum(t.numel() for t in res["model"].parameters()),
         "lr": lr, "weight_decay": job.weight_decay, "width": job.width, "depth": job.depth, "options": job.options,
