@@ -85,8 +85,7 @@ def info(root, as_json, samples):
                 out = f", {count(t['outside_vocab'])} outside the vocabulary" if t["outside_vocab"] else ""
                 click.echo(f"        {name:7s} {count(t['distinct'])} distinct ids{out}; most frequent: {top}")
     if s.get("lengths"):
-        click.echo("sequence lengths n per split (as the authors count them, read from the scored target's "
-                   "position: docs/tasks/state-tracking.md):")
+        click.echo(f"sequence lengths per split ({s.get('length_definition') or 'n'}):")
         for split, ln in s["lengths"].items():
             click.echo(f"  {split:5s} min {ln['min']} median {ln['median']:g} mean {ln['mean']:.1f} max {ln['max']} "
                        f"({len(ln['counts'])} distinct lengths)")

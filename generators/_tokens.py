@@ -38,6 +38,26 @@ def _palette(ids, vocab_size):
     return rgb
 
 
+def _colour_key(fig, ax, vocab_size):
+    """A colour bar beside the rows: each token id's colour, one band per id up to 64 ids, a gradient with a
+    few ticks beyond; token 0 is light grey, not the background's white."""
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import BoundaryNorm, ListedColormap, Normalize
+    from matplotlib.ticker import MaxNLocator
+
+    if vocab_size <= 64:
+        ids = np.arange(vocab_size)
+        cmap = ListedColormap(_palette(ids, vocab_size) / 255.0)
+        norm = BoundaryNorm(np.arange(vocab_size + 1) - 0.5, vocab_size)
+    else:
+        cmap, norm = "turbo", Normalize(0, vocab_size - 1)
+    bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, fraction=0.03, pad=0.01)
+    bar.locator = MaxNLocator(nbins=min(vocab_size, 10), integer=True)
+    bar.update_ticks()
+    bar.ax.tick_params(labelsize=7)
+    bar.set_label("token id (0: light grey)", fontsize=8)
+
+
 MAX_COLUMNS = 4096  # positions drawn per row of the picture: a longer row shows every k-th one
 _SLICE = 1 << 16  # positions of a row looked at together when scored targets are counted
 
@@ -103,6 +123,7 @@ def preview(samples, cfg, path, vocab_size):
     ax.set_yticks([2 * r + 0.45 for r in range(n)] + [2 * r + 1.45 for r in range(n)])
     ax.set_yticklabels([f"{r}: inputs" for r in range(n)] + [f"{r}: targets" for r in range(n)], fontsize=8)
     ax.set_xlabel("position")
+    _colour_key(fig, ax, vocab_size)
     params = ", ".join(f"{k} = {v}" for k, v in dataclasses.asdict(cfg).items())
     every = f"; {L:,} positions: 1 in {step:,} drawn" if step > 1 else ""
     _finish(fig, path, f"{n} sample{'s' if n != 1 else ''} at {params}\ncolour = token id; "

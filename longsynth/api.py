@@ -131,9 +131,12 @@ def authors_stream(task, count, *, seed, split="train", **params):
     split = split_name(split)
     s = authors_open(t, cfg, seed, {split: count}, split, "authors")
     _check_memory(t, {split: s}, keep=True)
-    if t.authors_arrays is not None:  # the authors' arrays are not rows of ours (the Chomsky tasks)
-        return t.authors_arrays(cfg, count, seed, split)
-    return s.rows()
+    from longsynth.progress import compiling_note, to_stderr
+
+    with compiling_note(to_stderr, f"{task}'s authors' stream", verb="drawing"):
+        if t.authors_arrays is not None:  # the authors' arrays are not rows of ours (the Chomsky tasks)
+            return t.authors_arrays(cfg, count, seed, split)
+        return s.rows()
 
 
 def authors_dataset(task, splits, *, seed, **params):
@@ -154,7 +157,10 @@ def authors_dataset(task, splits, *, seed, **params):
     cfg = t.make_config(**params)
     seed = check_seed(seed)
     streams = authors_streams(t, cfg, seed, counts, keep=True)
-    return {s: streams[s].rows() for s in counts}
+    from longsynth.progress import compiling_note, to_stderr
+
+    with compiling_note(to_stderr, f"{task}'s authors' stream", verb="drawing"):
+        return {s: streams[s].rows() for s in counts}
 
 
 def authors_open(t, cfg, seed, counts, split, stream=None):

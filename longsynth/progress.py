@@ -8,6 +8,7 @@ scheduler's log, ``2>log``) the same bar is written as whole lines, one every
 
 Counts are written one way everywhere (``count``: thousands separated by commas).
 """
+import contextlib
 import sys
 
 from tqdm import tqdm
@@ -95,3 +96,35 @@ class Samples:
 
     def __exit__(self, *exc):
         self.close()
+
+
+COMPILE_NOTE_AFTER = 2.0  # seconds: a first call slower than this is compiling kernels
+
+
+@contextlib.contextmanager
+def compiling_note(note, what="kernels", verb="compiling"):
+    """Around a call that may compile Numba kernels (a minute or more on first use; later runs load
+    them from Numba's cache): ``note(line)`` says so once COMPILE_NOTE_AFTER seconds pass, and again
+    with the time taken when it ends. ``verb``: "compiling" where the call is the compilation (one
+    sample), "drawing" where it also draws rows."""
+    import threading
+    import time
+
+    line = (f"compiling {what} (first use only; later runs load them from Numba's cache) ..." if verb == "compiling"
+            else f"{verb} {what} (a first use also compiles its kernels: a minute or more, then cached) ...")
+    timer = threading.Timer(COMPILE_NOTE_AFTER, note, (line,))
+    timer.daemon = True
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        dt = time.perf_counter() - t0
+        if dt > COMPILE_NOTE_AFTER:
+            note(f"{what} ready in {dt:.0f} s")
+
+
+def to_stderr(line):
+    """A note on stderr, prefixed with longsynth: (the Python API's notes; the CLI has its own)."""
+    print(f"longsynth: {line}", file=sys.stderr, flush=True)

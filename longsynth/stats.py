@@ -50,18 +50,21 @@ class _Moments:
 
 def row_lengths(task, cfg):
     """``lengths(targets [n, L]) -> int64 [n]`` (-1 for a row without a scored target) for the
-    tasks whose rows vary in length (``task.row_length_offset``: n = last scored index + offset),
-    else None (every row of the others has one length)."""
+    tasks whose rows vary in length (``task.row_length_offset``: n = the last scored index + offset,
+    or the first where ``task.row_length_anchor`` is "first"), else None (every row of the others
+    has one length)."""
     if task.row_length_offset is None:
         return None
     extra = int(task.row_length_offset(cfg))
+    first = task.row_length_anchor == "first"
 
     def lengths(targets):
         t = np.asarray(targets)
         t = t.reshape(t.shape[0], -1)
         scored = t != -100
-        last = t.shape[1] - 1 - np.argmax(scored[:, ::-1], axis=1)  # [n]  the last scored index
-        return np.where(scored.any(axis=1), last + extra, -1).astype(np.int64)
+        at = (np.argmax(scored, axis=1) if first  # [n]  the first scored index
+              else t.shape[1] - 1 - np.argmax(scored[:, ::-1], axis=1))  # [n]  the last scored index
+        return np.where(scored.any(axis=1), at + extra, -1).astype(np.int64)
 
     return lengths
 

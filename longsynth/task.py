@@ -171,6 +171,9 @@ class Task:
     # --stats and the harness's accuracy by length; the text says what n is
     row_length_offset: Callable[[Any], int] | None = None
     row_length_definition: str = ""
+    # which scored target the offset counts from: "last" (parity, modular arithmetic: the answer ends the row) or
+    # "first" (the Chomsky tasks: the first output follows the n inputs, n = its index)
+    row_length_anchor: str = "last"
     citation: str = ""  # BibTeX of the paper that defines the task (dataset cards); empty: the DLR paper
     # allocate's key specs of the configs it last saw (a config is frozen, so its specs never change): a training
     # loop that draws a batch per step pays keys(cfg) once, not every step
@@ -215,7 +218,8 @@ class Task:
             fixed = f.metadata.get("sets", ())
             for other in fixed if params.get(f.name) is not None else ():
                 if other in params and params[other] != params[f.name]:
-                    raise LongsynthError(f"{f.name}: {params[f.name]} sets {' and '.join(fixed)} to it, but {other} "
+                    names = f"{', '.join(fixed[:-1])} and {fixed[-1]}" if len(fixed) > 1 else fixed[0]
+                    raise LongsynthError(f"{f.name}: {params[f.name]} sets {names} to it, but {other} "
                                          f"is {params[other]}; give {f.name} alone, or equal values")
         cfg = self.config(**params)
         check_fields(cfg)

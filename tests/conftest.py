@@ -42,21 +42,16 @@ def pytest_collection_modifyitems(config, items):
 
 
 def _compile(name):
-    """Draw a few rows of task ``name``, which compiles (or loads from Numba's cache) its kernels: a short
-    batch (a serial filler), a long one (a parallel filler where the task has one), and one sample of a
-    task whose rows vary in length."""
+    """Draw two rows of task ``name`` (one sample of a task whose rows vary in length), which compiles (or
+    loads from Numba's cache) the kernels every test of it meets; a parallel filler (a Chomsky task's large
+    batch) is left to the few tests that ask for one."""
     import longsynth
     from longsynth.errors import LongsynthError
 
-    for split in ("train", "test"):
-        for count in (2, 1024):
-            try:
-                longsynth.batch(name, 0, count, split=split)
-            except LongsynthError:  # variable-length rows (ListOps) or a split the task lacks
-                try:
-                    longsynth.sample(name, 0, split=split)
-                except LongsynthError:
-                    pass
+    try:
+        longsynth.batch(name, 0, 2)
+    except LongsynthError:  # variable-length rows (ListOps)
+        longsynth.sample(name, 0)
 
 
 SLOWEST_FIRST = ("pathfinder-seg", "chomsky-binary-multiplication", "chomsky-binary-addition", "mad-fuzzy-recall")

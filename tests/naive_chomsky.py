@@ -208,16 +208,23 @@ def answer(task, x, **params):
 
 def sample(task, seed, split, index, **params):
     """The row of sample ``index`` of chomsky-<task>: {"inputs", "targets"}."""
-    p = dict(DEFAULTS.get(task, {}), min_length=1, max_length=40)
+    p = dict(DEFAULTS.get(task, {}), min_length=1, max_length=40, test_min_length=41, test_max_length=500)
     p.update(params)
+    if "length" in p:  # one length for every split
+        n_all = p.pop("length")
+        p.update(min_length=n_all, max_length=n_all, test_min_length=n_all, test_max_length=n_all)
     insize, outsize, out_len = SIZES[task][:3]
     in_len = SIZES[task][3] if len(SIZES[task]) > 3 else (lambda n: n)
-    lo, hi = p["min_length"], p["max_length"]
-    width = in_len(hi) + out_len(hi)
+    # the test split draws its length from the test range, train and val from the training range; every row is
+    # as wide as the longest input of any split and its output
+    lo, hi = (p["test_min_length"], p["test_max_length"]) if split == "test" else (p["min_length"], p["max_length"])
+    longest = max(p["max_length"], p["test_max_length"])
+    width = in_len(longest) + out_len(longest)
     st = Stream(seed, SPLITS[split], index)
     n = lo + st.below(hi - lo + 1)
     x = draw_input(task, st, n, p)
-    y, scored = answer(task, x, **{k: v for k, v in p.items() if k not in ("min_length", "max_length")})
+    lengths = ("min_length", "max_length", "test_min_length", "test_max_length")
+    y, scored = answer(task, x, **{k: v for k, v in p.items() if k not in lengths})
     e = insize(p)
     inputs = x + [e] * len(y) + [e + 1] * (width - len(x) - len(y))
     targets = [-100] * len(x) + y[:scored] + [-100] * (width - len(x) - scored)

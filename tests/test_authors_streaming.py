@@ -411,3 +411,35 @@ def test_memory_available_heeds_cgroup_v1_v2_and_rlimit_as(monkeypatch):
                                          "/sys/fs/cgroup/memory.current": "5"})) == 32 * gib
     monkeypatch.setattr(resource, "getrlimit", lambda what: (3 * gib, resource.RLIM_INFINITY))
     assert api.memory_available(_system(meminfo)) == 2 * gib  # 3 GiB of address space, 1 GiB mapped
+
+
+def test_a_slow_first_authors_stream_says_it_is_compiling(monkeypatch, capsys):
+    """The first call of an authors' stream compiles its kernels (22 s for some): past two seconds a line says
+    so on stderr, and when it is ready; a quick call says nothing."""
+    import time as _time
+
+    from longsynth import progress
+
+    longsynth.authors_stream("mqar", 2, seed=0, input_seq_len=64)  # compiled or loaded here, before the test
+    monkeypatch.setattr(progress, "COMPILE_NOTE_AFTER", 0.05)
+    real = api.authors_open
+
+    def slow(*a, **k):
+        s = real(*a, **k)
+        rows = s.rows
+
+        def later():
+            _time.sleep(0.3)
+            return rows()
+        s.rows = later
+        return s
+
+    monkeypatch.setattr(api, "authors_open", slow)
+    capsys.readouterr()
+    longsynth.authors_stream("mqar", 2, seed=0, input_seq_len=64)
+    err = capsys.readouterr().err
+    assert "longsynth: drawing mqar's authors' stream (a first use also compiles its kernels" in err, err
+    assert "longsynth: mqar's authors' stream ready in" in err, err
+    monkeypatch.setattr(progress, "COMPILE_NOTE_AFTER", 30.0)
+    longsynth.authors_stream("mqar", 2, seed=0, input_seq_len=64)
+    assert capsys.readouterr().err == ""

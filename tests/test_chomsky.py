@@ -135,7 +135,7 @@ def test_documented_examples(task, params, x, y):
 
 def test_stack_example_row_from_the_kernel():
     """The docs' stack example as a stored row: found among the kernel's samples of length 7."""
-    b = longsynth.batch("chomsky-stack-manipulation", 0, 30000, seed=0, min_length=7, max_length=7)
+    b = longsynth.batch("chomsky-stack-manipulation", 0, 30000, seed=0, length=7)
     hits = np.flatnonzero((b["inputs"][:, :7] == [0, 1, 1, 0, 4, 2, 2]).all(axis=1))
     assert hits.size > 0  # probability 1/6 * 2^-4 * 3^-3 = 1/2592 a sample
     for i in hits:
@@ -156,7 +156,8 @@ def test_stack_example_row_from_the_kernel():
     ("solve-equation", dict(modulus=0), "modulus"),
     ("bucket-sort", dict(vocab_size=0), "vocab_size"),
     ("reverse-string", dict(length=0), "length"),
-    ("reverse-string", dict(length=5, max_length=9), "length: 5 sets min_length and max_length to it, but max_length"),
+    ("reverse-string", dict(length=5, max_length=9),
+     "length: 5 sets min_length, max_length, test_min_length and test_max_length to it, but max_length"),
     ("reverse-string", dict(width=5), "width: not a parameter"),
 ])
 def test_bad_parameters_one_line(task, params, message):
@@ -184,7 +185,9 @@ def test_gen_and_verify_deep(task, tmp_path):
     ds.close()
 
 
-SMALL = dict(min_length=1, max_length=12)
+# the test split's lengths at the training ones keep the rows 12 inputs wide, as when the digests were taken:
+# the train split's draws did not change when the test split got its own lengths
+SMALL = dict(min_length=1, max_length=12, test_min_length=1, test_max_length=12)
 GOLDEN = {  # sample_digest hex of samples 0, 9 and 4 (seed 2023, train, SMALL)
     "even-pairs": ["20b0ab1e331b558d01c472001d6c8f0ee5363d11d400daf396295264186526d0",
                   "04d1f949beb516942b637601757e0972e288fc0cba400b04e24bbfd03c6bb1e6",
@@ -343,7 +346,8 @@ def test_length_beside_a_disagreeing_min_or_max_length_is_refused(tmp_path):
 
     r = CliRunner().invoke(cli, ["gen", "chomsky-reverse-string", "--length", "64", "--max-length", "40", "-n", "4",
                                  "--out", str(tmp_path / "d")])
-    assert r.exit_code != 0 and "length: 64 sets min_length and max_length to it, but max_length is 40" in r.output
+    assert r.exit_code != 0 and ("length: 64 sets min_length, max_length, test_min_length and test_max_length to it, "
+                                 "but max_length is 40") in r.output
     assert not (tmp_path / "d").exists()
     with pytest.raises(LongsynthError, match="but min_length is 1"):
         longsynth.batch("chomsky-bucket-sort", 0, 1, length=7, min_length=1)
@@ -353,3 +357,38 @@ def test_length_beside_a_disagreeing_min_or_max_length_is_refused(tmp_path):
 def test_the_authors_stream_refusal_of_a_split_says_how_to_write_one():
     with pytest.raises(LongsynthError, match=r"longsynth gen: --splits train=N\)$"):
         longsynth.authors_stream("chomsky-reverse-string", 4, seed=0, split="val", length=8)
+
+
+@pytest.mark.parametrize("task", ["parity-check", "reverse-string", "binary-addition"])
+def test_the_test_split_is_at_the_papers_test_lengths(task):
+    """A split named test is at lengths never trained on (the paper's 41-500) unless asked otherwise; train
+    and val at 1-40; every split's rows one width; ``length`` sets every split's lengths."""
+    name = "chomsky-" + task
+    t = registry.get(name)
+    lengths = longsynth.stats.row_lengths(t, t.make_config())
+    test = longsynth.batch(name, 0, 600, seed=3, split="test")
+    n = lengths(test["targets"])
+    assert n.min() >= 41 and n.max() <= 500 and n.max() > 400
+    for split in ("train", "val"):
+        b = longsynth.batch(name, 0, 600, seed=3, split=split)
+        m = lengths(b["targets"])
+        assert m.min() >= 1 and m.max() == 40 and b["inputs"].shape == test["inputs"].shape
+    mine = longsynth.batch(name, 0, 50, seed=3, split="test", test_min_length=60, test_max_length=70)
+    assert set(lengths(mine["targets"])) <= set(range(60, 71))
+    one = longsynth.batch(name, 0, 20, seed=3, split="test", length=9)
+    assert set(lengths(one["targets"])) == {9} and one["inputs"].shape[1] == t.keys(t.make_config(length=9))[
+        "inputs"].shape[0]
+    with pytest.raises(LongsynthError, match="test_min_length: 90 exceeds test_max_length = 80"):
+        longsynth.batch(name, 0, 1, split="test", test_min_length=90, test_max_length=80)
+
+
+def test_info_shows_each_splits_lengths(tmp_path):
+    from longsynth import store
+
+    root = tmp_path / "d"
+    store.generate(str(root), "chomsky-parity-check", {}, seed=0, splits={"train": 200, "val": 20, "test": 200},
+                   workers=1)
+    got = store.info(str(root))["lengths"]
+    assert got["train"]["min"] >= 1 and got["train"]["max"] <= 40 and got["test"]["min"] >= 41
+    r = CliRunner().invoke(cli, ["info", str(root)])
+    assert r.exit_code == 0 and "length" in r.output and "41" in r.output, r.output

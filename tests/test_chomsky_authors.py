@@ -50,7 +50,8 @@ def test_length_fixes_both_bounds_and_refuses_a_disagreeing_range():
     cfg = registry.get("chomsky-reverse-string").make_config(length=7)
     assert (cfg.min_length, cfg.max_length, cfg.length) == (7, 7, 7)
     assert registry.get("chomsky-reverse-string").make_config(length=7, min_length=7, max_length=7) == cfg
-    with pytest.raises(LongsynthError, match="length: 7 sets min_length and max_length to it, but max_length is 9"):
+    with pytest.raises(LongsynthError, match="length: 7 sets min_length, max_length, test_min_length and "
+                                             "test_max_length to it, but max_length is 9"):
         registry.get("chomsky-reverse-string").make_config(length=7, max_length=9)
     with pytest.raises(LongsynthError, match="length"):
         registry.get("chomsky-compute-sqrt").make_config(length=1 << 14)  # past the quadratic tasks' bound

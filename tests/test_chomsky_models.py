@@ -208,7 +208,8 @@ def test_protocol_tables():
 
     assert len(SUITES["chomsky"]) == 15 and sum(len(SUITES[f"chomsky-{lv}"]) for lv in ("regular", "dcf", "cs")) == 15
     p = resolve("chomsky-reverse-string", "paper")
-    assert (p.data, p.batch_size, p.grad_clip, p.lrs) == ({"min_length": 1, "max_length": 40}, 128, 1.0,
+    assert (p.data, p.batch_size, p.grad_clip, p.lrs) == ({"min_length": 1, "max_length": 40, "test_min_length": 1,
+                                                           "test_max_length": 40}, 128, 1.0,
                                                           (1e-4, 3e-4, 5e-4))
     assert min(map(int, p.test_sets)) == 41 and max(map(int, p.test_sets)) == 500 and p.score_test_sets
     assert architecture("chomsky-parity-check", "tiny", "stack-rnn")["arch"]["stack_size"] == 128

@@ -146,3 +146,21 @@ def test_a_wrong_type_of_a_flag_or_a_number():
         longsynth.sample("mqar", 0, power_a=float("nan"))
     with pytest.raises(LongsynthError, match=re.escape("power_a: must be in [1e-06, 1.0], got 2.0")):
         longsynth.sample("mqar", 0, power_a=2.0)
+
+
+def test_a_token_preview_has_a_colour_key(tmp_path):
+    """`show` on a token task draws a key of the ids' colours beside the rows: the right edge of the picture
+    holds the colour scale (many colours), where without it there is only white."""
+    import numpy as np
+    from PIL import Image
+
+    import longsynth
+    from longsynth import registry
+
+    t = registry.get("mqar")
+    samples = [longsynth.sample("mqar", i) for i in range(3)]
+    t.show(samples, t.make_config(), str(tmp_path / "p.png"))
+    img = np.asarray(Image.open(tmp_path / "p.png").convert("RGB"))
+    edge = img[img.shape[0] // 3: 2 * img.shape[0] // 3, int(img.shape[1] * 0.92):]
+    colours = {tuple(p) for p in edge.reshape(-1, 3) if max(p) - min(p) > 60}  # saturated: not grey or white
+    assert len(colours) > 20, len(colours)

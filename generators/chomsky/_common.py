@@ -36,7 +36,7 @@ from numba import get_num_threads, njit
 
 from longsynth.errors import LongsynthError
 from longsynth.generators._tokens import IGNORE, token_dtype
-from longsynth.rng import below, below_fill, next_u64, reseed
+from longsynth.rng import SPLITS, below, below_fill, next_u64, reseed
 from longsynth.task import KeySpec, Task, param
 
 CITATION = """@inproceedings{deletang2023neural,
@@ -52,20 +52,33 @@ MAX_LENGTH = 1 << 16  # linear-time tasks
 MAX_LENGTH_QUADRATIC = 1 << 13  # binary multiplication and square root: O(n^2) bit operations a sample
 MAX_ALPHABET = 1 << 14
 DEFAULT_RANGE = (1, 40)  # (min_length, max_length) when neither is given: the paper's training lengths
+DEFAULT_TEST_RANGE = (41, 500)  # (test_min_length, test_max_length): the paper's test lengths
+LENGTHS = ("min_length", "max_length", "test_min_length", "test_max_length")
 
 
 def min_length(hi=MAX_LENGTH):
-    return param(DEFAULT_RANGE[0], "shortest input; the length is uniform per sample in [min_length, max_length] "
-                    "(the paper trains on 1-40, tests on 41-500)", lo=1, hi=hi)
+    return param(DEFAULT_RANGE[0], "shortest input of the train and val splits; the length is uniform per sample "
+                    "in [min_length, max_length] (the paper trains on 1-40)", lo=1, hi=hi)
 
 
 def max_length(hi=MAX_LENGTH):
-    return param(DEFAULT_RANGE[1], "longest input; rows are padded to the longest input and its output", lo=1, hi=hi)
+    return param(DEFAULT_RANGE[1], "longest input of the train and val splits", lo=1, hi=hi)
+
+
+def test_min_length(hi=MAX_LENGTH):
+    return param(DEFAULT_TEST_RANGE[0], "shortest input of the test split, uniform in [test_min_length, "
+                    "test_max_length] (the paper tests on 41-500: lengths never trained on)", lo=1, hi=hi)
+
+
+def test_max_length(hi=MAX_LENGTH):
+    return param(DEFAULT_TEST_RANGE[1], "longest input of the test split; every split's rows are padded to the "
+                    "longest input of any split and its output", lo=1, hi=hi)
 
 
 def fixed_length(hi=MAX_LENGTH):
-    return param(None, "every input of this one length: sets min_length = max_length = length (the authors' "
-                       "sample_batch length)", lo=1, hi=hi, sets=("min_length", "max_length"))
+    return param(None, "every input of every split of this one length: sets min_length, max_length, "
+                       "test_min_length and test_max_length to it (the authors' sample_batch length)", lo=1, hi=hi,
+                 sets=LENGTHS)
 
 
 def score_padding():
@@ -77,6 +90,8 @@ def score_padding():
 class LengthConfig:
     min_length: int = min_length()
     max_length: int = max_length()
+    test_min_length: int = test_min_length()
+    test_max_length: int = test_max_length()
     length: int | None = fixed_length()
 
 
@@ -85,6 +100,8 @@ class AlphabetConfig:
     vocab_size: int = param(2, "symbols 0..vocab_size-1, each uniform (the paper: 2)", lo=1, hi=MAX_ALPHABET)
     min_length: int = min_length()
     max_length: int = max_length()
+    test_min_length: int = test_min_length()
+    test_max_length: int = test_max_length()
     length: int | None = fixed_length()
 
 
@@ -93,14 +110,29 @@ class TerminatedConfig:
     score_padding: bool = score_padding()
     min_length: int = min_length()
     max_length: int = max_length()
+    test_min_length: int = test_min_length()
+    test_max_length: int = test_max_length()
     length: int | None = fixed_length()
 
 
 def check_lengths(cfg):
     """A config's lengths in order; ``length`` beside a bound that disagrees with it is refused before, by
     Task.make_config (param's ``sets``): a bound left at its default takes the length's value (``fix_length``)."""
-    if cfg.length is None and cfg.min_length > cfg.max_length:
-        raise LongsynthError(f"min_length: {cfg.min_length} exceeds max_length = {cfg.max_length}")
+    if cfg.length is None:
+        for lo, hi in (("min_length", "max_length"), ("test_min_length", "test_max_length")):
+            if getattr(cfg, lo) > getattr(cfg, hi):
+                raise LongsynthError(f"{lo}: {getattr(cfg, lo)} exceeds {hi} = {getattr(cfg, hi)}")
+
+
+def split_lengths(cfg, split):
+    """(shortest, longest) input of split code ``split`` (longsynth.rng.SPLITS): the test split at the test
+    lengths, train and val at the training lengths (the authors select no model on lengths beyond training)."""
+    return (cfg.test_min_length, cfg.test_max_length) if split == SPLITS["test"] else (cfg.min_length, cfg.max_length)
+
+
+def longest(cfg):
+    """The longest input of any split: the rows' width is this input's and its output's."""
+    return max(cfg.max_length, cfg.test_max_length)
 
 
 class Layout:
@@ -111,8 +143,9 @@ class Layout:
         self.input_size, self.output_size, self.out_len, self.in_len = input_size, output_size, out_len, in_len
 
     def width(self, cfg):
-        # n + o(n) never decreases with n, so the longest row is the one of max_length
-        return self.in_len(cfg.max_length) + self.out_len(cfg.max_length)
+        # n + o(n) never decreases with n, so the longest row is the one of the longest input of any split
+        n = longest(cfg)
+        return self.in_len(n) + self.out_len(n)
 
     def vocab_size(self, cfg):
         return max(self.input_size(cfg) + 2, self.output_size(cfg))
@@ -127,9 +160,11 @@ class Layout:
 
 def fix_length(cfg):
     """The config with min_length = max_length = length where ``length`` is given."""
-    return cfg if cfg.length is None else replace(cfg, min_length=cfg.length, max_length=cfg.length)
+    return cfg if cfg.length is None else replace(cfg, **{k: cfg.length for k in LENGTHS})
 
 
+LENGTH_DEFINITION = ("n, the input's length: the index of the first scored target (the outputs follow the n inputs; "
+                     "modular arithmetic's even lengths are one shorter, as the authors draw them)")
 LAYOUTS = {}  # task name -> its Layout (the authors' I, O and lengths; read by the harness's chance level)
 
 
@@ -147,9 +182,9 @@ class Filler:
 
     def __call__(self, cfg, seed, split, start, out, fixed):
         inp, tgt = out["inputs"], out["targets"]
-        serial = inp.shape[0] * cfg.max_length <= SERIAL_WORK or get_num_threads() == 1
-        (self.rows if serial else self.fill)(seed, split, start, cfg.min_length, cfg.max_length, *self.args(cfg),
-                                             inp, tgt)
+        lo, hi = split_lengths(cfg, split)
+        serial = inp.shape[0] * hi <= SERIAL_WORK or get_num_threads() == 1
+        (self.rows if serial else self.fill)(seed, split, start, lo, hi, *self.args(cfg), inp, tgt)
 
 
 def make_task(name, config, summary, layout, fill, card, check=None):
@@ -160,7 +195,8 @@ def make_task(name, config, summary, layout, fill, card, check=None):
 
     LAYOUTS[name] = layout
     return Task(name=name, config=config, summary=summary, keys=layout.keys, fill=fill, check=_check,
-                resolve=fix_length, family="tokens", vocab_size=layout.vocab_size, citation=CITATION, card=card)
+                resolve=fix_length, family="tokens", vocab_size=layout.vocab_size, citation=CITATION, card=card,
+                row_length_offset=lambda cfg: 0, row_length_anchor="first", row_length_definition=LENGTH_DEFINITION)
 
 
 # ---------------------------------------------------------------- kernels' shared pieces

@@ -24,7 +24,8 @@ from numba import njit, prange
 
 from longsynth.generators.chomsky._common import (CHUNK, MAX_ALPHABET, AlphabetConfig, Filler, LengthConfig,
                                                    Layout, bits, draw_length, fixed_length, frame, make_task,
-                                                   max_length, min_length, uniform_string, unsigned)
+                                                   max_length, min_length, test_max_length, test_min_length,
+                                                   uniform_string, unsigned)
 from longsynth.rng import below, reseed
 from longsynth.task import param
 
@@ -34,6 +35,8 @@ class BucketSortConfig:
     vocab_size: int = param(5, "symbols 0..vocab_size-1, each uniform (the paper: 5)", lo=1, hi=MAX_ALPHABET)
     min_length: int = min_length()
     max_length: int = max_length()
+    test_min_length: int = test_min_length()
+    test_max_length: int = test_max_length()
     length: int | None = fixed_length()
 
 

@@ -33,7 +33,7 @@ from longsynth.generators._tokens import IGNORE
 from longsynth.generators.chomsky._common import (CHUNK, MAX_LENGTH_QUADRATIC, Filler, Layout, TerminatedConfig,
                                                    draw_length, fixed_length, frame, make_task, max_length,
                                                    min_length, nonzero_bits, nonzero_word, put_bits,
-                                                   score_padding)
+                                                   score_padding, test_max_length, test_min_length)
 from longsynth.generators.chomsky.limbs import (bit_length, isqrt_bits_limbs, isqrt_u64, isqrt_work, mul, mul_work,
                                                  pack, unpack)
 from longsynth.rng import below, reseed
@@ -46,6 +46,8 @@ class MultiplicationConfig:
     score_padding: bool = score_padding()
     min_length: int = min_length(MAX_LENGTH_QUADRATIC)
     max_length: int = max_length(MAX_LENGTH_QUADRATIC)
+    test_min_length: int = test_min_length(MAX_LENGTH_QUADRATIC)
+    test_max_length: int = test_max_length(MAX_LENGTH_QUADRATIC)
     length: int | None = fixed_length(MAX_LENGTH_QUADRATIC)
 
 
@@ -53,6 +55,8 @@ class MultiplicationConfig:
 class SqrtConfig:
     min_length: int = min_length(MAX_LENGTH_QUADRATIC)
     max_length: int = max_length(MAX_LENGTH_QUADRATIC)
+    test_min_length: int = test_min_length(MAX_LENGTH_QUADRATIC)
+    test_max_length: int = test_max_length(MAX_LENGTH_QUADRATIC)
     length: int | None = fixed_length(MAX_LENGTH_QUADRATIC)
 
 

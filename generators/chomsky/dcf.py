@@ -33,7 +33,7 @@ from numba import njit, prange
 from longsynth.generators.chomsky._common import (CHUNK, MAX_ALPHABET, AlphabetConfig, Filler, Layout,
                                                    TerminatedConfig, bits, draw_length, expression, expression_frames,
                                                    fixed_length, frame, make_task, max_length, min_length,
-                                                   uniform_string, unsigned)
+                                                   test_max_length, test_min_length, uniform_string, unsigned)
 from longsynth.generators._tokens import IGNORE
 from longsynth.rng import below, below_fill, reseed
 from longsynth.task import param
@@ -52,6 +52,8 @@ class BracketsConfig:
     mult: bool = param(True, "'*' among the operators (the paper's runs: on, TASK_BUILDERS' mult=True)")
     min_length: int = min_length()
     max_length: int = max_length()
+    test_min_length: int = test_min_length()
+    test_max_length: int = test_max_length()
     length: int | None = fixed_length()
 
 
@@ -60,6 +62,8 @@ class SolveEquationConfig:
     modulus: int = _modulus()
     min_length: int = min_length()
     max_length: int = max_length()
+    test_min_length: int = test_min_length()
+    test_max_length: int = test_max_length()
     length: int | None = fixed_length()
 
 

@@ -25,7 +25,8 @@ from numba import njit, prange
 
 from longsynth.errors import LongsynthError
 from longsynth.generators.chomsky._common import (CHUNK, MAX_ALPHABET, Filler, LengthConfig, Layout, bits,
-                                                   draw_length, fixed_length, frame, make_task, max_length, min_length)
+                                                   draw_length, fixed_length, frame, make_task, max_length, min_length,
+                                                   test_max_length, test_min_length)
 from longsynth.rng import below, below_fill, reseed
 from longsynth.task import param
 
@@ -40,6 +41,8 @@ class ModularArithmeticConfig:
                                   "the authors' default: all of + * -)")
     min_length: int = min_length()
     max_length: int = max_length()
+    test_min_length: int = test_min_length()
+    test_max_length: int = test_max_length()
     length: int | None = fixed_length()
 
 

@@ -196,29 +196,17 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
                                 overwrite, manifest, progress, note)
 
 
-COMPILE_NOTE_AFTER = 2.0  # seconds: a first sample slower than this is compiling kernels
-
-
 def _warm_kernels(job, note):
     """Make one sample here first: on first use Numba compiles the task's kernels (a minute or
     more; later runs load them from its cache), so the progress bar's rate and estimate start
-    after it. A note says so when it takes longer than COMPILE_NOTE_AFTER."""
-    import threading
+    after it, and a note says so when it takes long (longsynth.progress.compiling_note)."""
+    from longsynth.progress import compiling_note
 
-    timer = threading.Timer(COMPILE_NOTE_AFTER, note, ("compiling kernels (first use only; later runs load them "
-                                                      "from Numba's cache) ...",))
-    timer.daemon = True
-    t0 = time.perf_counter()
-    timer.start()
-    try:
-        shards.warm(job)
-    except Exception:  # noqa: BLE001 - the same failure comes again where the shards are written, in context
-        pass
-    finally:
-        timer.cancel()
-    dt = time.perf_counter() - t0
-    if dt > COMPILE_NOTE_AFTER:
-        note(f"kernels ready in {dt:.0f} s")
+    with compiling_note(note):
+        try:
+            shards.warm(job)
+        except Exception:  # noqa: BLE001 - the same failure comes again where the shards are written, in context
+            pass
 
 
 def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compression, executor, overwrite,

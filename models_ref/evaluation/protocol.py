@@ -159,6 +159,7 @@ class ByLength:
         """Step ``step``'s batch at length ``n`` (the dry run times chosen lengths)."""
         if n not in self.streams:
             params = {**self.params, "min_length": n, "max_length": n}
+            params.update({k: n for k in ("test_min_length", "test_max_length") if k in self.params})
             self.streams[n] = OnTheFly(self.task, params, self.seed, self.batch_size, self.split, self.rank,
                                        self.world)
         return self.streams[n](step)

@@ -60,7 +60,9 @@ _DIFFERS = ("the mean cross-entropy over scored positions (theirs: summed over a
 
 
 def _range(lo, hi):
-    return {"min_length": lo, "max_length": hi}
+    # the task's test split at the same lengths: a test set is one length, and the training data's own val and
+    # test draws (ByLength's) are at the training lengths
+    return {"min_length": lo, "max_length": hi, "test_min_length": lo, "test_max_length": hi}
 
 
 for _task in TASKS:
