@@ -35,6 +35,10 @@ def friendly(fn):
             raise click.ClickException(shown(e)) from None
         except BrokenPipeError:  # output piped into head & co.
             return None
+        except MemoryError as e:  # an estimate that fell short (NumPy's _ArrayMemoryError is one): never a traceback
+            what = f" ({' '.join(str(e).split())[:200]})" if str(e) else ""
+            raise click.ClickException(f"out of memory{what}; ask for less (fewer rows or samples, a shorter "
+                                       "length, a smaller batch) or run where more memory is free") from None
         except RuntimeError as e:
             if isinstance(e.__context__, KeyboardInterrupt):  # a lock the interrupt broke: it is the interrupt
                 raise KeyboardInterrupt from None

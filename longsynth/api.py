@@ -244,9 +244,10 @@ def memory_available(read=_read):
     return avail
 
 
-def _check_memory(t, streams, keep):
+def _check_memory(t, streams, keep, verifying=False):
     """Refuse (one LongsynthError line) the streams whose side arrays, or with ``keep`` whose
-    rows as well, exceed ``memory_available()``."""
+    rows as well, exceed ``memory_available()``; ``verifying``: the stream is redrawn by
+    ``verify --deep``, not written."""
     from longsynth.store.manifest import human
 
     side = max((s.side_bytes for s in streams.values()), default=0)
@@ -262,6 +263,10 @@ def _check_memory(t, streams, keep):
                 if side <= avail else "")
         raise LongsynthError(f"count: {total:,} rows of {t.name}'s authors' stream need about {human(side + rows)} "
                              f"of memory ({why}), {human(avail)} available now; ask for fewer rows{hint}")
+    if verifying:
+        raise LongsynthError(f"verify --deep: redrawing {split} ({big.count:,} rows) of {t.name}'s authors' stream "
+                             f"would keep about {human(side)} in memory ({big.side_doc}), {human(avail)} available "
+                             f"now; verify without --deep checks every stored byte against the manifest's SHA-256")
     raise LongsynthError(f"splits: {split} ({big.count:,} rows) of {t.name}'s authors' stream keeps about "
                          f"{human(side)} in memory while it is written ({big.side_doc}), {human(avail)} available "
                          f"now; lower its count")
@@ -270,20 +275,22 @@ def _check_memory(t, streams, keep):
 _CURSOR = {}  # the authors' stream authors_block last read: its key -> the Stream, where it stopped
 
 
-def authors_block(t, cfg, seed, split, counts, start, n, stream=None):
+def authors_block(t, cfg, seed, split, counts, start, n, stream=None, verifying=False):
     """Rows start..start+n-1 of split ``split`` of the authors' data set whose splits have
     ``counts`` ({split: count}), in the task's stored dtypes. ``stream``: the manifest's (see
     ``authors_open``). The split's stream is kept where this call stops, so blocks asked in
     order (a dataset's shards, written one after another; the rows verify --deep samples, in
     index order) advance one stream across the split; an earlier row starts it again, later
     rows skip ahead (what a resumed gen does for the shards it kept). Memory: the stream's
-    side arrays and one block, never the split."""
+    side arrays and one block, never the split; a stream whose side arrays exceed the memory
+    available is refused before it is drawn (``verifying``: verify --deep's, which says so)."""
     counts = dict(counts)
     key = (t.name, cfg, seed, split, tuple(sorted(counts.items())), stream)
     cur = _CURSOR.get(key)
     if cur is None or cur.position > start:
         _CURSOR.clear()  # another stream's side arrays go before this one's are drawn
         cur = authors_open(t, cfg, seed, counts, split, stream)
+        _check_memory(t, {split: cur}, keep=False, verifying=verifying)
         _CURSOR[key] = cur
     try:
         cur.skip(start - cur.position)

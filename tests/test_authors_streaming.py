@@ -443,3 +443,18 @@ def test_a_slow_first_authors_stream_says_it_is_compiling(monkeypatch, capsys):
     monkeypatch.setattr(progress, "COMPILE_NOTE_AFTER", 30.0)
     longsynth.authors_stream("mqar", 2, seed=0, input_seq_len=64)
     assert capsys.readouterr().err == ""
+
+
+def test_verify_deep_of_an_authors_stream_checks_memory_first(tmp_path, monkeypatch):
+    """verify --deep redraws an authors' stream whole (a Chomsky call holds every row at once): past the memory
+    available it is one line saying so and what checks without redrawing, before anything is drawn."""
+    root = tmp_path / "d"
+    store.generate(str(root), "chomsky-reverse-string", dict(length=40), seed=0, splits={"train": 64}, workers=1,
+                   authors_stream=True)
+    monkeypatch.setattr(api, "memory_available", lambda: 1024)
+    r = CliRunner().invoke(cli, ["verify", str(root), "--deep"])
+    assert r.exit_code != 0 and "Traceback" not in r.output, r.output
+    assert "verify --deep: redrawing train (64 rows) of chomsky-reverse-string's authors' stream" in r.output
+    assert "verify without --deep checks every stored byte" in r.output
+    monkeypatch.setattr(api, "memory_available", lambda: None)
+    assert store.verify(str(root), deep=True) == []

@@ -173,3 +173,21 @@ def test_a_mistyped_task_gets_the_nearest_name_and_a_missing_folder_does_not_exi
     (tmp_path / "empty").mkdir()
     r = CliRunner().invoke(cli, ["info", str(tmp_path / "empty")])
     assert r.exit_code == 1 and "no manifest.json; not a longsynth dataset directory" in r.output
+
+
+def test_running_out_of_memory_is_one_line(monkeypatch, tmp_path):
+    """An allocation that fails where no estimate refused it first (NumPy's _ArrayMemoryError is a MemoryError)
+    ends in one line that says what to do, never a traceback."""
+    import numpy as np
+
+    from longsynth.task import Task
+
+    def no_memory(*a, **k):
+        return np.empty(1 << 62, dtype=np.uint8)  # NumPy refuses: _ArrayMemoryError
+
+    monkeypatch.setattr(Task, "generate", no_memory)
+    r = CliRunner().invoke(cli, ["gen", "cumsum", "--L", "8", "-n", "100", "--workers", "1",
+                                 "--out", str(tmp_path / "d")])
+    lines = [s for s in r.output.splitlines() if s.startswith("Error:")]
+    assert r.exit_code == 1 and "Traceback" not in r.output and len(lines) == 1, r.output
+    assert "out of memory" in lines[0] and "ask for less" in lines[0]

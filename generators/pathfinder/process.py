@@ -48,7 +48,7 @@ If every attempt fails the kernel returns status 1 and the caller raises.
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from longsynth.generators.pathfinder.canvas import _any_tile, _clear, _collides, _commit, _uncommit, compose
 from longsynth.generators.pathfinder.records import (
@@ -382,23 +382,16 @@ def render_one(seed, split, index, P, T, W, img, lab, dashes, markers, counts):
     return peak
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def _render_strided(t, nt, seed, split, start, P, T, works, img, lab, dashes, markers, counts, peak):
     W = thread_view(works, t)
     for i in range(t, img.shape[0], nt):
         peak[i] = render_one(seed, split, start + i, P, T, W, img[i], lab[i], dashes[i], markers[i], counts[i])
 
 
+@njit(cache=True, parallel=True)
 def render_batch(seed, split, start, P, T, works, img, lab, dashes, markers, counts, peak):
-    """Images start..start+n-1, image i on thread i mod (threads in works). The threads are Python's,
-    each running ``_render_strided`` without the GIL: a Numba ``parallel=True`` loop around it cost 29 s
-    of compilation (80 s in all for the first image) for the same work split."""
+    """Images start..start+n-1, image i on thread i mod (threads in works)."""
     nt = works.n.shape[0]
-    args = (seed, split, start, P, T, works, img, lab, dashes, markers, counts, peak)
-    if nt == 1:
-        _render_strided(0, 1, *args)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(nt) as pool:
-        list(pool.map(lambda t: _render_strided(t, nt, *args), range(nt)))
+    for t in prange(nt):
+        _render_strided(t, nt, seed, split, start, P, T, works, img, lab, dashes, markers, counts, peak)

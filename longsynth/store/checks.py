@@ -156,7 +156,8 @@ def _deep_check(root, m, task, cfg, samples):
         idx = sorted(set(np.linspace(0, n - 1, min(samples, n)).astype(int).tolist())) if n else []
         for i in idx:
             if m.get("stream", "longsynth") != "longsynth":
-                block = authors_block(task, cfg, m["seed"], split, m["counts"], i, 1, m["stream"])
+                block = authors_block(task, cfg, m["seed"], split, m["counts"], i, 1, m["stream"],
+                                      verifying=True)
             else:
                 block = task.generate(cfg, m["seed"], split_code(split), i, 1, fixed)
             fresh = {k: np.asarray(c.values if isinstance(c, Ragged) else c[0]) for k, c in block.items()}
