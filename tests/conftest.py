@@ -31,24 +31,15 @@ def report(tmp_path_factory):
     return out
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
-    """The order and grouping of the README's command (`-n auto --dist loadgroup`): each test function
-    marked `slow` (it trains for tens of seconds) is a unit of its own, and they run first, spread
-    over the workers; every other test, a slow test of a class included (a class shares its fixtures:
-    a Dask cluster), is grouped with its file (an xdist_group named by it), so a file's module
-    fixtures are built once and its kernels load in one process. A file given whole to one worker made
-    its slow tests run one after another while the other worker finished early (a file of four 40 s
-    tests held one worker for minutes at the end)."""
-    def apart(item):
-        return item.get_closest_marker("slow") is not None and item.cls is None
-
-    for item in items:
-        if not apart(item):
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
+    """Files that hold a `slow` test run first (the order within each file is kept). Under
+    pytest-xdist (`-n auto --dist loadfile`, the README's command) each file goes whole to
+    one worker, in this order: the files that train for minutes start at once, and the many
+    short files fill in behind them, instead of a long file starting last while the other
+    worker has nothing left to do. A test of half a minute or more sits in a file of its own
+    or of few (test_evaluate_jobs.py, test_s4_learning.py, ...), so two of them can run at once."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    # a stable sort: slow functions, then the files holding a slow test, then the rest
-    items.sort(key=lambda item: 0 if apart(item) else 1 if item.path in slow_files else 2)
+    items.sort(key=lambda item: item.path not in slow_files)  # a stable sort: False (slow files) first
 
 
 def _compile(name):
