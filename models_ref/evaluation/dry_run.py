@@ -167,12 +167,16 @@ def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed,
                 cfg = protocol.train_config(lr=resolve_lr(job, factory, spec, protocol), seed=0, steps=job.steps,
                                             amp=dev.type == "cuda", weight_decay=job.weight_decay)
                 grid = "".join(f" {k} {v}" for k, v in (("width", job.width), ("depth", job.depth)) if v is not None)
+                shown = sizes if budget["s"] > 0 else sizes[-1:]
                 notify(f"timing {member_name(job.protocol, job.task, registry.get(job.task).family)}{grid}: "
                        f"up to {timing_steps} training steps after a warm-up step at batch "
-                       f"{' and '.join(map(str, sizes))} (the protocol's {B}), on {settings.device}")
+                       f"{' and '.join(map(str, shown))} (the protocol's {B}), on {settings.device}")
                 steps, evals = [], []
                 t0 = time.perf_counter()
-                for b in sizes:
+                # past the budget, one timing batch (the larger): its cost scaled to B through the origin, an
+                # estimate that errs high where a step has a fixed cost; the sweep's later shapes cost half
+                at = sizes if budget["s"] > 0 else sizes[-1:]
+                for b in at:
                     if b not in small:
                         small[b] = prepare(dataclasses.replace(job, batch_size=b), fresh=True)
                     train, val = small[b].sources[:2]
@@ -184,9 +188,9 @@ def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed,
                 tests = _time_test_sets(make, protocol, B, cfg, settings.device)
                 budget["s"] -= time.perf_counter() - t0
                 evaluations = cfg.steps // cfg.eval_every + (cfg.steps % cfg.eval_every != 0) + 1  # + the test
-                step_s = at_batch(steps, sizes, B)
+                step_s = at_batch(steps, at, B)
                 budget["shapes"][key] = (cfg.steps * step_s + evaluations * cfg.eval_batches
-                                         * at_batch(evals, sizes, B) + tests, step_s)
+                                         * at_batch(evals, at, B) + tests, step_s)
             timed.append((job, *budget["shapes"][key]))
     finally:
         torch.set_num_threads(old)
