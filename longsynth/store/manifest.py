@@ -333,17 +333,6 @@ def law_text(manifest):
             "regenerates these rows bit for bit, and any row can be drawn alone (`longsynth.sample`).")
 
 
-def _stream_line(manifest):
-    if manifest.get("stream") == "authors-pipeline":
-        return ("\nThe samples are the authors' own data set for this seed (`longsynth.authors_dataset`): one "
-                "sequential stream through the splits in the order train, val, test, each split continuing where "
-                "the one before stopped, as the authors' pipeline makes its sets; not longsynth's per-sample law.\n")
-    if manifest.get("stream") != "authors":
-        return ""
-    return ("\nThe samples are the authors' own stream for this seed (`longsynth.authors_stream`; each split "
-            "one sequential stream of its count), not longsynth's per-sample law.\n")
-
-
 def dataset_card(task, cfg, manifest):
     counts = ", ".join(f"{s} {n}" for s, n in manifest["counts"].items())
     size = sum(r["bytes"] for s in manifest["splits"].values() for r in s["shards"])
@@ -358,7 +347,8 @@ def dataset_card(task, cfg, manifest):
 {task.summary}.
 
 {task.card}
-{_stream_line(manifest)}
+
+{law_text(manifest)}
 Made by: `{manifest['command'] or 'longsynth.store.generate(...)'}`
 
 Seed {manifest['seed']}; samples: {counts}; {size / 1e6:.1f} MB in

@@ -167,15 +167,14 @@ def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed,
                 cfg = protocol.train_config(lr=resolve_lr(job, factory, spec, protocol), seed=0, steps=job.steps,
                                             amp=dev.type == "cuda", weight_decay=job.weight_decay)
                 grid = "".join(f" {k} {v}" for k, v in (("width", job.width), ("depth", job.depth)) if v is not None)
-                shown = sizes if budget["s"] > 0 else sizes[-1:]
-                notify(f"timing {member_name(job.protocol, job.task, registry.get(job.task).family)}{grid}: "
-                       f"up to {timing_steps} training steps after a warm-up step at batch "
-                       f"{' and '.join(map(str, shown))} (the protocol's {B}), on {settings.device}")
-                steps, evals = [], []
-                t0 = time.perf_counter()
                 # past the budget, one timing batch (the larger): its cost scaled to B through the origin, an
                 # estimate that errs high where a step has a fixed cost; the sweep's later shapes cost half
                 at = sizes if budget["s"] > 0 else sizes[-1:]
+                notify(f"timing {member_name(job.protocol, job.task, registry.get(job.task).family)}{grid}: "
+                       f"up to {timing_steps} training steps after a warm-up step at batch "
+                       f"{' and '.join(map(str, at))} (the protocol's {B}), on {settings.device}")
+                steps, evals = [], []
+                t0 = time.perf_counter()
                 for b in at:
                     if b not in small:
                         small[b] = prepare(dataclasses.replace(job, batch_size=b), fresh=True)

@@ -213,7 +213,7 @@ def canonical(text):
 def load(text):
     """(factory, identity) for a built-in name, ``file.py:function`` or ``module:function``. A file's
     identity names it by its base name and SHA-256, never its path: metrics.json, checkpoints and
-    reports travel to other machines (docs/evaluate.md, "Run folders")."""
+    reports travel to other machines (docs/evaluate.md, "Jobs, clusters, resuming")."""
     if text in BUILTIN:
         return BUILTIN[text], {"model": text, "sha256": None}
     where, sep, attr = text.rpartition(":")
