@@ -349,6 +349,7 @@ def dataset_card(task, cfg, manifest):
 {task.card}
 
 {law_text(manifest)}
+
 Made by: `{manifest['command'] or 'longsynth.store.generate(...)'}`
 
 Seed {manifest['seed']}; samples: {counts}; {size / 1e6:.1f} MB in
