@@ -322,9 +322,9 @@ def law_text(manifest):
     stream = manifest.get("stream", "longsynth")
     if stream == "authors-pipeline":
         return ("The samples are the authors' own data set for this seed (`longsynth.authors_dataset`): one "
-                "sequential stream through the splits train, val, test in that order, each row depending on every "
-                "row before it, as the authors' pipeline draws its sets; the same command regenerates them bit for "
-                "bit, but no row can be drawn alone.")
+                "sequential stream through the splits in the order train, val, test, each split continuing where "
+                "the one before stopped and each row depending on every row before it, as the authors' pipeline "
+                "draws its sets; the same command regenerates them bit for bit, but no row can be drawn alone.")
     if stream == "authors":
         return ("The samples are the authors' own stream for this seed (`longsynth.authors_stream`): each split "
                 "is one sequential stream of its count, each row depending on every row before it; the same command "
