@@ -1,6 +1,7 @@
 """Fixtures shared by test files: one finished evaluate folder (a two-step cumsum run of the
 built-in dlr), which the certificate and confinement tests copy before they edit or plant
 links in it."""
+import collections
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 
@@ -31,15 +32,25 @@ def report(tmp_path_factory):
     return out
 
 
+def pytest_configure(config):
+    """Keep the order below under pytest-xdist: by default it reorders files by their number of
+    tests, which sends the files of one or two long training tests (test_essm_learning.py, ...)
+    last, each then running alone on one worker while the other has finished."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(config, items):
-    """Files that hold a `slow` test run first (the order within each file is kept). Under
-    pytest-xdist (`-n auto --dist loadfile`, the README's command) each file goes whole to
-    one worker, in this order: the files that train for minutes start at once, and the many
-    short files fill in behind them, instead of a long file starting last while the other
-    worker has nothing left to do. A test of half a minute or more sits in a file of its own
-    or of few (test_evaluate_jobs.py, test_s4_learning.py, ...), so two of them can run at once."""
+    """Files that hold a `slow` test run first, then the others by their number of tests, most
+    first (the order within each file is kept). Under pytest-xdist (`-n auto --dist loadfile`,
+    the README's command) each file goes whole to one worker, in this order: the files that
+    train for minutes start at once, and the many short files fill in behind them, instead of
+    a long file starting last while the other worker has nothing left to do. A test of half a
+    minute or more sits in a file of its own or of few (test_evaluate_jobs.py,
+    test_s4_learning.py, ...), so two of them can run at once."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)  # a stable sort: False (slow files) first
+    count = collections.Counter(item.path for item in items)
+    items.sort(key=lambda item: (item.path not in slow_files, -count[item.path]))  # stable: slow files first
 
 
 def _compile(name):
