@@ -41,11 +41,14 @@ def test_validate_gives_the_certificates_it_gave_before_the_harness(tmp_path):
     for name, now in (("cumsum-otf", otf), ("select-fixed-stored", st)):
         was = before[name]
         parts = ("test", "best", "final") if now["best_step"] == was["best_step"] else ("final",)
-        assert now["best"]["r2"] >= was["best"]["r2"] - 1e-7  # the best of more evaluations
+        # the best of more evaluations. Rounding: the kernels' powers are a product of two exact tables since
+        # the runs were recorded (models_ref/layers/kernel.py exp_range), a rounding apart, which 30 steps of
+        # float32 training grow to about 2e-7 of R^2 (whose scale is 1: an absolute tolerance)
+        assert now["best"]["r2"] >= was["best"]["r2"] - 1e-6
         for part in parts:
             for key in ("r2", "loss"):
                 assert now[part][key] == pytest.approx(was[part][key], rel=1e-5, abs=1e-7), (name, part, key)
-            assert now[part]["exact"]["r2"] == pytest.approx(was[part]["exact"]["r2"], rel=1e-5, abs=1e-7)
+            assert now[part]["exact"]["r2"] == pytest.approx(was[part]["exact"]["r2"], rel=1e-5, abs=1e-6)
     m = json.loads((tmp_path / "st" / "metrics.json").read_text())
     assert m["protocol"] == "atomic" and m["model_config"]["layer"] == "dlr" and m["train_config"]["steps"] == 6
     assert m["model_config"]["skip"] == "one"

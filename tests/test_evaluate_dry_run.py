@@ -173,9 +173,9 @@ def test_the_estimate_is_within_twice_a_short_real_run(tmp_path, model, suite, s
 
 
 def test_past_the_timing_budget_one_batch_is_timed_and_the_estimate_holds(monkeypatch):
-    """Once the dry run's timing budget is spent, each further shape is timed at one batch (the larger) and
-    scaled to the protocol's through the origin: half the timing, an estimate within 2x of the two-batch
-    one (mqar at the paper scale: 85 s down to 54 s, the estimate 305 against 263 days)."""
+    """Once the dry run's timing budget is spent, each further shape is timed by one step at one batch (the
+    larger) and scaled to the protocol's, here through the origin (no shape was timed at two batches): an
+    estimate within 2x of the two-batch one."""
     from longsynth.models_ref.evaluation import dry_run as dr
     from longsynth.models_ref.evaluation.sweep import Settings
 
@@ -189,3 +189,82 @@ def test_past_the_timing_budget_one_batch_is_timed_and_the_estimate_holds(monkey
     timing = [line for line in lines if line.startswith("timing ")]
     assert timing and all(" and " not in line.split("at batch")[1] for line in timing), timing
     assert two / 2 <= one <= 2 * two, (one, two)
+
+
+def test_one_batch_is_scaled_with_the_fixed_share_of_a_two_batch_timing():
+    """A step of 1 s fixed and 0.1 s a row, timed at 8 and 16 rows: its fixed share at 16 is 1/2.6; a later
+    shape timed at 16 alone and scaled with that share gives the line's cost at 64, where scaling through
+    the origin would give it 2.1 times over."""
+    from longsynth.models_ref.evaluation.dry_run import at_batch, fixed_share
+
+    cost = lambda b: 1.0 + 0.1 * b  # noqa: E731
+    share = fixed_share([cost(8), cost(16)], [8, 16])
+    assert share == pytest.approx(1 / 2.6)
+    assert at_batch([cost(16)], [16], 64, share) == pytest.approx(cost(64))
+    assert at_batch([cost(16)], [16], 64) == pytest.approx(4 * cost(16))  # through the origin, erring high
+    assert at_batch([cost(8), cost(16)], [8, 16], 64) == pytest.approx(cost(64))
+    assert fixed_share([2.0, 1.0], [8, 16]) == 1.0  # noise that makes more rows cheaper: all of it fixed
+
+
+class _Slow(torch.nn.Module):
+    """A causal model whose forward takes 2e-5 * T^1.5 s a row (a cost between a recurrence's and
+    attention's) and that fails past ``limit`` positions, as one sized by its training length would."""
+
+    def __init__(self, spec, limit=None):
+        super().__init__()
+        self.spec, self.limit = spec, limit
+        self.w = torch.nn.Parameter(torch.zeros(spec.d_output))
+
+    def forward(self, x):
+        import time
+
+        B, T = x.shape[:2]
+        if self.limit is not None and T > self.limit:
+            raise ValueError(f"positions past {self.limit}")
+        time.sleep(2e-5 * B * T ** 1.5)
+        return self.w.expand(B, T, -1) + 0 * x[..., None].float()
+
+
+def test_test_sets_past_the_timing_length_are_extrapolated_by_their_measured_power(monkeypatch):
+    """Test sets longer than the dry run times (induction heads to 2^20) are costed from one row of the two
+    longest that fit, by the power of the length those give: here 1.5 (the model's), and the estimate is the
+    model's own cost of every set to within 25%, said in a line; nothing runs at the longest length."""
+    from longsynth.models_ref.evaluation import dry_run as dr
+    from longsynth.models_ref.evaluation.harness import Job, prepare
+
+    monkeypatch.setattr(dr, "TIMING_TOKENS", 257)
+    job = Job(model="x", protocol="induction-heads", task="induction-head", scale="tiny", device="cpu")
+    prepared = prepare(job, fresh=True)
+    protocol, spec = prepared.protocol, prepared.spec
+    lengths = [dr._set_length(protocol, change) for change in protocol.test_sets.values()]
+    assert max(lengths) > 2 * 257  # sets to extrapolate to
+    cfg = protocol.train_config(lr=1e-3, seed=0, steps=10, amp=False, weight_decay=0.0)
+    lines = []
+    got = dr._time_test_sets(lambda: _Slow(spec, limit=257), protocol, 4, cfg, "cpu", lines.append)
+    want = sum(2e-5 * n ** 1.5 for n in lengths) * protocol.eval_batches * 4
+    assert want / 1.25 <= got <= 1.25 * want, (got, want)
+    (line,) = lines
+    power = float(re.search(r"to the power ([\d.]+)", line).group(1))
+    assert 1.3 <= power <= 1.7, line
+
+
+def test_the_longest_input_check_is_left_out_where_it_would_take_too_long(monkeypatch):
+    """A model that fails past its training length is refused before training where the forward at the
+    longest test input is affordable, and is said to be unchecked there (not refused, not run) where the
+    forward's cost, scaled by the square of the lengths, passes LONGEST_CHECK_S."""
+    from longsynth.errors import LongsynthError
+    from longsynth.models_ref.evaluation import checks
+    from longsynth.models_ref.evaluation.harness import Job, prepare
+
+    prepared = prepare(Job(model="x", protocol="induction-heads", task="induction-head", scale="tiny",
+                           device="cpu"), fresh=True)
+    spec = prepared.spec
+    x = prepared.sources[0](0)[0][:2]
+    assert spec.max_seq_len > x.shape[1]
+    with pytest.raises(LongsynthError, match="forward at the longest input"):
+        checks.check_model(_Slow(spec, limit=x.shape[1]), spec, x)
+    monkeypatch.setattr(checks, "LONGEST_CHECK_S", 0.0)
+    lines = []
+    checks.check_model(_Slow(spec, limit=x.shape[1]), spec, x, notify=lines.append)
+    (line,) = lines
+    assert f"T = {spec.max_seq_len:,}) is not tried before training" in line

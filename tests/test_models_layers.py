@@ -331,3 +331,24 @@ def test_real_part_kernel_is_the_real_part_and_never_subnormal(make):
     assert not ((tiny > 0) & (tiny < torch.finfo(torch.float32).tiny)).any()
     m.real_kernel(L).square().sum().backward()  # zeros pass gradients, not NaNs
     assert all(torch.isfinite(p.grad).all() for p in m.parameters() if p.grad is not None)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("n,step", [(1, 1), (2, 1), (7, 3), (64, 1), (3000, 1), (4097, 1), (17, 64)])
+def test_exp_range_is_exp_times_of_the_range(dtype, n, step):
+    """The powers of a range from two tables of about sqrt(n) each equal the powers taken one by one, to a
+    rounding or two at any k (no drift), with the same exact zeros below exp(CUT)."""
+    from longsynth.models_ref.layers.kernel import exp_range, exp_times
+
+    g = torch.Generator().manual_seed(n)
+    re = -torch.rand(5, 6, generator=g, dtype=dtype) * 0.1  # [5, 6]: decays reaching float32's cut in the range
+    im = torch.rand(5, 6, generator=g, dtype=dtype) * 6  # [5, 6]
+    want = exp_times(re, im, torch.arange(n) * step)  # [5, 6, n]
+    got = exp_range(re, im, n, step)  # [5, 6, n]
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert torch.equal(got == 0, want == 0)
+    if dtype == torch.float32 and n * step >= 1000:
+        assert (want == 0).any()  # the cut is met, so its zeros are compared
+    eps = torch.finfo(dtype).eps
+    phase = float(im.abs().max()) * (n - 1) * step  # the float64 phase's own rounding grows with it
+    assert (got - want).abs().max() <= 4 * eps + 4 * phase * torch.finfo(torch.float64).eps

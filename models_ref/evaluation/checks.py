@@ -5,18 +5,25 @@ refused) and a forward that fails at the protocol's longest test input, each ref
 """
 from __future__ import annotations
 
+import time
+
 import torch
 
 from longsynth.errors import LongsynthError
 
 
-def check_model(module, spec, x, tol=1e-4, whole_row=False):
+LONGEST_CHECK_S = 60.0  # the forward at the longest input is left out where it would take longer (about)
+
+
+def check_model(module, spec, x, tol=1e-4, whole_row=False, notify=None):
     """Refuse, in one line, a module that breaks the contract on a real batch ``x``:
     a wrong output shape, non-finite outputs, or (causal protocols) outputs that change
     when only later inputs change, unless ``whole_row`` (the protocol's rows hold no target
     among their inputs). Runs on ``x``'s device in eval mode without gradients; the module's
     parameters and buffers are left as they were. Returns whether the module was seen causal
-    (None where the protocol does not ask)."""
+    (None where the protocol does not ask). The forward at the protocol's longest input is left
+    out, said through ``notify``, where the forward on ``x`` scaled by the square of the lengths
+    (attention's cost) passes ``LONGEST_CHECK_S``: a Transformer at 2^20 positions on a CPU."""
     if not isinstance(module, torch.nn.Module):
         raise LongsynthError(f"model: the factory returned a {type(module).__name__}, not a torch.nn.Module")
     module = module.to(x.device)
@@ -25,7 +32,9 @@ def check_model(module, spec, x, tol=1e-4, whole_row=False):
     try:
         with torch.no_grad():
             try:
+                t0 = time.perf_counter()
                 out = module(x)
+                seconds = time.perf_counter() - t0
             except Exception as e:  # the user's forward: its error in one line (LONGSYNTH_DEBUG=1: traceback)
                 raise LongsynthError(f"model: forward on a batch of {spec.task} {tuple(x.shape)} failed: "
                                      f"{type(e).__name__}: {_first_line(e)}{_token_hint(spec)}") from e
@@ -45,7 +54,14 @@ def check_model(module, spec, x, tol=1e-4, whole_row=False):
                                          f"changed outputs before them (by {leak:.2g} relative); this protocol is "
                                          f"unidirectional")
             if spec.max_seq_len is not None and spec.max_seq_len > x.shape[1]:
-                _check_longest(module, spec, x)
+                longest = seconds / x.shape[0] * (spec.max_seq_len / x.shape[1]) ** 2
+                if longest <= LONGEST_CHECK_S:
+                    _check_longest(module, spec, x)
+                elif notify is not None:
+                    notify(f"note: the model's forward at the longest input of {spec.protocol} (T = "
+                           f"{spec.max_seq_len:,}) is not tried before training: it could take "
+                           f"{longest / 60:,.0f} min by the forward at T = {x.shape[1]:,} (its test set there "
+                           f"runs it)")
             return causal
     finally:
         module.train(was_training)

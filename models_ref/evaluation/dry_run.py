@@ -54,8 +54,8 @@ class DryRun:
         return "\n".join(lines + ["nothing written (--dry-run)"])
 
 
-TIMING_TOKENS = 8192  # the dry run times steps of at most this many positions (batch x length), and scales them
-TIMING_BUDGET_S = 10.0  # seconds of timed steps a whole dry run aims at, shared by its suite members
+TIMING_TOKENS = 2048  # the dry run times steps of at most this many positions (batch x length), and scales them
+TIMING_BUDGET_S = 5.0  # seconds of timed steps a whole dry run aims at, shared by its suite members
 
 
 def timing_batches(B, L):
@@ -68,16 +68,24 @@ def timing_batches(B, L):
     return b2 // 2, b2
 
 
-def at_batch(times, sizes, B):
+def at_batch(times, sizes, B, share=0.0):
     """The cost at batch B of the costs ``times`` timed at batch ``sizes``: the line through two
-    points (its intercept and slope at least 0: noise never makes a bigger batch cheaper), or the
-    one point itself."""
+    points (its intercept and slope at least 0: noise never makes a bigger batch cheaper), or from
+    one point, the part ``share`` of it taken as a cost per step and the rest as a cost per row."""
     if len(sizes) == 1:
-        return times[0] * B / sizes[0]
+        return times[0] * (share + (1 - share) * B / sizes[0])
     (t1, t2), (b1, b2) = times, sizes
     slope = max(0.0, (t2 - t1) / (b2 - b1))
     base = max(0.0, t2 - slope * b2)
     return base + slope * B
+
+
+def fixed_share(times, sizes):
+    """The part of the cost at the larger timing batch that does not grow with the batch (the line's
+    intercept over its value there), from a two-batch timing."""
+    (t1, t2), (b1, b2) = times, sizes
+    slope = max(0.0, (t2 - t1) / (b2 - b1))
+    return min(1.0, max(0.0, t2 - slope * b2) / t2) if t2 > 0 else 0.0
 
 
 def _spread(source, protocol, steps):
@@ -91,29 +99,48 @@ def _spread(source, protocol, steps):
     return lambda i: source.at(i, lengths[(i - 1) % steps])  # step 0 is the warm-up
 
 
-def _time_test_sets(make, protocol, B, cfg, device):
-    """Seconds of the protocol's test sets at batch ``B`` (a forward pass over each set's batches),
-    from one timed batch of its longest set of at most ``TIMING_TOKENS`` positions, scaled to B rows:
-    each set's cost taken as that batch's times its share of the length (a conservative guess for a
-    cost that grows faster than the length)."""
-    from longsynth.models_ref.evaluation.protocol import OnTheFly, _task_params
-    from longsynth.models_ref.training.forward import _autocast, _forward, _unpack
+def _time_test_sets(make, protocol, B, cfg, device, notify=lambda line: None):
+    """Seconds of the protocol's test sets at batch ``B`` (a forward pass over each set's batches).
+    Where every set fits ``TIMING_TOKENS`` positions, from one timed batch of the longest, each set's
+    cost taken as that batch's times its share of the length (a conservative guess for a cost that
+    grows faster than the length). Past it (induction heads to 2^20), from one row of each of the two
+    longest sets that fit, the cost of a longer row extrapolated by the power of the length that those
+    two give (between 1 and 2: a recurrence's to attention's), said through ``notify``."""
+    import math
 
     sets = protocol.test_sets or {}
     if not sets:
         return 0.0
     lengths = {label: _set_length(protocol, change) for label, change in sets.items()}
-    longest = max(lengths, key=lengths.get)
-    b = max(1, min(B, TIMING_TOKENS // lengths[longest]))
-    stream = OnTheFly(protocol.task, _task_params(protocol, sets[longest]), 0, b, "test")
-    x, y, _ = _unpack(stream(0), device, cfg.trim)
     model = make().to(device)
     model.eval()
+    fit = sorted((n, label) for label, n in lengths.items() if n <= TIMING_TOKENS)
+    if max(lengths.values()) <= TIMING_TOKENS or len(fit) < 2:
+        longest = max(lengths, key=lengths.get)
+        one = _row_seconds(model, protocol, sets[longest], lengths[longest], B, cfg, device)
+        return sum(one * n / lengths[longest] for n in lengths.values()) * protocol.eval_batches * B
+    (n1, l1), (n2, l2) = fit[-2:]
+    _row_seconds(model, protocol, sets[l1], n1, B, cfg, device)  # a warm-up: the first forward allocates
+    t1 = _row_seconds(model, protocol, sets[l1], n1, B, cfg, device)
+    t2 = _row_seconds(model, protocol, sets[l2], n2, B, cfg, device)
+    power = min(2.0, max(1.0, math.log(t2 / t1) / math.log(n2 / n1))) if t1 > 0 and t2 > 0 else 2.0
+    notify(f"  the test sets past {n2:,} positions (to {max(lengths.values()):,}): their forward's cost scaled "
+           f"as the length to the power {power:.2f}, from one row at {n1:,} and {n2:,} (a guess past them)")
+    return sum(t2 * (n / n2) ** (power if n > n2 else 1.0) for n in lengths.values()) * protocol.eval_batches * B
+
+
+def _row_seconds(model, protocol, change, n, B, cfg, device):
+    """Seconds of a forward pass per row of a test set of rows of ``n`` positions, from one batch of
+    at most ``TIMING_TOKENS`` positions."""
+    from longsynth.models_ref.evaluation.protocol import OnTheFly, _task_params
+    from longsynth.models_ref.training.forward import _autocast, _forward, _unpack
+
+    b = max(1, min(B, TIMING_TOKENS // n))
+    x, y, _ = _unpack(OnTheFly(protocol.task, _task_params(protocol, change), 0, b, "test")(0), device, cfg.trim)
     with torch.no_grad(), _autocast(device, cfg):
         t0 = time.perf_counter()
         _forward(model, x, y, cfg)
-        one = time.perf_counter() - t0
-    return sum(one * lengths[label] / lengths[longest] for label in sets) * protocol.eval_batches * B / b
+        return (time.perf_counter() - t0) / b
 
 
 def _set_length(protocol, change):
@@ -145,7 +172,11 @@ def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed,
     from a few timed steps of a throwaway model per grid point (width, depth) at two small batches,
     scaled to the protocol's (``at_batch``): the learning rate, weight decay and seed do not change a
     step's cost, and members of one shape share a timing (``budget``: {"s": seconds left for timing,
-    "members": members left, "shapes": {key: cost}}). Adds (job, seconds, s/step) to ``timed``."""
+    "members": members left, "shapes": {key: cost}, "share": the fixed share and "eval": an evaluation
+    batch's cost over a step's, both of the first shape timed at two batches}). Past the budget a shape
+    is timed at its larger batch alone, scaled with the first shape's fixed share and evaluation cost (a
+    sweep's shapes are mostly one model at other widths or lengths). Adds (job, seconds, s/step) to
+    ``timed``."""
     from numba import set_num_threads
 
     from longsynth.models_ref.evaluation.harness import prepare, resolve_lr
@@ -167,12 +198,16 @@ def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed,
                 cfg = protocol.train_config(lr=resolve_lr(job, factory, spec, protocol), seed=0, steps=job.steps,
                                             amp=dev.type == "cuda", weight_decay=job.weight_decay)
                 grid = "".join(f" {k} {v}" for k, v in (("width", job.width), ("depth", job.depth)) if v is not None)
-                # past the budget, one timing batch (the larger): its cost scaled to B through the origin, an
-                # estimate that errs high where a step has a fixed cost; the sweep's later shapes cost half
-                at = sizes if budget["s"] > 0 else sizes[-1:]
+                # past the budget, one step at one timing batch (the larger; a warm-up, erring high) and no
+                # evaluation batch where the first shape's are known: a later shape costs one step, not four
+                past = budget["s"] <= 0
+                at = sizes[-1:] if past else sizes
+                ratio = budget.get("eval") if past else None
                 notify(f"timing {member_name(job.protocol, job.task, registry.get(job.task).family)}{grid}: "
-                       f"up to {timing_steps} training steps after a warm-up step at batch "
-                       f"{' and '.join(map(str, at))} (the protocol's {B}), on {settings.device}")
+                       + (f"up to {timing_steps} training steps after a warm-up step at batch "
+                          f"{' and '.join(map(str, at))}" if not past else
+                          f"one training step at batch {at[0]} (past the timing budget)")
+                       + f" (the protocol's {B}), on {settings.device}")
                 steps, evals = [], []
                 t0 = time.perf_counter()
                 for b in at:
@@ -180,16 +215,21 @@ def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed,
                         small[b] = prepare(dataclasses.replace(job, batch_size=b), fresh=True)
                     train, val = small[b].sources[:2]
                     make = lambda: build(factory, spec)  # noqa: E731
-                    step_s, eval_s = step_seconds(make, cfg, _spread(train, protocol, timing_steps), val,
-                                                  device=settings.device, steps=timing_steps, budget_s=each_s)
+                    step_s, eval_s = step_seconds(make, cfg, _spread(train, protocol, timing_steps),
+                                                  None if ratio is not None else val, device=settings.device,
+                                                  steps=timing_steps, budget_s=0.0 if past else each_s)
                     steps.append(step_s)
-                    evals.append(eval_s)
-                tests = _time_test_sets(make, protocol, B, cfg, settings.device)
+                    evals.append(eval_s if ratio is None else ratio * step_s)
+                tests = _time_test_sets(make, protocol, B, cfg, settings.device, notify)
                 budget["s"] -= time.perf_counter() - t0
+                if len(at) == 2 and "share" not in budget:
+                    budget["share"] = fixed_share(steps, at)
+                    budget["eval"] = evals[-1] / steps[-1] if steps[-1] > 0 else 0.0
+                share = budget.get("share", 0.0)  # through the origin, erring high, where nothing is known
                 evaluations = cfg.steps // cfg.eval_every + (cfg.steps % cfg.eval_every != 0) + 1  # + the test
-                step_s = at_batch(steps, at, B)
+                step_s = at_batch(steps, at, B, share)
                 budget["shapes"][key] = (cfg.steps * step_s + evaluations * cfg.eval_batches
-                                         * at_batch(evals, at, B) + tests, step_s)
+                                         * at_batch(evals, at, B, share) + tests, step_s)
             timed.append((job, *budget["shapes"][key]))
     finally:
         torch.set_num_threads(old)

@@ -165,7 +165,11 @@ class ByLength:
         return self.streams[n](step)
 
 
-def _eval_list(source, n):
+def _eval_list(source, n, lazy=False):
+    """The evaluation batches 0..n-1 of ``source``, drawn once and kept; ``lazy``: drawn as they are
+    read, each time (the dry run, which reads one)."""
+    if lazy:
+        return lambda: (source(i) for i in range(n))
     batches = [source(i) for i in range(n)]
     return lambda: batches
 
@@ -266,7 +270,8 @@ def on_the_fly_sources(protocol, batch_size, seed=0, rank=0, world=1, fresh=Fals
     """(train_batch, val_batches, test_batches, params) of an atomic or token task, generated
     on the fly; a protocol with ``train_samples`` trains on that fixed set (``fixed_train``)
     unless ``fresh`` (fresh samples of the same shape: the dry run's timing, which must not
-    generate 100K sequences), and its evaluation batches carry the ``breakdown`` groups."""
+    generate 100K sequences, and whose evaluation batches are drawn only when read), and its
+    evaluation batches carry the ``breakdown`` groups."""
     params = _task_params(protocol)
     n = protocol.eval_batches
     kind = ByLength if protocol.length_per_batch else OnTheFly
@@ -275,7 +280,8 @@ def on_the_fly_sources(protocol, batch_size, seed=0, rank=0, world=1, fresh=Fals
         train = make("train")
     else:
         train = fixed_train(protocol.task, params, protocol.train_samples, batch_size, seed, rank, world)
-    val, test = (_eval_list(_grouped(make(s), protocol.breakdown, length_offset(protocol)), n) for s in ("val", "test"))
+    val, test = (_eval_list(_grouped(make(s), protocol.breakdown, length_offset(protocol)), n, lazy=fresh)
+                 for s in ("val", "test"))
     return train, val, test, params
 
 

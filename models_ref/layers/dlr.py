@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from longsynth.models_ref.layers.kernel import SSMLayer, exp_times, fft_conv  # noqa: F401  (fft_conv re-exported)
+from longsynth.models_ref.layers.kernel import SSMLayer, exp_range, fft_conv  # noqa: F401  (fft_conv re-exported)
 
 
 class DLR(SSMLayer):
@@ -41,9 +41,8 @@ class DLR(SSMLayer):
         C = self.chunk or min(L, max(N, 1 << math.ceil(math.log2(math.sqrt(L)))))
         n_chunks = -(-L // C)
         log_re = -self.Lambda_re_sqrt ** 2  # [N]  Re log Lambda
-        dev = log_re.device
-        T = exp_times(log_re, self.Lambda_im, torch.arange(C, device=dev))  # [N, C]  Lambda^j
-        A = exp_times(log_re, self.Lambda_im, torch.arange(n_chunks, device=dev) * C)  # [N, n_chunks]  Lambda^{cC}
+        T = exp_range(log_re, self.Lambda_im, C)  # [N, C]  Lambda^j
+        A = exp_range(log_re, self.Lambda_im, n_chunks, C)  # [N, n_chunks]  Lambda^{cC}
         W = torch.view_as_complex(self.W.contiguous()).to(T.dtype)  # [H_k, N]
         M = W[:, None, :] * A.transpose(0, 1)[None]  # [H_k, n_chunks, N]
         return M, T
@@ -89,9 +88,8 @@ class DLRReal(SSMLayer):
         n_chunks = -(-L // C)
         log_lam = -self.Lambda_re_sqrt ** 2  # [N]  log Lambda <= 0
         zero = torch.zeros_like(log_lam)  # [N]  no phase
-        dev = log_lam.device
-        T = exp_times(log_lam, zero, torch.arange(C, device=dev)).real.to(self.W.dtype)  # [N, C]  Lambda^j
-        A = exp_times(log_lam, zero, torch.arange(n_chunks, device=dev) * C).real.to(self.W.dtype)  # [N, n_chunks]
+        T = exp_range(log_lam, zero, C).real.to(self.W.dtype)  # [N, C]  Lambda^j
+        A = exp_range(log_lam, zero, n_chunks, C).real.to(self.W.dtype)  # [N, n_chunks]
         M = self.W[:, None, :] * A.transpose(0, 1)[None]  # [H_k, n_chunks, N]
         K = torch.matmul(M, T)  # [H_k, n_chunks, C]
         return K.reshape(K.shape[0], -1)[:, :L]  # [H_k, L]

@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from longsynth.models_ref.layers.kernel import SSMLayer, exp_times
+from longsynth.models_ref.layers.kernel import SSMLayer, exp_range
 from longsynth.models_ref.layers.kernel import fft_conv as _fft_conv
 
 INITS = ("lin", "skew-hippo")
@@ -62,9 +62,8 @@ class DSSExp(SSMLayer):
         re = -torch.exp(self.Lambda_log_neg_re)  # [N]  Re Lambda < 0
         dt_re = dt[:, None] * re[None]  # [H, N]
         dt_im = dt[:, None] * self.Lambda_im[None]  # [H, N]
-        dev = dt.device
-        T = exp_times(dt_re, dt_im, torch.arange(C, device=dev))  # [H, N, C]  exp(dt Lambda j)
-        A = exp_times(dt_re, dt_im, torch.arange(n_chunks, device=dev) * C)  # [H, N, n_chunks]
+        T = exp_range(dt_re, dt_im, C)  # [H, N, C]  exp(dt Lambda j)
+        A = exp_range(dt_re, dt_im, n_chunks, C)  # [H, N, n_chunks]
         Lam = torch.complex(re, self.Lambda_im).to(T.dtype)  # [N]
         dtLam = torch.complex(dt_re, dt_im).to(T.dtype)  # [H, N]
         W = torch.view_as_complex(self.W.contiguous()).to(T.dtype)  # [H, N]

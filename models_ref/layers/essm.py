@@ -33,7 +33,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from longsynth.models_ref.layers.kernel import SSMLayer, exp_times, fft_conv
+from longsynth.models_ref.layers.kernel import SSMLayer, exp_range, fft_conv
 
 RE_MAX = -1e-4  # Re Lambda is clipped to at most this: the official max_real_Lambda (the paper's f_+ says 1e-3)
 
@@ -77,7 +77,7 @@ class ESSM(SSMLayer):
         L_k = self.kernel_length(L)
         dt = torch.exp(self.log_dt)  # [s, n]
         re = torch.clamp(self.Lambda_re, max=RE_MAX)  # [s, n]  f_+: Re Lambda <= RE_MAX
-        P = exp_times(dt * re, dt * self.Lambda_im, torch.arange(L_k, device=dt.device))  # [s, n, L_k]  Lambdabar^k
+        P = exp_range(dt * re, dt * self.Lambda_im, L_k)  # [s, n, L_k]  Lambdabar^k
         Lam = torch.complex(re, self.Lambda_im).to(P.dtype)  # [s, n]
         beta = torch.expm1(torch.complex(dt * re, dt * self.Lambda_im).to(P.dtype)) / Lam  # [s, n]  ZOH
         V = (beta[..., None] * P).real  # [s, n, L_k]

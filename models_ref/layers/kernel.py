@@ -53,6 +53,24 @@ def exp_times(re, im, k):
     return out.to(complex_dtype(re.dtype))  # [..., K]
 
 
+def exp_range(re, im, n, step=1):
+    """exp(k (re + i im)) for k = 0, step, ..., (n - 1) step -> [..., n]: ``exp_times`` of that range,
+    from two of its tables of about sqrt(n) powers each. With k = (q S + r) step, the power is the
+    q-th of the coarse table [..., Q] times the r-th of the fine one [..., S]; both are exact, so the
+    product is off by a rounding or two and never drifts with k, and the float64 exponentials, sines
+    and cosines are taken of 2 sqrt(n) values instead of n (most of DLR's kernel at N = L = 4096).
+    Powers below exp(CUT) are 0, as in ``exp_times``."""
+    S = max(1, math.isqrt(max(n - 1, 0)) + 1)  # S * S >= n
+    Q = -(-n // S)
+    dev = re.device
+    fine = exp_times(re, im, torch.arange(S, device=dev) * step)  # [..., S]
+    coarse = exp_times(re, im, torch.arange(Q, device=dev) * (S * step))  # [..., Q]
+    out = (coarse[..., :, None] * fine[..., None, :]).flatten(-2)[..., :n]  # [..., n]
+    k = torch.arange(n, device=dev, dtype=torch.float64) * step  # [n]
+    under = re.detach().to(torch.float64)[..., None] * k < CUT.get(re.dtype, -43.0)  # [..., n]  a product of kept
+    return out.masked_fill(under, 0)  # [..., n]  factors can be smaller than either: cut it as exp_times would
+
+
 def cast_real(K, cast="real"):
     """Complex kernel K [H_k, L] -> real: Re K ("real") or Re K * Im K ("prod")."""
     if cast == "prod":

@@ -22,7 +22,7 @@ import math
 
 import torch
 
-from longsynth.models_ref.layers.kernel import SSMLayer, exp_times
+from longsynth.models_ref.layers.kernel import SSMLayer, exp_range
 
 INITS = ("legs", "lin")
 
@@ -75,9 +75,8 @@ class S4D(SSMLayer):
         dt = torch.exp(self.log_dt)  # [H_k]
         A_re = -torch.exp(self.A_log_neg_re)  # [H_k, N/2]
         dtA_re, dtA_im = dt[:, None] * A_re, dt[:, None] * self.A_im  # [H_k, N/2], [H_k, N/2]
-        dev = dt.device
-        T = exp_times(dtA_re, dtA_im, torch.arange(C_len, device=dev))  # [H_k, N/2, C]  Abar^j
-        P = exp_times(dtA_re, dtA_im, torch.arange(n_chunks, device=dev) * C_len)  # [H_k, N/2, L/C]  Abar^{cC}
+        T = exp_range(dtA_re, dtA_im, C_len)  # [H_k, N/2, C]  Abar^j
+        P = exp_range(dtA_re, dtA_im, n_chunks, C_len)  # [H_k, N/2, L/C]  Abar^{cC}
         A = torch.complex(A_re, self.A_im).to(T.dtype)  # [H_k, N/2]
         C = torch.view_as_complex(self.C.contiguous()).to(T.dtype)  # [H_k, N/2]
         CB = C if self.B is None else C * torch.view_as_complex(self.B.contiguous()).to(T.dtype)  # [H_k, N/2]
