@@ -268,3 +268,20 @@ def test_the_longest_input_check_is_left_out_where_it_would_take_too_long(monkey
     checks.check_model(_Slow(spec, limit=x.shape[1]), spec, x, notify=lines.append)
     (line,) = lines
     assert f"T = {spec.max_seq_len:,}) is not tried before training" in line
+
+
+def test_timing_batches_count_the_positions_a_step_computes():
+    """Parity's rows are laid out at the longest test length, but the trainer cuts each batch after its last
+    scored position (training strings of at most 40 symbols): the dry run sizes its timing batches by those
+    positions, so they hold many more rows than the layout's length allows; an atomic row is all computed."""
+    from longsynth.models_ref.evaluation import dry_run as dr
+    from longsynth.models_ref.evaluation.harness import Job, prepare
+
+    parity = prepare(Job(model="x", protocol="parity", task="parity", scale="paper", device="cpu", batch_size=2),
+                     fresh=True)
+    n = dr._positions(parity)
+    assert parity.protocol.trims and 20 <= n <= 45 < parity.spec.seq_len, (n, parity.spec.seq_len)
+    assert dr.timing_batches(256, n)[1] > dr.timing_batches(256, parity.spec.seq_len)[1]
+    atomic = prepare(Job(model="x", protocol="atomic", task="cumsum", scale="tiny", device="cpu", batch_size=2),
+                     fresh=True)
+    assert not atomic.protocol.trims and dr._positions(atomic) == atomic.spec.seq_len

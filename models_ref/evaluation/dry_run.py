@@ -167,6 +167,21 @@ def _shape_key(prepared, factory, job, B):
                        protocol.test_sets], sort_keys=True, default=str)
 
 
+def _positions(prepared, probes=8):
+    """The positions of a training row that a step computes: the row's length, or where the trainer cuts
+    each batch after its last scored position (a protocol that ``trims``: parity's rows are laid out at
+    255 for the test lengths and trained on at most 40), the most that ``probes`` batches reach."""
+    from longsynth.models_ref.training.forward import trimmed
+
+    if not prepared.protocol.trims:
+        return prepared.spec.seq_len
+    ends = []
+    for i in range(probes):
+        batch = prepared.sources[0](i)
+        ends.append(trimmed(batch[0], batch[1], {})[0].shape[1])
+    return max(ends)
+
+
 def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed, budget):
     """Seconds of each job of one suite member (training steps, evaluations and the test sets),
     from a few timed steps of a throwaway model per grid point (width, depth) at two small batches,
@@ -184,7 +199,7 @@ def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed,
 
     protocol, dev = prepared.protocol, torch.device(settings.device)
     B = jobs[0].batch_size or protocol.batch_size
-    sizes = timing_batches(B, prepared.spec.seq_len)
+    sizes = timing_batches(B, _positions(prepared))
     small = {}
     old = torch.get_num_threads()
     torch.set_num_threads(settings.threads)  # as execute runs each job
