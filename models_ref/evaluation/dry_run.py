@@ -68,24 +68,28 @@ def timing_batches(B, L):
     return b2 // 2, b2
 
 
-def at_batch(times, sizes, B, share=0.0):
-    """The cost at batch B of the costs ``times`` timed at batch ``sizes``: the line through two
-    points (its intercept and slope at least 0: noise never makes a bigger batch cheaper), or from
-    one point, the part ``share`` of it taken as a cost per step and the rest as a cost per row."""
-    if len(sizes) == 1:
-        return times[0] * (share + (1 - share) * B / sizes[0])
+def _line(times, sizes):
+    """(intercept, slope) of the line through two timings (both at least 0: noise never makes a
+    bigger batch cheaper)."""
     (t1, t2), (b1, b2) = times, sizes
     slope = max(0.0, (t2 - t1) / (b2 - b1))
-    base = max(0.0, t2 - slope * b2)
+    return max(0.0, t2 - slope * b2), slope
+
+
+def at_batch(times, sizes, B, share=0.0):
+    """The cost at batch B of the costs ``times`` timed at batch ``sizes``: the line through two
+    points (``_line``), or from one point, the part ``share`` of it taken as a cost per step and
+    the rest as a cost per row."""
+    if len(sizes) == 1:
+        return times[0] * (share + (1 - share) * B / sizes[0])
+    base, slope = _line(times, sizes)
     return base + slope * B
 
 
 def fixed_share(times, sizes):
     """The part of the cost at the larger timing batch that does not grow with the batch (the line's
     intercept over its value there), from a two-batch timing."""
-    (t1, t2), (b1, b2) = times, sizes
-    slope = max(0.0, (t2 - t1) / (b2 - b1))
-    return min(1.0, max(0.0, t2 - slope * b2) / t2) if t2 > 0 else 0.0
+    return min(1.0, _line(times, sizes)[0] / times[1]) if times[1] > 0 else 0.0
 
 
 def _spread(source, protocol, steps):
