@@ -56,6 +56,7 @@ class DryRun:
 
 TIMING_TOKENS = 2048  # the dry run times steps of at most this many positions (batch x length), and scales them
 TIMING_BUDGET_S = 5.0  # seconds of timed steps a whole dry run aims at, shared by its suite members
+CUT_POSITIONS = 16384  # rows longer than this are timed cut to it and to twice it, and scaled (at_length)
 
 
 def timing_batches(B, L):
@@ -86,10 +87,12 @@ def at_batch(times, sizes, B, share=0.0):
     return base + slope * B
 
 
-def fixed_share(times, sizes):
-    """The part of the cost at the larger timing batch that does not grow with the batch (the line's
-    intercept over its value there), from a two-batch timing."""
-    return min(1.0, _line(times, sizes)[0] / times[1]) if times[1] > 0 else 0.0
+def fixed_share(times, sizes, at=None):
+    """The part of the cost at batch ``at`` (the larger timing batch by default) that does not grow with
+    the batch (the line's intercept over its value there), from a two-batch timing."""
+    base, slope = _line(times, sizes)
+    value = base + slope * (sizes[1] if at is None else at)
+    return min(1.0, base / value) if value > 0 else 0.0
 
 
 def _spread(source, protocol, steps):
@@ -103,15 +106,45 @@ def _spread(source, protocol, steps):
     return lambda i: source.at(i, lengths[(i - 1) % steps])  # step 0 is the warm-up
 
 
+def _cut(batch, n):
+    """A batch with its rows cut to their first ``n`` positions: every tensor of it (inputs, targets,
+    extras) that runs along the positions past ``n``; a row's single label stays."""
+    def cut(t):
+        return t[:, :n] if isinstance(t, torch.Tensor) and t.dim() >= 2 and t.shape[1] > n else t
+
+    return tuple({k: cut(v) for k, v in part.items()} if isinstance(part, dict) else cut(part) for part in batch)
+
+
+def _cut_spec(spec, n):
+    """The spec of rows cut to ``n`` positions (``_cut``): the model a cut timing builds is sized by them."""
+    short = {f: min(getattr(spec, f), n) for f in ("seq_len", "target_len", "max_seq_len")
+             if getattr(spec, f) is not None}
+    return dataclasses.replace(spec, **short)
+
+
+def at_length(times, lengths, n):
+    """(cost, how) at rows of ``n`` positions of the costs ``times`` of one batch timed at rows of
+    ``lengths`` l1 < l2: the line through the two (a fixed part and a part that grows with the length,
+    as a recurrence's or a convolution's up to its log) where the cost grew by at most l2/l1; where it
+    grew more, the length to the power it grew by (at most 2, attention's) from the longer, erring low
+    for a cost with a large fixed part."""
+    import math
+
+    (t1, t2), (l1, l2) = times, lengths
+    if t1 <= 0 or t2 <= t1 * l2 / l1:
+        return t2 + max(0.0, t2 - t1) / (l2 - l1) * (n - l2), "the line through them"
+    power = min(2.0, math.log(t2 / t1) / math.log(l2 / l1))
+    return t2 * (n / l2) ** power, f"the length to the power {power:.2f}"
+
+
 def _time_test_sets(make, protocol, B, cfg, device, notify=lambda line: None):
     """Seconds of the protocol's test sets at batch ``B`` (a forward pass over each set's batches).
     Where every set fits ``TIMING_TOKENS`` positions, from one timed batch of the longest, each set's
     cost taken as that batch's times its share of the length (a conservative guess for a cost that
     grows faster than the length). Past it (induction heads to 2^20), from one row of each of the two
-    longest sets that fit, the cost of a longer row extrapolated by the power of the length that those
-    two give (between 1 and 2: a recurrence's to attention's), said through ``notify``."""
-    import math
-
+    longest sets that fit, a longer row's cost taken as a part per position and a part per pair of
+    positions (a recurrence's and attention's) fitted to those two (``per_position_and_pair``), said
+    through ``notify``."""
     sets = protocol.test_sets or {}
     if not sets:
         return 0.0
@@ -125,26 +158,44 @@ def _time_test_sets(make, protocol, B, cfg, device, notify=lambda line: None):
         return sum(one * n / lengths[longest] for n in lengths.values()) * protocol.eval_batches * B
     (n1, l1), (n2, l2) = fit[-2:]
     _row_seconds(model, protocol, sets[l1], n1, B, cfg, device)  # a warm-up: the first forward allocates
-    t1 = _row_seconds(model, protocol, sets[l1], n1, B, cfg, device)
-    t2 = _row_seconds(model, protocol, sets[l2], n2, B, cfg, device)
-    power = min(2.0, max(1.0, math.log(t2 / t1) / math.log(n2 / n1))) if t1 > 0 and t2 > 0 else 2.0
-    notify(f"  the test sets past {n2:,} positions (to {max(lengths.values()):,}): their forward's cost scaled "
-           f"as the length to the power {power:.2f}, from one row at {n1:,} and {n2:,} (a guess past them)")
-    return sum(t2 * (n / n2) ** (power if n > n2 else 1.0) for n in lengths.values()) * protocol.eval_batches * B
+    t1 = _row_seconds(model, protocol, sets[l1], n1, B, cfg, device, repeats=3)  # extrapolation magnifies noise
+    t2 = _row_seconds(model, protocol, sets[l2], n2, B, cfg, device, repeats=3)
+    a, b = per_position_and_pair([t1, t2], [n1, n2])
+    notify(f"  the test sets past {n2:,} positions (to {max(lengths.values()):,}): their forward's cost taken as a "
+           f"part per position and a part per pair of positions ({b * n2 * n2 / max(t2, 1e-12):.0%} of it at "
+           f"{n2:,}), fitted to one row at {n1:,} and {n2:,} (a guess past them)")
+    return sum(a * n + b * n * n if n > n2 else t2 * n / n2 for n in lengths.values()) * protocol.eval_batches * B
 
 
-def _row_seconds(model, protocol, change, n, B, cfg, device):
+def per_position_and_pair(times, lengths):
+    """(a, b): the cost a*n + b*n^2 of a row of n positions, both parts at least 0, through the costs
+    ``times`` of rows of two ``lengths`` (through the longer alone, with one part, where the two would
+    need a negative part)."""
+    (t1, t2), (n1, n2) = times, lengths
+    b = (t2 / n2 - t1 / n1) / (n2 - n1)
+    if b <= 0:
+        return t2 / n2, 0.0
+    a = t1 / n1 - b * n1
+    if a <= 0:
+        return 0.0, t2 / (n2 * n2)
+    return a, b
+
+
+def _row_seconds(model, protocol, change, n, B, cfg, device, repeats=1):
     """Seconds of a forward pass per row of a test set of rows of ``n`` positions, from one batch of
-    at most ``TIMING_TOKENS`` positions."""
+    at most ``TIMING_TOKENS`` positions (the fastest of ``repeats`` forwards)."""
     from longsynth.models_ref.evaluation.protocol import OnTheFly, _task_params
     from longsynth.models_ref.training.forward import _autocast, _forward, _unpack
 
     b = max(1, min(B, TIMING_TOKENS // n))
     x, y, _ = _unpack(OnTheFly(protocol.task, _task_params(protocol, change), 0, b, "test")(0), device, cfg.trim)
+    best = float("inf")
     with torch.no_grad(), _autocast(device, cfg):
-        t0 = time.perf_counter()
-        _forward(model, x, y, cfg)
-        return (time.perf_counter() - t0) / b
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            _forward(model, x, y, cfg)
+            best = min(best, time.perf_counter() - t0)
+    return best / b
 
 
 def _set_length(protocol, change):
@@ -155,9 +206,10 @@ def _set_length(protocol, change):
     return int(task.keys(task.make_config(**_task_params(protocol, change)))["inputs"].shape[0])
 
 
-def _shape_key(prepared, factory, job, B):
-    """What a step's cost depends on: suite members with the same key share one timing (the atomic
-    tasks at one length, whose channels and generators differ by little beside the model's cost)."""
+def _shape_key(prepared, factory, job, B, n):
+    """What a step's cost at rows of ``n`` positions depends on: suite members with the same key share
+    one timing (the atomic tasks at one length, whose channels and generators differ by little beside
+    the model's cost; Table 2's rows past ``CUT_POSITIONS``, all timed cut to it)."""
     import json
 
     from longsynth.models_ref.models import factories
@@ -165,8 +217,8 @@ def _shape_key(prepared, factory, job, B):
 
     protocol, spec = prepared.protocol, prepared.spec
     arch = architecture(job.protocol, job.scale, factory.name) if isinstance(factory, factories.Reference) else None
-    return json.dumps([getattr(factory, "name", None), arch and arch.get("arch"), spec.seq_len, spec.vocab_size,
-                       job.width, job.depth, B, protocol.steps if job.steps is None else job.steps,
+    return json.dumps([getattr(factory, "name", None), arch and arch.get("arch"), n, min(spec.seq_len, n),
+                       spec.vocab_size, job.width, job.depth, B, protocol.steps if job.steps is None else job.steps,
                        protocol.eval_every, protocol.eval_batches, protocol.trims, protocol.length_per_batch,
                        protocol.test_sets], sort_keys=True, default=str)
 
@@ -191,11 +243,13 @@ def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed,
     from a few timed steps of a throwaway model per grid point (width, depth) at two small batches,
     scaled to the protocol's (``at_batch``): the learning rate, weight decay and seed do not change a
     step's cost, and members of one shape share a timing (``budget``: {"s": seconds left for timing,
-    "members": members left, "shapes": {key: cost}, "share": the fixed share and "eval": an evaluation
-    batch's cost over a step's, both of the first shape timed at two batches}). Past the budget a shape
-    is timed at its larger batch alone, scaled with the first shape's fixed share and evaluation cost (a
-    sweep's shapes are mostly one model at other widths or lengths). Adds (job, seconds, s/step) to
-    ``timed``."""
+    "members": members left, "shapes": {key: costs}, "lengths": {key: steps at cut rows}, "share": the
+    fixed share at a number of positions and "eval": an evaluation batch's cost over a step's, both of
+    the first shape timed at two batches}). Past the budget a shape is timed at its smaller batch alone,
+    scaled with the first shape's fixed share there and its evaluation cost (a sweep's shapes are mostly
+    one model at other widths or lengths). Rows past ``CUT_POSITIONS`` (Table 2's, to 2^20) are timed
+    cut to it, their costs scaled to the whole row by a step's growth from rows cut to it to rows cut to
+    4 times it, at the batch timed last (``at_length``). Adds (job, seconds, s/step) to ``timed``."""
     from numba import set_num_threads
 
     from longsynth.models_ref.evaluation.harness import prepare, resolve_lr
@@ -203,53 +257,80 @@ def _time_member(prepared, factory, jobs, settings, timing_steps, notify, timed,
 
     protocol, dev = prepared.protocol, torch.device(settings.device)
     B = jobs[0].batch_size or protocol.batch_size
-    sizes = timing_batches(B, _positions(prepared))
+    positions = _positions(prepared)
+    n = min(positions, CUT_POSITIONS)
+    sizes = timing_batches(B, n)
     small = {}
     old = torch.get_num_threads()
     torch.set_num_threads(settings.threads)  # as execute runs each job
     set_num_threads(1)
     each_s = max(0.2, budget["s"] / max(1, budget["members"]) / len(sizes))
+
+    def timing(job, cfg, b, length, evaluate, past):
+        """(s/step, s/evaluation batch) at batch b of rows cut to ``length`` positions (whole at ``positions``)."""
+        if b not in small:
+            small[b] = prepare(dataclasses.replace(job, batch_size=b), fresh=True)
+        train, val = small[b].sources[:2]
+        spec = dataclasses.replace(prepared.spec, d_model=job.width, n_layers=job.depth)
+        if length < positions:
+            spec, whole, rows = _cut_spec(spec, length), train, val
+            train = lambda i: _cut(whole(i), length)  # noqa: E731
+            val = rows and (lambda: (_cut(batch, length) for batch in rows()))
+        return step_seconds(lambda: build(factory, spec), cfg, _spread(train, protocol, timing_steps),
+                            val if evaluate else None, device=settings.device, steps=timing_steps,
+                            budget_s=0.0 if past else each_s)
+
     try:
         for job in jobs:
-            key = _shape_key(prepared, factory, job, B)
+            key = _shape_key(prepared, factory, job, B, n)
+            spec = dataclasses.replace(prepared.spec, d_model=job.width, n_layers=job.depth)
+            cfg = protocol.train_config(lr=resolve_lr(job, factory, spec, protocol), seed=0, steps=job.steps,
+                                        amp=dev.type == "cuda", weight_decay=job.weight_decay)
+            past = budget["s"] <= 0
+            t0 = time.perf_counter()
             if key not in budget["shapes"]:
-                spec = dataclasses.replace(prepared.spec, d_model=job.width, n_layers=job.depth)
-                cfg = protocol.train_config(lr=resolve_lr(job, factory, spec, protocol), seed=0, steps=job.steps,
-                                            amp=dev.type == "cuda", weight_decay=job.weight_decay)
                 grid = "".join(f" {k} {v}" for k, v in (("width", job.width), ("depth", job.depth)) if v is not None)
-                # past the budget, one step at one timing batch (the larger; a warm-up, erring high) and no
+                # past the budget, one step at the smaller timing batch (a warm-up, erring high) and no
                 # evaluation batch where the first shape's are known: a later shape costs one step, not four
-                past = budget["s"] <= 0
-                at = sizes[-1:] if past else sizes
+                at = sizes[:1] if past else sizes
                 ratio = budget.get("eval") if past else None
+                cut = f" of rows cut to {n:,} positions (of {positions:,})" if n < positions else ""
                 notify(f"timing {member_name(job.protocol, job.task, registry.get(job.task).family)}{grid}: "
                        + (f"up to {timing_steps} training steps after a warm-up step at batch "
                           f"{' and '.join(map(str, at))}" if not past else
                           f"one training step at batch {at[0]} (past the timing budget)")
-                       + f" (the protocol's {B}), on {settings.device}")
+                       + f"{cut} (the protocol's {B}), on {settings.device}")
                 steps, evals = [], []
-                t0 = time.perf_counter()
                 for b in at:
-                    if b not in small:
-                        small[b] = prepare(dataclasses.replace(job, batch_size=b), fresh=True)
-                    train, val = small[b].sources[:2]
-                    make = lambda: build(factory, spec)  # noqa: E731
-                    step_s, eval_s = step_seconds(make, cfg, _spread(train, protocol, timing_steps),
-                                                  None if ratio is not None else val, device=settings.device,
-                                                  steps=timing_steps, budget_s=0.0 if past else each_s)
+                    step_s, eval_s = timing(job, cfg, b, n, ratio is None, past)
                     steps.append(step_s)
                     evals.append(eval_s if ratio is None else ratio * step_s)
-                tests = _time_test_sets(make, protocol, B, cfg, settings.device, notify)
-                budget["s"] -= time.perf_counter() - t0
                 if len(at) == 2 and "share" not in budget:
-                    budget["share"] = fixed_share(steps, at)
+                    budget["share"] = lambda cells, line=(steps, at, n): fixed_share(*line[:2], at=cells / line[2])
                     budget["eval"] = evals[-1] / steps[-1] if steps[-1] > 0 else 0.0
-                share = budget.get("share", 0.0)  # through the origin, erring high, where nothing is known
-                evaluations = cfg.steps // cfg.eval_every + (cfg.steps % cfg.eval_every != 0) + 1  # + the test
-                step_s = at_batch(steps, at, B, share)
-                budget["shapes"][key] = (cfg.steps * step_s + evaluations * cfg.eval_batches
-                                         * at_batch(evals, at, B, share) + tests, step_s)
-            timed.append((job, *budget["shapes"][key]))
+                # the first two-batch shape's fixed share at as many positions as timed here (its line's
+                # rows of its length); through the origin, erring high, where no shape was timed at two batches
+                share = budget["share"](at[0] * n) if "share" in budget else 0.0
+                tests = _time_test_sets(lambda: build(factory, spec), protocol, B, cfg, settings.device, notify)
+                budget["shapes"][key] = (at_batch(steps, at, B, share), at_batch(evals, at, B, share), tests,
+                                         steps[-1], at[-1])
+            step_s, eval_s, tests, last, b = budget["shapes"][key]
+            scale = 1.0
+            if n < positions:  # a step at the batch timed last, at rows cut to n and to 4n
+                cuts = (n, min(positions, 4 * n))
+                if (key, cuts) not in budget.setdefault("lengths", {}):
+                    budget["lengths"][key, cuts] = (last, timing(job, cfg, b, cuts[1], False, past)[0])
+                times = budget["lengths"][key, cuts]
+                whole, how = at_length(times, cuts, positions)
+                scale = whole / times[0]
+                if job is jobs[0]:
+                    notify(f"  rows of {positions:,} positions: a step's cost at {n:,} scaled by {scale:.3g}, "
+                           f"{how} of a step at batch {b} at {cuts[0]:,} and {cuts[1]:,} positions (a guess past "
+                           f"them)")
+            budget["s"] -= time.perf_counter() - t0
+            evaluations = cfg.steps // cfg.eval_every + (cfg.steps % cfg.eval_every != 0) + 1  # + the test
+            timed.append((job, (cfg.steps * step_s + evaluations * cfg.eval_batches * eval_s) * scale + tests,
+                          step_s * scale))
     finally:
         torch.set_num_threads(old)
         budget["members"] -= 1
