@@ -15,6 +15,7 @@ MODULES = [
     "longsynth.generators.recall.mqar",
     "longsynth.generators.recall.safari",
     "longsynth.generators.recall.copying",
+    "longsynth.generators.repeat.tasks",
     "longsynth.generators.mad",
     "longsynth.generators.state.word_problem",
     "longsynth.generators.state.formal_language",

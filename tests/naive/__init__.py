@@ -7,8 +7,8 @@ an error in the Numba uint64 arithmetic cannot hide here.
 
 A package by task family: ``core`` (the keyed stream and split codes every twin draws
 from), ``atomic``, ``pathfinder``, ``listops``, ``state`` (state tracking), ``recall``
-(MQAR, Safari, selective copying) and ``mad``. Tests ``import naive`` and call
-``naive.mqar(...)``: every name is re-exported here.
+(MQAR, Safari, selective copying), ``repeat`` (Repeat After Me's strings) and ``mad``. Tests
+``import naive`` and call ``naive.mqar(...)``: every name is re-exported here.
 """
 from .core import (
     FIXED, M64, mix, rotl, SPLITS, Stream, _token_dtype, _ziggurat_edges, ZR, ZX,
@@ -29,6 +29,7 @@ from .state import (
     _bracket_expression, _cycle_parity, group_elements, group_multiply, HalfDraws, _lengths, modular_arithmetic,
     modular_arithmetic_brackets, parity, _scored, word_problem,
 )
+from .repeat import repeat
 from .recall import (
     associative_recall, induction_head, mqar, _safari_targets, selective_copying,
 )
@@ -45,7 +46,7 @@ __all__ = [
     "mad_compression", "mad_fuzzy_recall", "MAD_IGNORE", "mad_memorization", "mad_memorization_map", "_mad_motif",
     "_mad_out", "_mad_pairs", "mad_recall", "mad_selective_copying", "mips", "mips_argmax", "mips_scores", "mix",
     "modular_arithmetic", "modular_arithmetic_brackets", "mqar", "_noise", "parity", "pathfinder_compose",
-    "reverse", "rotl", "_safari_targets", "scipy_bytescale", "_scored", "select", "select_fixed",
+    "repeat", "reverse", "rotl", "_safari_targets", "scipy_bytescale", "_scored", "select", "select_fixed",
     "select_fixed_positions", "_select_sample", "selective_copying", "shift", "solve", "solve_fixed",
     "solve_fixed_matrix", "_solve_sample", "solve_size", "sort", "sort_order", "SPLITS", "Stream", "_token_dtype",
     "_unit", "word_problem", "_ziggurat_edges", "ZR", "ZX",

@@ -1,0 +1,165 @@
+"""The "Repeat After Me" string tasks (docs/tasks/repeat.md): the kernel against its twin, the
+definition read back from rows, the refusals, and the authors' rows (tests/data/repeat_authors.npz,
+made by bench/repeat_fixtures.py running their data_utils.py)."""
+
+import numpy as np
+import pytest
+
+import longsynth
+import naive
+from longsynth.errors import LongsynthError
+from longsynth.store import sample_digest
+
+TASKS = {"copy": "repeat-copy", "prefix": "repeat-prefix-ngram", "suffix": "repeat-suffix-ngram",
+         "duplicate": "repeat-duplicate-ngram"}
+CASES = [
+    {},  # the authors' defaults
+    dict(vocab_size=2, n_gram=1, min_train_len=3, max_train_len=4, min_eval_len=3, max_eval_len=3, context_len=12),
+    dict(vocab_size=5, n_gram=2, length_answer=2, min_train_len=6, max_train_len=9, min_eval_len=7, max_eval_len=30,
+         context_len=70),
+    dict(vocab_size=26, n_gram=4, min_train_len=300, max_train_len=500, min_eval_len=300, max_eval_len=500,
+         context_len=1100),
+    dict(vocab_size=3, n_gram=5, min_train_len=8, max_train_len=8, min_eval_len=9, max_eval_len=11, context_len=31),
+]
+KEYS = [(0, "train", 0), (7, "val", 3), (2**40 + 1, "test", 12345), (5, "test", 0)]
+
+
+def _params(task, case):
+    p = dict(case)
+    if task == "copy":
+        p.pop("n_gram", None)
+    if task == "duplicate":
+        for which in ("train", "eval"):
+            p[f"min_{which}_len"] = max(p.get(f"min_{which}_len", 10), 3 * p.get("n_gram", 3) + 1 + p.get(
+                "length_answer", 0))
+            p[f"max_{which}_len"] = max(p[f"min_{which}_len"], p.get(f"max_{which}_len", 20))
+        p["context_len"] = max(p.get("context_len", 220), 2 * max(p["max_train_len"], p["max_eval_len"]) + 3)
+    return p
+
+
+def _ids(p):
+    return "-".join(f"{k[:3]}{v}" for k, v in p.items()) or "defaults"
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids)
+@pytest.mark.parametrize("task", list(TASKS))
+@pytest.mark.parametrize("key", KEYS, ids=lambda k: f"{k[1]}{k[2]}")
+def test_kernel_matches_twin(task, case, key):
+    seed, split, index = key
+    p = _params(task, case)
+    got = longsynth.sample(TASKS[task], index, seed=seed, split=split, **p)
+    want = naive.repeat(task, seed, split, index, **p)
+    for k in ("inputs", "targets"):
+        assert got[k].dtype == want[k].dtype and got[k].shape == want[k].shape, k
+        np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+
+
+@pytest.mark.parametrize("task", ["prefix", "suffix"])
+@pytest.mark.parametrize("index", range(6))
+def test_the_authors_query_under_our_stream_matches_the_twin(task, index):
+    p = dict(min_train_len=6, min_eval_len=6, ambiguous_query=True, vocab_size=3, n_gram=2)
+    for split in ("train", "test"):
+        got = longsynth.sample(TASKS[task], index, seed=3, split=split, **p)
+        want = naive.repeat(task, 3, split, index, **p)
+        np.testing.assert_array_equal(got["inputs"], want["inputs"])
+        np.testing.assert_array_equal(got["targets"], want["targets"])
+
+
+def _examples(inputs, targets, V):
+    """(example ids, scored ids) of each whole example of a row: split at '$', the scored part read from the
+    targets (the next character where scored)."""
+    c = list(inputs) + [None]
+    scored = {t + 1 for t in np.flatnonzero(targets != -100)}
+    starts = [i for i, x in enumerate(inputs) if x == V] + [len(inputs)]
+    out = []
+    for a, b in zip(starts, starts[1:]):
+        ex = [x for x in c[a:b] if x is not None and x != V + 3]
+        if ex and ex[-1] == V + 2:  # a whole example ends with its '.'
+            out.append((ex, [i - a for i in range(a, a + len(ex)) if i in scored]))
+    return out
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_the_definition_read_back_from_rows(task):
+    """Every whole example of 200 train and 200 test rows is what the page defines: the answer is the string
+    (copy, duplicate) or what follows the query, which occurs once in the string (lookups); the scored
+    characters are the answer and its '.'; a test row is one example of min_eval_len..max_eval_len letters."""
+    V = 26
+    seen = {"train": 0, "test": 0}
+    for split in seen:
+        b = longsynth.batch(TASKS[task], 0, 200, seed=1, split=split)
+        x, y = b["inputs"].astype(np.int64), b["targets"].astype(np.int64)
+        assert x.shape == (200, 219) and b["inputs"].dtype == np.int8
+        for r in range(200):
+            for ex, scored in _examples(x[r], y[r], V):
+                seen[split] += 1
+                bars = [i for i, v in enumerate(ex) if v == V + 1]
+                if task == "prefix":
+                    q, s, a = ex[1 : bars[0]], ex[bars[0] + 1 : bars[1]], ex[bars[1] + 1 : -1]
+                    start = bars[1] + 1
+                elif task == "suffix":
+                    s, qa = ex[1 : bars[0]], ex[bars[0] + 1 : -1]
+                    q, a = qa[:3], qa[3:]
+                    start = bars[0] + 4
+                else:
+                    s, a = ex[1 : bars[0]], ex[bars[0] + 1 : -1]
+                    start = bars[0] + 1
+                lo, hi = (10, 20) if split == "test" else ((10 if task == "duplicate" else 5), 20)
+                assert lo <= len(s) <= hi and all(0 <= v < V for v in s)
+                if task in ("prefix", "suffix"):
+                    at = [i for i in range(len(s) - 2) if s[i : i + 3] == q]
+                    assert len(at) == 1 and at[0] < len(s) - 4 and a == s[at[0] + 3 :]
+                else:
+                    assert a == s
+                assert scored == list(range(start, len(ex)))
+            if split == "test":
+                assert len(_examples(x[r], y[r], V)) == 1
+    assert seen["train"] > 1000 and seen["test"] == 200
+
+
+def test_duplicate_strings_hold_an_ngram_twice():
+    """Every duplicate test string holds some 3-gram at least twice (the one that replaced another, or the two
+    equal windows drawn; their windows never overlap); copy's uniform strings of 10-20 letters do in 0.5%."""
+    b = longsynth.batch("repeat-duplicate-ngram", 0, 300, seed=2, split="test")
+    x = b["inputs"].astype(np.int64)
+    for r in range(300):
+        s = list(x[r, 1 : list(x[r]).index(27)])
+        windows = [tuple(s[i : i + 3]) for i in range(len(s) - 2)]
+        assert len(set(windows)) < len(windows), r
+
+
+@pytest.mark.parametrize("task,params,match", [
+    ("repeat-prefix-ngram", dict(min_train_len=4), "min_train_len: an example of 4 letters leaves no room"),
+    ("repeat-suffix-ngram", dict(ambiguous_query=True), "at least 6"),
+    ("repeat-duplicate-ngram", dict(min_eval_len=9, max_eval_len=9), "two n-grams that do not overlap"),
+    ("repeat-copy", dict(max_eval_len=200), "context_len: an example of max_eval_len = 200 letters takes up to 403"),
+    ("repeat-copy", dict(min_train_len=30), "min_train_len: 30 exceeds max_train_len"),
+])
+def test_configs_without_room_are_refused_in_one_line(task, params, match):
+    with pytest.raises(LongsynthError, match=match) as e:
+        longsynth.sample(task, 0, **params)
+    assert "\n" not in str(e.value)
+
+
+def test_a_string_with_no_unique_ngram_in_reach_is_refused_naming_the_row():
+    """Two letters and 1-grams in strings of 20: a letter found once is rare, 1,000 strings without one happen."""
+    with pytest.raises(LongsynthError, match=r"row \d+: no string of 1000 drawn had an n-gram found once"):
+        longsynth.batch("repeat-suffix-ngram", 0, 64, vocab_size=2, n_gram=1, min_train_len=20, max_train_len=20)
+
+
+GOLDEN = {
+    "repeat-copy": ["778d3db4ad70b6a511548124ce83e961b401388cdaeea689443d0ebdb8180dc3",
+                   "5373e7de51ca53b66f1d909225b13300614ddc40bde9f3173ae4a44742bc7f34"],
+    "repeat-prefix-ngram": ["3ef0f3f8e99214237d135be641a03d72ad63406c9b132c496a7a9039a76d0449",
+                           "1d09af4c4e69c2748e528160f0433811261b14be364652d5507ec3b002a5a8fb"],
+    "repeat-suffix-ngram": ["76005e92a14234da284a3764727975c8c57af0b002e76fa25fcea6f245da5532",
+                           "f21aaf128d9b29cb69b951277bc3b27e6c37e4d38fc7529095afb58500d7e355"],
+    "repeat-duplicate-ngram": ["5eb50af0d253e93054194008ade734a678a002e60d89c41c89f9769026fec464",
+                              "1bd47780dce5c1c5f675f880823d7673976deedc0246891ffa5dbd031bfb316f"],
+}
+
+
+@pytest.mark.parametrize("task", list(TASKS.values()))
+def test_golden_digests(task):
+    got = [sample_digest(longsynth.sample(task, i, seed=2023)).hex() for i in (0, 9)]
+    assert got == GOLDEN[task]
