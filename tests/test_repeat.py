@@ -1,6 +1,8 @@
 """The "Repeat After Me" string tasks (docs/tasks/repeat.md): the kernel against its twin, the
 definition read back from rows, the refusals, and the authors' rows (tests/data/repeat_authors.npz,
 made by bench/repeat_fixtures.py running their data_utils.py)."""
+import json
+import os
 
 import numpy as np
 import pytest
@@ -30,7 +32,7 @@ def _params(task, case):
         p.pop("n_gram", None)
     if task == "duplicate":
         for which in ("train", "eval"):
-            p[f"min_{which}_len"] = max(p.get(f"min_{which}_len", 10), 3 * p.get("n_gram", 3) + 1 + p.get(
+            p[f"min_{which}_len"] = max(p.get(f"min_{which}_len", 10), p.get("n_gram", 3) + 3 + p.get(
                 "length_answer", 0))
             p[f"max_{which}_len"] = max(p[f"min_{which}_len"], p.get(f"max_{which}_len", 20))
         p["context_len"] = max(p.get("context_len", 220), 2 * max(p["max_train_len"], p["max_eval_len"]) + 3)
@@ -131,7 +133,7 @@ def test_duplicate_strings_hold_an_ngram_twice():
 @pytest.mark.parametrize("task,params,match", [
     ("repeat-prefix-ngram", dict(min_train_len=4), "min_train_len: an example of 4 letters leaves no room"),
     ("repeat-suffix-ngram", dict(ambiguous_query=True), "at least 6"),
-    ("repeat-duplicate-ngram", dict(min_eval_len=9, max_eval_len=9), "two n-grams that do not overlap"),
+    ("repeat-duplicate-ngram", dict(min_eval_len=5, max_eval_len=5), "two n-gram starts"),
     ("repeat-copy", dict(max_eval_len=200), "context_len: an example of max_eval_len = 200 letters takes up to 403"),
     ("repeat-copy", dict(min_train_len=30), "min_train_len: 30 exceeds max_train_len"),
 ])
@@ -163,3 +165,69 @@ GOLDEN = {
 def test_golden_digests(task):
     got = [sample_digest(longsynth.sample(task, i, seed=2023)).hex() for i in (0, 9)]
     assert got == GOLDEN[task]
+
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "data", "repeat_authors.npz")
+
+
+def _cases():
+    z = np.load(FIXTURE)
+    meta = json.loads(z["meta"].tobytes())
+    return {name: (m, z[f"{name}/input_ids"], z[f"{name}/mask"]) for name, m in meta.items()}
+
+
+CASES_AUTHORS = _cases()
+
+
+def _ours(m):
+    """Our task's parameters for a case of their code (min_len / max_len are the split's lengths)."""
+    p = dict(m["params"])
+    lo, hi = p.pop("min_len"), p.pop("max_len")
+    for which in ("train", "eval"):  # the other split's range unread, but checked: the same
+        p[f"min_{which}_len"], p[f"max_{which}_len"] = lo, hi
+    if m["task"] == "copy":
+        p.pop("n_gram")
+    return p
+
+
+@pytest.mark.parametrize("name", sorted(CASES_AUTHORS))
+def test_authors_stream_is_their_datasets_rows(name):
+    """authors_stream equals their CopyDataset (train) or EvalCopyDataset (test) batch after batch after
+    np.random.seed(s); random.seed(s): inputs element for element and the same scored positions; where their
+    code raised, ours refuses in one line at the same row, and the rows before it still hold."""
+    m, ids, mask = CASES_AUTHORS[name]
+    task, p = TASKS[m["task"]], _ours(m)
+    rows = ids.shape[0]
+    if rows:
+        got = longsynth.authors_stream(task, rows, seed=m["seed"], split=m["split"], **p)
+        np.testing.assert_array_equal(got["inputs"], ids[:, :-1])
+        np.testing.assert_array_equal(got["targets"], np.where(mask[:, 1:] == 1, ids[:, 1:], -100))
+    if m["fails_at"] >= 0:
+        with pytest.raises(LongsynthError, match=f"the authors' code fails here: .*row {m['fails_at']} of the") as e:
+            longsynth.authors_stream(task, m["fails_at"] + 1, seed=m["seed"], split=m["split"], **p)
+        assert "\n" not in str(e.value)
+
+
+def test_the_fixture_covers_both_of_pythons_sample_paths_and_every_task():
+    """random.sample draws from a pool up to 21 n-grams and from a set of indices above: both are fixtures."""
+    windows = {name: m["params"]["max_len"] - m["params"]["n_gram"] - 1 for name, (m, _, _) in CASES_AUTHORS.items()
+               if m["task"] == "duplicate"}
+    assert min(windows.values()) <= 21 < max(windows.values())
+    assert {m["task"] for m, _, _ in CASES_AUTHORS.values()} == set(TASKS)
+    assert {m["split"] for m, _, _ in CASES_AUTHORS.values()} == {"train", "test"}
+
+
+@pytest.mark.parametrize("task,split,match", [("repeat-copy", "val", "no val"),
+                                              ("repeat-duplicate-ngram", "train", "never train on duplicate")])
+def test_authors_stream_refuses_what_they_never_made(task, split, match):
+    with pytest.raises(LongsynthError, match=match):
+        longsynth.authors_stream(task, 4, seed=0, split=split)
+
+
+def test_authors_stream_refuses_what_their_dataset_refuses():
+    """Their CopyDataset refuses a min_train_len not above n_gram + length_answer (copy's n_gram: their command
+    line's 0); our own law takes the config (the lookups' own check already asks more)."""
+    params = dict(length_answer=5, min_train_len=5)
+    longsynth.sample("repeat-copy", 0, **params)
+    with pytest.raises(LongsynthError, match="their CopyDataset refuses 5, not above n_gram"):
+        longsynth.authors_stream("repeat-copy", 4, seed=0, split="train", **params)

@@ -16,9 +16,11 @@ string is redrawn until one of its n-grams (starts 0 .. max_limit - 1) is alone 
 10th string is refused even so: their counter raises after its check), and its query is
 ``list_ngrams[np.random.randint(0, len - 1)]``, answered after the query's first occurrence;
 duplicate's two n-grams are ``random.sample(list_ngrams, 2)`` (Python's ``random``), then
-``str.replace``. Their failures are refused in one line with the row: no unique
-n-gram in 10 strings, ``randint(0, 0)`` where the list holds one n-gram (an example of n_gram +
-length_answer + 2 letters), and training on duplicate n-gram (their CopyDataset has no mask for it).
+``str.replace``. Their refusals before any draw are ours (min_train_len must pass n_gram +
+length_answer; context_len twice the longest example's letters), and their failures are refused
+in one line with the row: no unique n-gram in 10 strings, ``randint(0, 0)`` where the list holds
+one n-gram (an example of n_gram + length_answer + 2 letters), and training on duplicate n-gram
+(their CopyDataset has no mask for it).
 """
 import string
 
@@ -148,6 +150,16 @@ def _blocks(kind, cfg, count, seed, split, block):
         yield {"inputs": inputs, "targets": targets}
 
 
+def _their_checks(cfg, split):
+    """The refusal their CopyDataset makes before any draw (copy's n_gram is their command line's 0).
+    Their other, context_len above twice the longest example's letters, is within our config's check
+    (a test example of n letters takes 2n + 3 characters and more)."""
+    need = getattr(cfg, "n_gram", 0) + cfg.length_answer
+    if split == "train" and cfg.min_train_len <= need:
+        raise LongsynthError(f"min_train_len: their CopyDataset refuses {cfg.min_train_len}, not above n_gram + "
+                             f"length_answer ({need})")
+
+
 def authors_rows(kind):
     """The task's ``Authors``: ``open(cfg, count, seed, split)`` checks the split and the seed, and
     returns the rows as a Stream (nothing is carried from row to row but the two generators)."""
@@ -160,6 +172,7 @@ def authors_rows(kind):
                                  "for it): its authors' rows are the test split's")
         if not 0 <= int(seed) < 2**32:
             raise LongsynthError(f"seed: np.random.seed takes [0, 2^32), got {seed}")
+        _their_checks(cfg, split)
         T = cfg.context_len - 1
         return Stream(count, _blocks(kind, cfg, count, seed, split, block_rows((T,))), (T,))
     return Authors(open_)

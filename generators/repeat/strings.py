@@ -123,6 +123,8 @@ def example(st, kind, n, g, la, vs, ambiguous, c, at, scratch):
     if kind == DUPLICATE:  # two starts g apart at least: every occurrence of the second's n-gram becomes the first's
         i = below(st, limit)
         near_lo, near_hi = max(0, i - g + 1), min(limit, i + g)  # the starts whose window overlaps i's
+        if near_hi - near_lo == limit:  # none is g away (a short string): any other start
+            near_lo, near_hi = i, i + 1
         j = below(st, limit - (near_hi - near_lo))
         if j >= near_lo:
             j += near_hi - near_lo

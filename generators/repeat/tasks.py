@@ -87,9 +87,9 @@ class DuplicateConfig:
     length_answer: int = param(0, "shortens the starts the two n-grams are drawn among, as the authors' max_limit "
                                   "(the answer is always the whole string)", lo=0, hi=MAX_LEN)
     context_len: int = _CONTEXT
-    min_train_len: int = param(10, "fewest letters of a train (and val) example: 10, the fewest with room for two "
-                                   "3-grams that do not overlap (the authors never train on this task; their "
-                                   "min_eval_len is 10)", lo=1, hi=MAX_LEN)
+    min_train_len: int = param(10, "fewest letters of a train (and val) example: 10, the fewest where any 3-gram start "
+                                   "leaves another that does not overlap it (the authors never train on this task; "
+                                   "their min_eval_len is 10)", lo=1, hi=MAX_LEN)
     max_train_len: int = _LENGTHS["max_train_len"]
     min_eval_len: int = _LENGTHS["min_eval_len"]
     max_eval_len: int = _LENGTHS["max_eval_len"]
@@ -109,12 +109,11 @@ def _check(kind):
             lo, hi = getattr(cfg, f"min_{which}_len"), getattr(cfg, f"max_{which}_len")
             if lo > hi:
                 raise LongsynthError(f"min_{which}_len: {lo} exceeds max_{which}_len ({hi})")
-            if kind != K.COPY:  # starts a query (two for the authors' draw), or two n_gram apart, must fit
-                starts = 2 * cfg.n_gram if kind == K.DUPLICATE else 2 if cfg.ambiguous_query else 1
+            if kind != K.COPY:  # a query's start (two for the authors' draw and duplicate's) must fit
+                starts = 2 if kind == K.DUPLICATE or cfg.ambiguous_query else 1
                 if K.query_limit(lo, cfg.n_gram, cfg.length_answer) < starts:
                     need = cfg.n_gram + cfg.length_answer + 1 + starts
-                    what = ("two n-grams that do not overlap" if kind == K.DUPLICATE else
-                            "two n-gram starts" if starts == 2 else "an n-gram query")
+                    what = "two n-gram starts" if starts == 2 else "an n-gram query"
                     raise LongsynthError(f"min_{which}_len: an example of {lo} letters leaves no room for {what} "
                                          f"and its answer (n_gram {cfg.n_gram}, length_answer {cfg.length_answer}); "
                                          f"it must be at least {need}")

@@ -39,7 +39,7 @@ def _example(st, task, n, vocab_size, n_gram, length_answer, ambiguous):
         a = s[:length_answer] if length_answer > 0 else s
         return [dollar] + s + [bar] + a + [dot], n + 2
     i = st.below(limit)
-    apart = [t for t in range(limit) if abs(t - i) >= n_gram]
+    apart = [t for t in range(limit) if abs(t - i) >= n_gram] or [t for t in range(limit) if t != i]
     j = apart[st.below(len(apart))]
     letters = "".join(chr(ord("a") + x) for x in s)
     new, old = letters[i : i + n_gram], letters[j : j + n_gram]
