@@ -16,6 +16,7 @@ MODULES = [
     "longsynth.generators.recall.safari",
     "longsynth.generators.recall.copying",
     "longsynth.generators.repeat.tasks",
+    "longsynth.generators.flipflop.flipflop",
     "longsynth.generators.mad",
     "longsynth.generators.state.word_problem",
     "longsynth.generators.state.formal_language",

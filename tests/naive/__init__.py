@@ -7,8 +7,8 @@ an error in the Numba uint64 arithmetic cannot hide here.
 
 A package by task family: ``core`` (the keyed stream and split codes every twin draws
 from), ``atomic``, ``pathfinder``, ``listops``, ``state`` (state tracking), ``recall``
-(MQAR, Safari, selective copying), ``repeat`` (Repeat After Me's strings) and ``mad``. Tests
-``import naive`` and call ``naive.mqar(...)``: every name is re-exported here.
+(MQAR, Safari, selective copying), ``repeat`` (Repeat After Me's strings), ``flipflop`` and
+``mad``. Tests ``import naive`` and call ``naive.mqar(...)``: every name is re-exported here.
 """
 from .core import (
     FIXED, M64, mix, rotl, SPLITS, Stream, _token_dtype, _ziggurat_edges, ZR, ZX,
@@ -29,6 +29,7 @@ from .state import (
     _bracket_expression, _cycle_parity, group_elements, group_multiply, HalfDraws, _lengths, modular_arithmetic,
     modular_arithmetic_brackets, parity, _scored, word_problem,
 )
+from .flipflop import flipflop
 from .repeat import repeat
 from .recall import (
     associative_recall, induction_head, mqar, _safari_targets, selective_copying,
@@ -41,7 +42,8 @@ from .mad import (
 __all__ = [
     "associative_recall", "_bracket_expression", "components8", "context_shift", "cummax", "cumsum",
     "_cycle_parity", "exact_int", "FIXED", "floyd", "group_elements", "group_multiply", "haar", "HalfDraws",
-    "induction_head", "_lengths", "listops_apply", "LISTOPS_CLOSE", "listops_evaluate", "listops_longest",
+    "flipflop", "induction_head", "_lengths", "listops_apply", "LISTOPS_CLOSE", "listops_evaluate",
+    "listops_longest",
     "listops_reference", "listops_sample", "listops_tree", "LISTOPS_VOCAB", "lra_pathfinder_compose", "M64",
     "mad_compression", "mad_fuzzy_recall", "MAD_IGNORE", "mad_memorization", "mad_memorization_map", "_mad_motif",
     "_mad_out", "_mad_pairs", "mad_recall", "mad_selective_copying", "mips", "mips_argmax", "mips_scores", "mix",

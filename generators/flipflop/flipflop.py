@@ -1,0 +1,108 @@
+"""flipflop: the flip-flop language FFL(T, p) of Liu et al. (docs/tasks/flipflop.md).
+
+A string is T instructions, each an operation and a bit: ``w b`` writes b, ``i b`` is ignored,
+``r b`` reads, b the last bit written. The first instruction is a write, the last a read; each
+other is ignore with probability p_ignore, write or read with (1 - p_ignore) / 2 each. Tokens are
+the map of the authors' data card (synthseq/flipflop on the Hugging Face Hub): w 0, r 1, i 2,
+bit 0 as 3, bit 1 as 4; a row is the 2T tokens, inputs the first 2T - 1 and targets[k] the token
+k + 1 where it is a read's bit (the only tokens the language decides), -100 elsewhere.
+
+Draw order (stream(seed, split, index)), instruction after instruction: the operation (none for
+the first and the last), u = uniform(): ignore if u < p_ignore, else write if u < p_ignore +
+(1 - p_ignore) / 2, else read; then the bit, below(2), for a write or an ignore (a read draws
+none).
+
+Worked example (T = 4): w 1, i 0, r -, r -:
+
+    tokens   0  4  2  3  1  4  1  4
+    inputs   0  4  2  3  1  4  1
+    targets  .  .  .  .  4  .  4        (. = -100)
+"""
+from dataclasses import dataclass
+
+from numba import njit, prange
+
+from longsynth.generators._tokens import IGNORE, REVISION, token_dtype
+from longsynth.rng import below, stream, uniform
+from longsynth.task import KeySpec, Task, param
+
+WRITE, READ, IGNORE_OP, ZERO = 0, 1, 2, 3  # the data card's ids; bit b is ZERO + b
+MAX_T = 1 << 23
+
+CITATION = """@inproceedings{liu2023flipflop,
+  title     = {Exposing Attention Glitches with Flip-Flop Language Modeling},
+  author    = {Liu, Bingbin and Ash, Jordan T. and Goel, Surbhi and Krishnamurthy, Akshay and Zhang, Cyril},
+  booktitle = {NeurIPS},
+  year      = {2023}
+}"""
+
+
+@dataclass(frozen=True)
+class FlipFlopConfig:
+    T: int = param(256, "instructions in a string (the paper's T; the Hub's data: 256, so 512 tokens)", lo=2,
+                   hi=MAX_T)
+    p_ignore: float = param(0.8, "probability of an ignore among the instructions between the first and the last "
+                                 "(the paper's p: 0.8 train and val, 0.1 val_dense, 0.98 val_sparse); write and read "
+                                 "share the rest equally", lo=0.0, hi=1.0)
+
+
+@njit(cache=True)
+def flipflop_one(seed, split, index, T, p, inp, tgt):
+    """inp, tgt [2T - 1] of one string."""
+    s = stream(seed, split, index)
+    write = p + (1.0 - p) / 2.0
+    last = 0
+    for t in range(T):
+        if t == 0:
+            op = WRITE
+        elif t == T - 1:
+            op = READ
+        else:
+            u = uniform(s)
+            op = IGNORE_OP if u < p else WRITE if u < write else READ
+        if op == READ:
+            bit = last
+        else:
+            bit = below(s, 2)
+            if op == WRITE:
+                last = bit
+        inp[2 * t] = op
+        tgt[2 * t] = ZERO + bit if op == READ else IGNORE
+        if t < T - 1:
+            inp[2 * t + 1] = ZERO + bit
+            tgt[2 * t + 1] = IGNORE
+
+
+@njit(cache=True, parallel=True)
+def flipflop_fill(seed, split, start, T, p, inp, tgt):
+    for b in prange(inp.shape[0]):
+        flipflop_one(seed, split, start + b, T, p, inp[b], tgt[b])
+
+
+def _keys(cfg):
+    dt = token_dtype(5)
+    n = 2 * cfg.T - 1
+    return {"inputs": KeySpec(dt, (n,), doc="the first 2T - 1 tokens: w 0, r 1, i 2, bit 0 3, bit 1 4"),
+            "targets": KeySpec(dt, (n,), doc="the next token where it is a read's bit, -100 elsewhere")}
+
+
+def _fill(cfg, seed, split, start, out, fixed):
+    flipflop_fill(seed, split, start, cfg.T, float(cfg.p_ignore), out["inputs"], out["targets"])
+
+
+TASK = Task(
+    name="flipflop",
+    config=FlipFlopConfig,
+    summary="Liu et al.'s flip-flop language FFL(T, p): read back the last bit written, past ignores",
+    keys=_keys,
+    fill=_fill,
+    family="tokens",
+    revision=REVISION,
+    vocab_size=lambda cfg: 5,
+    vocab=lambda cfg: ["w", "r", "i", "0", "1"],
+    citation=CITATION,
+    card="T instructions: w b writes bit b, i b is ignored, r b reads b = the last bit written; the first a write, "
+         "the last a read, the others ignore with probability p_ignore and write or read with (1 - p_ignore) / 2 "
+         "each. Tokens w 0, r 1, i 2, bits 3 and 4 (the synthseq/flipflop data card); targets are the reads' bits. "
+         "Liu et al., Exposing Attention Glitches with Flip-Flop Language Modeling (NeurIPS 2023).",
+)

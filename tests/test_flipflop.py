@@ -1,0 +1,85 @@
+"""flipflop (docs/tasks/flipflop.md): the kernel against its twin, and the language checked against its
+definition on generated rows: every read answers the last write, the first instruction writes and the last
+reads, and the instructions between come at their probabilities."""
+import numpy as np
+import pytest
+from scipy import stats
+
+import longsynth
+import naive
+from longsynth.store import sample_digest
+
+CASES = [dict(T=2, p_ignore=0.5), dict(T=3, p_ignore=0.0), dict(T=7, p_ignore=1.0), dict(T=256, p_ignore=0.8),
+         dict(T=256, p_ignore=0.98), dict(T=1000, p_ignore=0.1)]
+KEYS = [(0, "train", 0), (7, "val", 3), (2**40 + 1, "test", 12345)]
+
+
+@pytest.mark.parametrize("params", CASES, ids=lambda p: f"T{p['T']}-p{p['p_ignore']}")
+@pytest.mark.parametrize("key", KEYS, ids=lambda k: f"{k[1]}{k[2]}")
+def test_kernel_matches_twin(params, key):
+    seed, split, index = key
+    got = longsynth.sample("flipflop", index, seed=seed, split=split, **params)
+    want = naive.flipflop(seed, split, index, **params)
+    for k in ("inputs", "targets"):
+        assert got[k].dtype == want[k].dtype and got[k].shape == want[k].shape
+        np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+
+
+def _reads_answer_the_last_write(ops, bits):
+    """Whether every read's bit in a string (ops [T], bits [T]) is the bit of the last write before it."""
+    last = None
+    for op, bit in zip(ops, bits):
+        if op == 0:
+            last = bit
+        elif op == 1 and bit != last:
+            return False
+    return True
+
+
+def _layout(x, y):
+    """(ops [n, T], bits [n, T]) of rows: the last read's bit is only a target."""
+    return x[:, 0::2], np.concatenate([x[:, 1::2], y[:, -1:]], axis=1) - 3
+
+
+@pytest.mark.parametrize("p", [0.8, 0.1, 0.98])
+def test_the_language_law_on_generated_rows(p):
+    """2,000 strings of FFL(256, p): the first instruction writes and the last reads; every read's bit (the input
+    after it, and its target) is the last bit written; the ops between are ignore / write / read at p, (1-p)/2,
+    (1-p)/2 (binomial two-sided p-values above 1e-4 for 508,000 draws); written and ignored bits are fair."""
+    b = longsynth.batch("flipflop", 0, 2000, seed=5, p_ignore=p)
+    x, y = b["inputs"].astype(np.int64), b["targets"].astype(np.int64)
+    assert x.shape == (2000, 511) and b["inputs"].dtype == np.int8
+    ops, bits = _layout(x, y)  # [2000, 256] each
+    assert np.all(ops[:, 0] == 0) and np.all(ops[:, -1] == 1)
+    assert np.all((bits == 0) | (bits == 1))
+    assert all(_reads_answer_the_last_write(ops[r], bits[r]) for r in range(0, 2000, 20))
+    read = ops == 1
+    assert np.array_equal(y[:, 0::2] != -100, read) and np.all(y[:, 1::2] == -100)
+    assert np.array_equal(y[:, 0::2][read] - 3, bits[read])
+    middle = ops[:, 1:-1].ravel()
+    n = middle.size
+    for op, prob in ((2, p), (0, (1 - p) / 2), (1, (1 - p) / 2)):
+        assert stats.binomtest(int((middle == op).sum()), n, prob).pvalue > 1e-4, (op, prob)
+    free = bits[ops != 1]
+    assert stats.binomtest(int(free.sum()), free.size, 0.5).pvalue > 1e-4
+
+
+def test_the_read_check_fails_on_a_flipped_read():
+    """The read check above fails on a row whose first read's bit is flipped (a check that cannot fail is a
+    defect), and passes on the row as made."""
+    b = longsynth.batch("flipflop", 0, 4, seed=5)
+    x, y = b["inputs"].astype(np.int64), b["targets"].astype(np.int64)
+    ops, bits = _layout(x, y)
+    assert _reads_answer_the_last_write(ops[0], bits[0])
+    r = int(np.flatnonzero(ops[0] == 1)[0])
+    bits[0, r] = 1 - bits[0, r]
+    assert not _reads_answer_the_last_write(ops[0], bits[0])
+
+
+GOLDEN = ["88580bcedfc5579e9f3b02c2d599bfc152fb7441f4229a1e276fd465e3b2fd29",
+          "9f9df836e4db2ece04fc70b909f7cce70ab5b8ffce32a6e4a7505310b0d7c355"]
+
+
+def test_golden_digests():
+    got = [sample_digest(longsynth.sample("flipflop", i, seed=2023)).hex() for i in (0, 9)]
+    assert got == GOLDEN
