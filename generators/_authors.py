@@ -85,8 +85,9 @@ class Authors:
     ``Task(authors_pipeline=...)`` with that field's arguments): ``open(*args)`` gives the
     ``Stream``; calling it gives the whole split, what the authors' function returns."""
 
-    def __init__(self, opener, doc=None):
+    def __init__(self, opener, doc=None, splits=("train", "val", "test")):
         self.open = opener
+        self.splits = tuple(splits)  # the splits the authors' code makes (the others are refused by open)
         self.__doc__ = doc or opener.__doc__
 
     def __call__(self, *args):

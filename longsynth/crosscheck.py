@@ -17,6 +17,7 @@ unscored targets).
     word_problem(path) -> src/generate_data.py                          (jopetty/word-problem @ 8f910f92)
     formal_language(path) -> FormLangDatasetGenerator                  (automl/unlocking_state_tracking @ df8f8407)
     chomsky(path)      -> tasks/{regular,dcf,cs}/*.py (google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be)
+    ssm_copy(path)     -> synthetic_exps/data_utils.py                (sjelassi/transformers_ssm_copy @ 1188c47)
 """
 import contextlib
 import csv
@@ -124,6 +125,12 @@ def s4_copying(path):
 
 
 @_once
+def ssm_copy(path):
+    """Repeat After Me's data module (torch and NumPy), loaded by path."""
+    return _by_path("ssm_copy_data_utils", os.path.join(path, "synthetic_exps", "data_utils.py"))
+
+
+@_once
 def mad(path):
     """MAD's instance functions (NumPy only), loaded by path."""
     return _by_path("mad_instances", os.path.join(path, "mad", "data", "instances.py"))
@@ -224,6 +231,30 @@ def _copying(path, cfg, seed, counts, split, stream):
     targets = np.full(tuple(x.shape), IGNORE, dtype=np.int64)
     targets[:, cfg.L + cfg.M:] = y.numpy()
     return {"inputs": x.numpy(), "targets": targets}
+
+
+def _repeat(task):
+    def run(path, cfg, seed, counts, split, stream):
+        import random
+
+        from longsynth.generators.repeat.tasks import KINDS
+
+        du = ssm_copy(path)
+        kind = ("copy", "prefix_ngram", "suffix_ngram", "duplicate_ngram")[KINDS[task]]
+        tokenizer, to_token, _ = du.get_tokenizer(types.SimpleNamespace(vocab_size=cfg.vocab_size))
+        test = split == "test"
+        common = dict(vocab_size=cfg.vocab_size, n_gram=getattr(cfg, "n_gram", 0), length_answer=cfg.length_answer,
+                      sequence_length=cfg.context_len, batch_size=counts[split],
+                      min_length=cfg.min_eval_len if test else cfg.min_train_len,
+                      max_length=cfg.max_eval_len if test else cfg.max_train_len)
+        data = (du.EvalCopyDataset(tokenizer, to_token, eval_task=kind, **common) if test
+                else du.CopyDataset(tokenizer, train_task=kind, **common))
+        np.random.seed(seed)
+        random.seed(seed)
+        batch = data[0]  # one batch of the split's count: their rows, drawn in turn
+        ids, mask = batch["input_ids"].numpy().astype(np.int64), batch["mask"].numpy()
+        return {"inputs": ids[:, :-1], "targets": np.where(mask[:, 1:] == 1, ids[:, 1:], IGNORE)}
+    return run
 
 
 MAD_FUNCTIONS = {
@@ -350,6 +381,8 @@ RUNNERS = {
     "modular-arithmetic": _formal("modular-arithmetic"),
     **{name: _mad(name) for name in MAD_FUNCTIONS},
     **{f"chomsky-{name}": _chomsky(f"chomsky-{name}") for name in _CHOMSKY_CLASSES},
+    **{name: _repeat(name) for name in ("repeat-copy", "repeat-prefix-ngram", "repeat-suffix-ngram",
+                                        "repeat-duplicate-ngram")},
 }
 
 

@@ -166,13 +166,13 @@ def authors_rows(kind):
     def open_(cfg, count, seed, split):
         if split == "val":
             raise LongsynthError("split: the authors make train rows (CopyDataset) and test rows (EvalCopyDataset), "
-                                 "no val")
+                                 "no val: name the splits (--splits train=10000,test=1000)")
         if kind == DUPLICATE and split == "train":
             raise LongsynthError("split: the authors never train on duplicate n-gram (their CopyDataset has no mask "
-                                 "for it): its authors' rows are the test split's")
+                                 "for it): its authors' rows are the test split's (--splits test=1000)")
         if not 0 <= int(seed) < 2**32:
             raise LongsynthError(f"seed: np.random.seed takes [0, 2^32), got {seed}")
         _their_checks(cfg, split)
         T = cfg.context_len - 1
         return Stream(count, _blocks(kind, cfg, count, seed, split, block_rows((T,))), (T,))
-    return Authors(open_)
+    return Authors(open_, splits=("test",) if kind == DUPLICATE else ("train", "test"))
