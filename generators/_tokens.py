@@ -124,10 +124,13 @@ def preview(samples, cfg, path, vocab_size):
     ax.set_yticklabels([f"{r}: inputs" for r in range(n)] + [f"{r}: targets" for r in range(n)], fontsize=8)
     ax.set_xlabel("position")
     _colour_key(fig, ax, vocab_size)
+    import textwrap
+
     params = ", ".join(f"{k} = {v}" for k, v in dataclasses.asdict(cfg).items())
     every = f"; {L:,} positions: 1 in {step:,} drawn" if step > 1 else ""
-    _finish(fig, path, f"{n} sample{'s' if n != 1 else ''} at {params}\ncolour = token id; "
-                       f"outlined = scored targets (the others are -100){every}", top=0.9)
+    head = textwrap.fill(f"{n} sample{'s' if n != 1 else ''} at {params}", 120)  # a long config wraps, not cut
+    _finish(fig, path, f"{head}\ncolour = token id; outlined = scored targets (the others are -100){every}",
+            top=0.9 - 0.03 * head.count("\n"))
     return f"{n} samples, {scored} scored positions ({scored / n:.1f} per sample), vocabulary {vocab_size}"
 
 
