@@ -231,3 +231,28 @@ def test_authors_stream_refuses_what_their_dataset_refuses():
     longsynth.sample("repeat-copy", 0, **params)
     with pytest.raises(LongsynthError, match="their CopyDataset refuses 5, not above n_gram"):
         longsynth.authors_stream("repeat-copy", 4, seed=0, split="train", **params)
+
+
+def test_the_repeat_suite_runs_through_evaluate_and_tests_longer_strings(tmp_path):
+    """evaluate --suite repeat: the three trained tasks, each tested on its test split (10-20 letters) and on
+    strings of 30 and 40 letters, one example a row; a short run writes its certificate with both test sets."""
+    import json
+
+    from longsynth.models_ref.evaluation.plan import suite_tasks
+    from longsynth.models_ref.evaluation.protocol import resolve
+    from longsynth.models_ref.evaluation.sweep import Settings, evaluate
+
+    assert suite_tasks("repeat", "tiny") == [(t, t) for t in ("repeat-copy", "repeat-prefix-ngram",
+                                                               "repeat-suffix-ngram")]
+    for task, _ in suite_tasks("repeat", "tiny"):
+        protocol = resolve(task, "tiny", task=task)
+        for n in (30, 40):
+            row = longsynth.sample(task, 0, split="test", **{**protocol.data, **protocol.test_sets[str(n)]})
+            x = list(row["inputs"].astype(np.int64))
+            bars = [i for i, v in enumerate(x) if v == 27]
+            letters = bars[1] - bars[0] - 1 if task == "repeat-prefix-ngram" else bars[0] - 1
+            assert x.count(26) == 1 and letters == n, (task, n, x)
+    evaluate("gru", "repeat-copy", out=str(tmp_path), settings=Settings(steps=5), progress=False)
+    (cert,) = [json.load(open(os.path.join(d, "metrics.json"))) for d, _, fs in os.walk(tmp_path / "runs")
+               if "metrics.json" in fs]
+    assert set(cert["test_sets"]) == {"30", "40"} and all(0 <= r["accuracy"] <= 1 for r in cert["test_sets"].values())
