@@ -256,3 +256,33 @@ def test_the_repeat_suite_runs_through_evaluate_and_tests_longer_strings(tmp_pat
     (cert,) = [json.load(open(os.path.join(d, "metrics.json"))) for d, _, fs in os.walk(tmp_path / "runs")
                if "metrics.json" in fs]
     assert set(cert["test_sets"]) == {"30", "40"} and all(0 <= r["accuracy"] <= 1 for r in cert["test_sets"].values())
+
+
+def test_string_and_character_accuracy_are_their_get_score():
+    """The evaluation's string_metrics on six test rows predicted with row r's first r answer letters wrong and
+    every '.' wrong: string accuracy 1/6 (row 0 alone), character accuracy the mean of each row's share of right
+    letters, the '.' left out of both (their get_score reads the letters before it); the loss still scores it."""
+    import torch
+
+    from longsynth.models_ref.training.config import TrainConfig
+    from longsynth.models_ref.training.eval_pass import _batch_metrics, _exact
+
+    rows = longsynth.batch("repeat-suffix-ngram", 0, 6, split="test")
+    y = torch.from_numpy(rows["targets"].astype(np.int64))  # [6, 219]
+    pred = torch.where(y == -100, 0, y)
+    shares = []
+    for r in range(6):
+        at = torch.nonzero((y[r] != -100) & (y[r] != 28)).flatten()  # the answer's letters, in order
+        pred[r, at[:r]] = (y[r, at[:r]] + 1) % 26
+        pred[r, y[r] == 28] = 0  # every '.' wrong
+        shares.append(1 - min(r, len(at)) / len(at))
+    logits = torch.nn.functional.one_hot(pred, 30).float()
+    cfg = TrainConfig(steps=1, lr=1.0, objective="tokens", readout="positions", string_metrics=(28,))
+    m, sums = _batch_metrics(logits, y, {}, cfg)
+    exact = _exact(sums, cfg)
+    for got in (m, exact):
+        assert got["string_accuracy"] == pytest.approx(1 / 6) and got["char_accuracy"] == pytest.approx(np.mean(shares))
+    letters = int(((y != -100) & (y != 28)).sum())
+    assert exact["count"] == letters and exact["rows"] == 6
+    plain = TrainConfig(steps=1, lr=1.0, objective="tokens", readout="positions")
+    assert "string_accuracy" not in _exact(_batch_metrics(logits, y, {}, plain)[1], plain)

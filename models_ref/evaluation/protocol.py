@@ -63,6 +63,8 @@ class Protocol:
     # the paper's column is the best of (the Chomsky Tape-RNN's tapes x computation tokens), each point a run
     whole_row: bool = False  # no target sits among a row's inputs: a model that reads the whole row is run, not
     # refused (the Chomsky hierarchy's rows: the input, then empty tokens; the paper's Transformer is an encoder)
+    string_metrics: tuple | None = None  # token ids left out of the metrics (not the loss), and each row's string and
+    # character accuracy reported (Repeat After Me's get_score: the answer's letters without its '.')
 
     @property
     def trims(self):
@@ -91,7 +93,8 @@ class Protocol:
                            eval_every=every, eval_batches=self.eval_batches, seed=seed, amp=amp,
                            min_lr_ratio=0.0 if self.min_lr is None else min(1.0, self.min_lr / lr),
                            compile=compile, checkpoint_activations=checkpoint_activations,
-                           checkpoint_every=checkpoint_every, grad_clip=self.grad_clip, trim=self.trims)
+                           checkpoint_every=checkpoint_every, grad_clip=self.grad_clip, trim=self.trims,
+                           string_metrics=self.string_metrics)
 
 
 def resolve(name, scale, task=None):

@@ -39,6 +39,9 @@ class TrainConfig:
     compile: bool = False  # torch.compile the model
     checkpoint_activations: bool = False  # recompute each block in the backward pass
     trim: bool = False  # cut every batch after its last scored position (forward.trimmed): exact for a causal model
+    # tokens: ids whose targets the metrics leave out (the loss keeps them), and per-row string and character accuracy
+    # reported beside (eval_pass._strings); None: neither
+    string_metrics: tuple | None = None
 
     def __post_init__(self):
         if self.objective not in OBJECTIVES:

@@ -22,13 +22,35 @@ def _batch_metrics(out, y, extras, cfg):
         y = y.reshape(out.shape)
         return {"r2": M.r2(out, y)}, M.r2_sums(out, y)
     if cfg.objective == "tokens":
-        m = M.token_accuracy(out, y.long(), groups=extras)
-        scored = out.argmax(-1)[y.long() != M.IGNORE_INDEX]  # [n]  the answers given at scored positions
+        y = y.long()
+        strings = cfg.string_metrics is not None
+        if strings and cfg.string_metrics:
+            y = torch.where(torch.isin(y, torch.tensor(cfg.string_metrics, device=y.device)), M.IGNORE_INDEX, y)
+        m = M.token_accuracy(out, y, groups=extras)
+        scored = out.argmax(-1)[y != M.IGNORE_INDEX]  # [n]  the answers given at scored positions
         given = torch.bincount(scored.cpu(), minlength=out.shape[-1]).to(torch.float64)  # [d_output]
-        return m, torch.cat([torch.tensor([m["correct"], m["count"]], dtype=torch.float64), given])
+        sums = [torch.tensor([m["correct"], m["count"]], dtype=torch.float64), given]
+        if strings:
+            rows = _strings(out, y)
+            m.update(string_accuracy=rows[0] / rows[1] if rows[1] else float("nan"),
+                     char_accuracy=rows[2] / rows[1] if rows[1] else float("nan"))
+            sums.append(torch.tensor(rows, dtype=torch.float64))
+        return m, torch.cat(sums)
     cm = M.confusion(out, y.long(), cfg.num_classes)
     s = M.macro_from_confusion(cm)
     return {"macro_f1": s["macro_f1"], "macro_accuracy": s["macro_accuracy"]}, cm.flatten()
+
+
+def _strings(out, y):
+    """(rows whose every scored target is right, rows with a scored target, the sum over those rows of the share
+    right) of a batch: Repeat After Me's ``get_score`` per row (teacher-forced: the answer given the true prefix),
+    string accuracy and character accuracy summed."""
+    valid = y != M.IGNORE_INDEX  # [B, T]
+    hit = (out.argmax(-1) == y) & valid  # [B, T]
+    count, right = valid.sum(1), hit.sum(1)  # [B], [B]
+    rows = count > 0  # [B]
+    share = right[rows].double() / count[rows].double()  # [rows]
+    return [int((right[rows] == count[rows]).sum()), int(rows.sum()), float(share.sum())]
 
 
 def _exact(sums, cfg):
@@ -36,9 +58,16 @@ def _exact(sums, cfg):
         return {"r2": M.r2_from_sums(sums)}
     if cfg.objective == "tokens":
         c, n = int(sums[0]), int(sums[1])
+        strings = cfg.string_metrics is not None
+        given = sums[2:-3] if strings else sums[2:]
         # the share of the scored positions given the model's most frequent answer: near 1, one answer for all
-        return {"accuracy": c / n if n else float("nan"), "correct": c, "count": n,
-                "top_share": float(sums[2:].max()) / n if n else float("nan")}
+        res = {"accuracy": c / n if n else float("nan"), "correct": c, "count": n,
+               "top_share": float(given.max()) / n if n else float("nan")}
+        if strings:
+            right, rows, share = int(sums[-3]), int(sums[-2]), float(sums[-1])
+            res.update(string_accuracy=right / rows if rows else float("nan"),
+                       char_accuracy=share / rows if rows else float("nan"), rows=rows)
+        return res
     cm = sums.reshape(cfg.num_classes, cfg.num_classes)
     s = M.macro_from_confusion(cm)
     return {**s, "confusion": cm.long().tolist()}
