@@ -37,6 +37,8 @@ class CertificateError(LongsynthError):
 
 Count = Annotated[int, Strict(), Field(ge=0)]
 Group = Annotated[str, Strict(), Field(pattern=r"^-?[0-9]{1,9}$")]  # a breakdown group or test length
+# a test set: its length, or a short lowercase name (flip-flop's dense and sparse splits): nothing a report misreads
+SetLabel = Annotated[str, Strict(), Field(pattern=r"^([0-9]{1,9}|[a-z][a-z0-9_-]{0,31})$")]
 
 
 class Cell(BaseModel):
@@ -114,7 +116,7 @@ class Certificate(BaseModel):
     weight_decay: Optional[NonNegative] = None
     width: Optional[Annotated[int, Strict(), Field(ge=1)]] = None
     depth: Optional[Annotated[int, Strict(), Field(ge=1)]] = None
-    test_sets: Optional[dict[Group, Evaluation]] = None  # keyed by test length
+    test_sets: Optional[dict[SetLabel, Evaluation]] = None  # keyed by test length, or by the set's name
     diverged: Optional[Diverged] = None  # a run that met a NaN or an infinity: no test result
     steps: Optional[Count] = None
     spec: Optional[SpecRecord] = None

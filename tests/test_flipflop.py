@@ -83,3 +83,29 @@ GOLDEN = ["88580bcedfc5579e9f3b02c2d599bfc152fb7441f4229a1e276fd465e3b2fd29",
 def test_golden_digests():
     got = [sample_digest(longsynth.sample("flipflop", i, seed=2023)).hex() for i in (0, 9)]
     assert got == GOLDEN
+
+
+def test_the_flipflop_suite_reports_the_reads_by_split(tmp_path):
+    """evaluate --suite flipflop: tested on FFL(0.8) and on the dense (0.1) and sparse (0.98) splits; the report
+    tabulates each set's accuracy and errors beside the 1-in-2 chance of a read, and a set's label reaches the
+    certificate's schema (a name, not only a length)."""
+    from longsynth.models_ref.evaluation.sweep import Settings, evaluate
+
+    evaluate("gru", "flipflop", out=str(tmp_path), settings=Settings(steps=5), progress=False)
+    text = (tmp_path / "report.md").read_text()
+    assert "| test set | dense | sparse |" in text and "| errors |" in text
+    row = next(line for line in text.splitlines() if line.startswith("| flipflop | accuracy |"))
+    assert "| 0.500 |" in row and "1 of 2 bits" in text
+    import json
+    import os
+
+    from longsynth import certificate
+
+    (path,) = [os.path.join(d, "metrics.json") for d, _, fs in os.walk(tmp_path / "runs") if "metrics.json" in fs]
+    raw = json.load(open(path))
+    assert set(raw["test_sets"]) == {"dense", "sparse"}
+    for bad in ("Dense", "a|b", "x" * 40, "../up"):  # what a stranger's certificate could put in a report's table
+        raw["test_sets"] = {bad: raw["test_sets"].get("dense") or next(iter(raw["test_sets"].values()))}
+        json.dump(raw, open(path, "w"))
+        with pytest.raises(certificate.CertificateError, match="test_sets"):
+            certificate.read(os.path.dirname(path))

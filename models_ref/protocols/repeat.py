@@ -1,15 +1,16 @@
-"""Repeat After Me's string tasks (generators/repeat/): protocols at the tiny scale, their built-ins
-and suite.
+"""Repeat After Me's string tasks and the flip-flop language (generators/repeat/, generators/flipflop/):
+protocols at the tiny scale, their built-ins and suites.
 
 - ``repeat-copy``, ``repeat-prefix-ngram``, ``repeat-suffix-ngram``: trained on packed rows of the
   authors' lengths (5-20 letters in 220 characters), tested on one example a row at 10-20 letters
-  (the task's test split) and at 30 and 40 letters, 1.5 and 2 times the longest trained.
+  (the task's test split) and at 30 and 40 letters, 1.5 and 2 times the longest trained;
+- ``flipflop``: trained on FFL(0.8) at T 256 (the Hub's train split), tested on FFL(0.8), FFL(0.1)
+  (val_dense) and FFL(0.98) (val_sparse), the reads' accuracy and errors by set in the report.
 
-The metrics are Jelassi et al.'s ``get_score`` (``string_metrics``): the answer's letters, its '.'
-left out; accuracy over them, and per row the string accuracy (every letter right) and the
-character accuracy (the share right), teacher-forced as theirs. Not here yet: the paper's recipe
-(the paper scale), the paper's figures, and flip-flop's protocol (its test sets are splits of other
-p, which the reports do not show by name yet).
+The strings' metrics are Jelassi et al.'s ``get_score`` (``string_metrics``): the answer's letters,
+its '.' left out; accuracy over them, and per row the string accuracy (every letter right) and the
+character accuracy (the share right), teacher-forced as theirs. Not here yet: the papers' recipes
+(the paper scale) and figures.
 """
 from __future__ import annotations
 
@@ -29,5 +30,14 @@ for _task in ("repeat-copy", "repeat-prefix-ngram", "repeat-suffix-ngram"):
     PAPER_MISSING[_task] = ("Jelassi et al. plot their accuracies (Figures 2-5) and give no table; their recipe is not "
                             "entered here yet")
 SUITES["repeat"] = [(t, t) for t in ("repeat-copy", "repeat-prefix-ngram", "repeat-suffix-ngram")]
+
+_LIU = "Liu et al., Flip-Flop Language Modeling (the synthseq/flipflop data card's splits)"
+PROTOCOLS[("flipflop", "tiny")] = dict(
+    TOKENS, task="flipflop", data={}, batch_size=16, steps=1500, lr=3e-3, eval_every=250, eval_batches=4,
+    source=f"{_LIU}: FFL(0.8) at T 256, tested on FFL(0.8), FFL(0.1) (dense) and FFL(0.98) (sparse); ours: 1,500 "
+           f"steps of 16 at lr 3e-3 (cosine), two blocks of width 64",
+    test_sets={"dense": {"p_ignore": 0.1}, "sparse": {"p_ignore": 0.98}})
+PAPER_MISSING["flipflop"] = "Liu et al. plot their read errors and give no table; their recipe is not entered here yet"
+SUITES["flipflop"] = [("flipflop", "flipflop")]
 
 ARCHITECTURES.update(two_blocks(PROTOCOLS, lambda name, scale, model: (64, {})))

@@ -42,11 +42,26 @@ def by_length(runs):
                 c[1] += cell["count"]
         for label, res in (r.get("test_sets") or {}).items():
             n = ((res.get("exact") or {}).get("count") or 1) if res else 0
-            if n and res.get("accuracy") is not None:
+            if n and res.get("accuracy") is not None and str(label).isdigit():  # named sets: ``by_set``
                 c = cells.setdefault(("test length", int(label)), [0.0, 0])
                 c[0] += res["accuracy"] * n
                 c[1] += n
     return [{"kind": k, "at": at, "accuracy": a / n, "count": n} for (k, at), (a, n) in sorted(cells.items()) if n]
+
+
+def by_set(runs):
+    """The test accuracy of a row's runs on each test set named otherwise than by a length (flip-flop's dense
+    and sparse splits): [{"set", "accuracy", "correct", "count"}] in the protocol's order, the scored targets
+    summed over the runs' seeds. [] for runs without such sets."""
+    cells = {}  # label -> [correct, count]
+    for r in runs:
+        for label, res in (r.get("test_sets") or {}).items():
+            exact = (res or {}).get("exact") or {}
+            if not str(label).isdigit() and exact.get("count"):
+                c = cells.setdefault(str(label), [0, 0])
+                c[0] += int(exact["correct"])
+                c[1] += int(exact["count"])
+    return [{"set": k, "accuracy": c / n, "correct": c, "count": n} for k, (c, n) in cells.items()]
 
 
 _LENGTH_PAIRS = (("min_length", "max_length"), ("min_sequence_length", "max_sequence_length"))  # (lo, hi) names

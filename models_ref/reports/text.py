@@ -162,7 +162,7 @@ class ReportText:
         if missing:
             out += ["", "Paper figures not entered: " + "; ".join(missing) + "."]
         out += self._summary_markdown() + self._caveats_markdown(rows) + self._diverged_markdown() \
-            + self._lengths_markdown()
+            + self._lengths_markdown() + self._sets_markdown()
         out += ["", f"Runs: {len(self.runs)}, each with its certificate under runs/ beside the report where it was "
                        "written (curves, history, metrics; the copies kept in docs/validation/ leave them out)."]
         return "\n".join(out) + "\n"
@@ -301,6 +301,27 @@ class ReportText:
                 out += [f"{r['task']}, by {kind}:", "", "| " + kind + " | " + " | ".join(at) + " |",
                         "|---" * (len(at) + 1) + "|",
                         "| accuracy | " + " | ".join(f"{acc:.3f}" for _, _, acc, _ in cells) + " |", ""]
+        return out
+
+    def _sets_markdown(self):
+        """The accuracy-by-test-set section, for rows tested on sets named otherwise than by a length (flip-flop's
+        dense and sparse splits): the accuracy, and the errors with their 95% upper bound where there are none
+        (the rule of three: fewer than 3/n errors a target)."""
+        rows = [r for r in self.rows() if r.get("by_set")]
+        if not rows:
+            return []
+        out = ["", "## Accuracy by test set", "",
+               "Test accuracy of the best learning rate's runs on each of the protocol's test sets (their "
+               "parameters are in its source above), and the errors: where a set has none, the error rate is "
+               "below 3/n with 95% confidence (n scored targets), not 0.", ""]
+        for r in rows:
+            sets = r["by_set"]
+            errors = [f"{c['count'] - c['correct']:,} of {c['count']:,}" + (
+                f" (< {3 / c['count']:.2g} a target, 95%)" if c["correct"] == c["count"] else "") for c in sets]
+            out += [f"{r['task']}, by test set:", "", "| test set | " + " | ".join(c["set"] for c in sets) + " |",
+                    "|---" * (len(sets) + 1) + "|",
+                    "| accuracy | " + " | ".join(f"{c['accuracy']:.4f}" for c in sets) + " |",
+                    "| errors | " + " | ".join(errors) + " |", ""]
         return out
 
 

@@ -170,6 +170,10 @@ def _candidates(task, cfg):
         ns = cfg.vocab_size - cfg.noise_vocab_size - 1
         n = ns - ns // 2
         return n, f"1 of {n:,} values"
+    if task == "flipflop":  # a read's bit
+        return 2, "1 of 2 bits"
+    if task.startswith("repeat-"):  # the answer's letters (the protocol leaves its '.' out of the metrics)
+        return cfg.vocab_size, f"1 of {cfg.vocab_size:,} letters"
     if task.startswith("chomsky-"):  # a uniform guess among the output classes at every scored position
         from longsynth.generators.chomsky._common import LAYOUTS
 
