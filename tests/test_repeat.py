@@ -256,6 +256,9 @@ def test_the_repeat_suite_runs_through_evaluate_and_tests_longer_strings(tmp_pat
     (cert,) = [json.load(open(os.path.join(d, "metrics.json"))) for d, _, fs in os.walk(tmp_path / "runs")
                if "metrics.json" in fs]
     assert set(cert["test_sets"]) == {"30", "40"} and all(0 <= r["accuracy"] <= 1 for r in cert["test_sets"].values())
+    assert all(0 <= r["exact"]["string_accuracy"] <= 1 for r in cert["test_sets"].values())
+    report = (tmp_path / "report.md").read_text()
+    assert "| string accuracy |" in report and "String accuracy: the share of test rows" in report
 
 
 def test_string_and_character_accuracy_are_their_get_score():

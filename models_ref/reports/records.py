@@ -31,8 +31,10 @@ def by_length(runs):
     """The test accuracy by length of a row's runs: [{"kind", "at", "accuracy", "count"}] sorted,
     from the test breakdown (kind "length" or "position", protocol ``breakdown``) and the test
     sets (kind "test length": the set's label, an input length); correct answers are summed over
-    the runs' seeds. [] for runs without either."""
-    cells = {}  # (kind, at) -> [correct, count]
+    the runs' seeds. A test set's cell adds "string_accuracy" (rows whose every scored target is
+    right) where its protocol records it (Repeat After Me's ``string_metrics``). [] for runs without
+    either."""
+    cells, strings = {}, {}  # (kind, at) -> [correct, count]; test length -> [strings right, rows]
     for r in runs:
         test = r.get("test") or {}
         for kind in ("length", "position"):
@@ -46,7 +48,17 @@ def by_length(runs):
                 c = cells.setdefault(("test length", int(label)), [0.0, 0])
                 c[0] += res["accuracy"] * n
                 c[1] += n
-    return [{"kind": k, "at": at, "accuracy": a / n, "count": n} for (k, at), (a, n) in sorted(cells.items()) if n]
+                rows = (res.get("exact") or {}).get("rows")
+                if rows and (res.get("exact") or {}).get("string_accuracy") is not None:  # Repeat After Me's get_score
+                    strings.setdefault(int(label), [0.0, 0])
+                    strings[int(label)][0] += res["exact"]["string_accuracy"] * rows
+                    strings[int(label)][1] += rows
+    out = [{"kind": k, "at": at, "accuracy": a / n, "count": n} for (k, at), (a, n) in sorted(cells.items()) if n]
+    for c in out:
+        if c["kind"] == "test length" and c["at"] in strings:
+            right, rows = strings[c["at"]]
+            c["string_accuracy"] = right / rows
+    return out
 
 
 def by_set(runs):

@@ -293,14 +293,21 @@ class ReportText:
         out = ["", "## Accuracy by test length", "",
                "Test accuracy of the best learning rate's runs, by the length of the test sequences (the "
                "protocol's test sets, or its test split grouped by each sequence's length, or by the position of "
-               "each scored token); ranges of lengths where there are many. lengths.png draws it.", ""]
+               "each scored token); ranges of lengths where there are many. lengths.png draws it."
+               + (" String accuracy: the share of test rows whose every scored target is right (Repeat After Me's "
+                  "get_score: the answer's letters, given the true prefix)."
+                  if any("string_accuracy" in c for r in rows for c in r["by_length"]) else ""), ""]
         for r in rows:
             for kind in dict.fromkeys(c["kind"] for c in r["by_length"]):
                 cells = binned([c for c in r["by_length"] if c["kind"] == kind])
                 at = [f"{a:,}" if a == z else f"{a:,}-{z:,}" for a, z, _, _ in cells]
                 out += [f"{r['task']}, by {kind}:", "", "| " + kind + " | " + " | ".join(at) + " |",
                         "|---" * (len(at) + 1) + "|",
-                        "| accuracy | " + " | ".join(f"{acc:.3f}" for _, _, acc, _ in cells) + " |", ""]
+                        "| accuracy | " + " | ".join(f"{acc:.3f}" for _, _, acc, _ in cells) + " |"]
+                strings = [c.get("string_accuracy") for c in r["by_length"] if c["kind"] == kind]
+                if len(strings) == len(cells) and None not in strings:  # unbinned, each with its strings' share
+                    out += ["| string accuracy | " + " | ".join(f"{v:.3f}" for v in strings) + " |"]
+                out += [""]
         return out
 
     def _sets_markdown(self):
