@@ -66,33 +66,24 @@ class CopyConfig:
 
 
 @dataclass(frozen=True)
-class LookupConfig:
-    vocab_size: int = _V
+class _NgramConfig(CopyConfig):
     n_gram: int = _NGRAM
-    length_answer: int = _ANSWER
-    context_len: int = _CONTEXT
-    min_train_len: int = _LENGTHS["min_train_len"]
-    max_train_len: int = _LENGTHS["max_train_len"]
-    min_eval_len: int = _LENGTHS["min_eval_len"]
-    max_eval_len: int = _LENGTHS["max_eval_len"]
+
+
+@dataclass(frozen=True)
+class LookupConfig(_NgramConfig):
     ambiguous_query: bool = param(False, "the authors' query: any n-gram of their list but its last, answered after "
                                          "its first occurrence, so it may occur twice (docs/tasks/repeat.md gives the "
                                          "rate); by default the query occurs once in the string")
 
 
 @dataclass(frozen=True)
-class DuplicateConfig:
-    vocab_size: int = _V
-    n_gram: int = _NGRAM
+class DuplicateConfig(_NgramConfig):
     length_answer: int = param(0, "shortens the starts the two n-grams are drawn among, as the authors' max_limit "
                                   "(the answer is always the whole string)", lo=0, hi=MAX_LEN)
-    context_len: int = _CONTEXT
     min_train_len: int = param(10, "fewest letters of a train (and val) example: 10, the fewest where any 3-gram start "
                                    "leaves another that does not overlap it (the authors never train on this task; "
                                    "their min_eval_len is 10)", lo=1, hi=MAX_LEN)
-    max_train_len: int = _LENGTHS["max_train_len"]
-    min_eval_len: int = _LENGTHS["min_eval_len"]
-    max_eval_len: int = _LENGTHS["max_eval_len"]
 
 
 KINDS = {"repeat-copy": K.COPY, "repeat-prefix-ngram": K.PREFIX, "repeat-suffix-ngram": K.SUFFIX,
