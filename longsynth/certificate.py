@@ -55,7 +55,11 @@ Fraction = Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0, le=1)]
 class Exact(BaseModel):
     model_config = ConfigDict(extra="allow")
     count: Optional[Count] = None
+    correct: Optional[Count] = None
     top_share: Optional[Fraction] = None  # the share of the scored positions given the most frequent answer
+    rows: Optional[Count] = None  # where the protocol has string_metrics: the rows scored, and their get_score
+    string_accuracy: Optional[Fraction] = None
+    char_accuracy: Optional[Fraction] = None
 
 
 class Evaluation(BaseModel):

@@ -109,3 +109,23 @@ def test_the_flipflop_suite_reports_the_reads_by_split(tmp_path):
         json.dump(raw, open(path, "w"))
         with pytest.raises(certificate.CertificateError, match="test_sets"):
             certificate.read(os.path.dirname(path))
+
+
+def test_a_strangers_string_accuracy_must_be_a_fraction(tmp_path):
+    """The certificate's schema checks the get_score fields a report reads: a string accuracy of 2 or a list of
+    rows is refused in one line, never multiplied into a table."""
+    import json
+
+    from longsynth import certificate
+    from longsynth.models_ref.evaluation.sweep import Settings, evaluate
+
+    evaluate("gru", "repeat-copy", out=str(tmp_path), settings=Settings(steps=3), progress=False)
+    (path,) = list((tmp_path / "runs").rglob("metrics.json"))
+    raw = json.loads(path.read_text())
+    assert 0 <= raw["test_sets"]["30"]["exact"]["string_accuracy"] <= 1
+    for field, bad in (("string_accuracy", 2.0), ("rows", [1, 2]), ("char_accuracy", "x")):
+        broken = json.loads(json.dumps(raw))
+        broken["test_sets"]["30"]["exact"][field] = bad
+        path.write_text(json.dumps(broken))
+        with pytest.raises(certificate.CertificateError, match=field):
+            certificate.read(path.parent)

@@ -48,7 +48,7 @@ def by_length(runs):
                 c = cells.setdefault(("test length", int(label)), [0.0, 0])
                 c[0] += res["accuracy"] * n
                 c[1] += n
-                rows = (res.get("exact") or {}).get("rows")
+                rows = (res.get("exact") or {}).get("rows")  # both checked by the certificate's schema
                 if rows and (res.get("exact") or {}).get("string_accuracy") is not None:  # Repeat After Me's get_score
                     strings.setdefault(int(label), [0.0, 0])
                     strings[int(label)][0] += res["exact"]["string_accuracy"] * rows

@@ -32,8 +32,8 @@ def _batch_metrics(out, y, extras, cfg):
         sums = [torch.tensor([m["correct"], m["count"]], dtype=torch.float64), given]
         if strings:
             rows = _strings(out, y)
-            m.update(string_accuracy=rows[0] / rows[1] if rows[1] else float("nan"),
-                     char_accuracy=rows[2] / rows[1] if rows[1] else float("nan"))
+            if rows[1]:  # a batch without a scored row adds nothing (a NaN would read as a diverged run)
+                m.update(string_accuracy=rows[0] / rows[1], char_accuracy=rows[2] / rows[1])
             sums.append(torch.tensor(rows, dtype=torch.float64))
         return m, torch.cat(sums)
     cm = M.confusion(out, y.long(), cfg.num_classes)
@@ -65,8 +65,9 @@ def _exact(sums, cfg):
                "top_share": float(given.max()) / n if n else float("nan")}
         if strings:
             right, rows, share = int(sums[-3]), int(sums[-2]), float(sums[-1])
-            res.update(string_accuracy=right / rows if rows else float("nan"),
-                       char_accuracy=share / rows if rows else float("nan"), rows=rows)
+            res["rows"] = rows
+            if rows:
+                res.update(string_accuracy=right / rows, char_accuracy=min(1.0, share / rows))
         return res
     cm = sums.reshape(cfg.num_classes, cfg.num_classes)
     s = M.macro_from_confusion(cm)
