@@ -66,7 +66,26 @@ def _compile(name):
         longsynth.sample(name, 0)
 
 
-SLOWEST_FIRST = ("pathfinder-seg", "chomsky-binary-multiplication", "chomsky-binary-addition", "mad-fuzzy-recall")
+SLOWEST_FIRST = ("pathfinder-seg", "chomsky-binary-multiplication", "chomsky-binary-addition", "mad-fuzzy-recall",
+                 "repeat-copy")
+
+
+def _compile_order(names):
+    """The tasks in the order the pool compiles them: the slowest compiles first, then one task of each
+    generator module (its tasks share kernels: Repeat After Me's four share one), then the rest, so that two
+    processes seldom compile the same kernel at once (the second would not find it in the cache yet)."""
+    from longsynth import registry
+
+    def module(name):
+        t = registry.get(name)
+        return getattr(t.fill or t.block, "__module__", name)
+
+    first, seen = {}, set()
+    for name in names:
+        m = module(name)
+        first[name] = m not in seen
+        seen.add(m)
+    return sorted(names, key=lambda t: (t not in SLOWEST_FIRST, not first[t]))
 
 
 def pytest_sessionstart(session):
@@ -79,6 +98,6 @@ def pytest_sessionstart(session):
         return
     import longsynth
 
-    names = sorted(longsynth.tasks(), key=lambda t: t not in SLOWEST_FIRST)  # the longest compiles start first
+    names = _compile_order(longsynth.tasks())
     with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
         list(pool.map(_compile, names))  # one task at a time: a process that finishes early takes the next
