@@ -29,8 +29,7 @@ import numpy as np
 from longsynth.errors import LongsynthError
 from longsynth.generators._authors import Authors, Stream, block_rows
 from longsynth.generators.chomsky.mt19937 import np_randint, np_randint_fill, numpy_state, py_randbelow, python_state
-
-COPY, PREFIX, SUFFIX, DUPLICATE = 0, 1, 2, 3  # as strings.py
+from longsynth.generators.repeat.strings import COPY, DUPLICATE, PREFIX, SUFFIX, markers
 TRIES = 10  # their generate_str_unique_ngram's counter_max_ngram
 
 
@@ -109,12 +108,17 @@ def _scored_from(kind, n, g):
     return {COPY: n + 2, DUPLICATE: n + 2, PREFIX: n + g + 3, SUFFIX: n + g + 2}[kind]
 
 
-def _row(d, kind, cfg, test):
-    """(ids [C], mask [C]) of one row of their CopyDataset (train) or EvalCopyDataset (test)."""
+def _ids(vocab_size):
+    """Their tokenizer's map: the letters, then $ | . * (``strings.markers``)."""
+    ids = {c: i for i, c in enumerate(string.ascii_lowercase[:vocab_size])}
+    ids.update(zip("$|.*", markers(vocab_size)))
+    return ids
+
+
+def _row(d, kind, cfg, test, ids):
+    """(ids [C], mask [C]) of one row of their CopyDataset (train) or EvalCopyDataset (test); ``ids``: ``_ids``."""
     vs, C = cfg.vocab_size, cfg.context_len
     g, la = getattr(cfg, "n_gram", 0), cfg.length_answer
-    ids = {c: i for i, c in enumerate(string.ascii_lowercase[:vs])}
-    ids.update({"$": vs, "|": vs + 1, ".": vs + 2, "*": vs + 3})
     if test:
         n = d.randint(cfg.min_eval_len, cfg.max_eval_len + 1)
         text = _example(d, kind, n, g, la, vs)
@@ -135,18 +139,18 @@ def _row(d, kind, cfg, test):
 
 
 def _blocks(kind, cfg, count, seed, split, block):
-    d = _Draws(seed)
+    d, ids = _Draws(seed), _ids(cfg.vocab_size)
     for lo in range(0, count, block):
         m = min(block, count - lo)
         inputs = np.empty((m, cfg.context_len - 1), dtype=np.int64)
         targets = np.empty_like(inputs)
         for r in range(m):
             try:
-                ids, mask = _row(d, kind, cfg, split == "test")
+                row, mask = _row(d, kind, cfg, split == "test", ids)
             except LongsynthError as e:
                 raise LongsynthError(f"{e} (row {lo + r} of the {split} stream)") from None
-            inputs[r] = ids[:-1]
-            targets[r] = np.where(mask[1:], ids[1:], -100)
+            inputs[r] = row[:-1]
+            targets[r] = np.where(mask[1:], row[1:], -100)
         yield {"inputs": inputs, "targets": targets}
 
 

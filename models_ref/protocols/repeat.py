@@ -15,6 +15,7 @@ character accuracy (the share right), teacher-forced as theirs. Not here yet: th
 from __future__ import annotations
 
 from longsynth.generators.repeat.strings import markers
+from longsynth.generators.repeat.tasks import CopyConfig
 from longsynth.models_ref.protocols.tokens import TOKENS, two_blocks
 
 PROTOCOLS, ARCHITECTURES, SUITES, PAPER_MISSING = {}, {}, {}, {}
@@ -26,9 +27,9 @@ for _task in ("repeat-copy", "repeat-prefix-ngram", "repeat-suffix-ngram"):
         source=f"{_JELASSI}: trained on 5-20 letters packed into 220 characters, tested on 10-20 and at 30 and 40; "
                f"ours: 1,500 steps of 32 at lr 3e-3 (cosine), two blocks of width 64",
         test_sets={str(n): {"min_eval_len": n, "max_eval_len": n} for n in (30, 40)},
-        string_metrics=(markers(26)[2],))  # their get_score: the answer's letters, its '.' left out
-    PAPER_MISSING[_task] = ("Jelassi et al. plot their accuracies (Figures 2-5) and give no table; their recipe is not "
-                            "entered here yet")
+        string_metrics=(markers(CopyConfig().vocab_size)[2],))  # their get_score: the letters, the '.' left out
+    PAPER_MISSING[_task] = ("no readable copy of Jelassi et al.'s paper was at hand: neither their figures nor their "
+                            "recipe is entered yet")
 SUITES["repeat"] = [(t, t) for t in ("repeat-copy", "repeat-prefix-ngram", "repeat-suffix-ngram")]
 
 _LIU = "Liu et al., Flip-Flop Language Modeling (the synthseq/flipflop data card's splits)"
@@ -37,7 +38,8 @@ PROTOCOLS[("flipflop", "tiny")] = dict(
     source=f"{_LIU}: FFL(0.8) at T 256, tested on FFL(0.8), FFL(0.1) (dense) and FFL(0.98) (sparse); ours: 1,500 "
            f"steps of 16 at lr 3e-3 (cosine), two blocks of width 64",
     test_sets={"dense": {"p_ignore": 0.1}, "sparse": {"p_ignore": 0.98}})
-PAPER_MISSING["flipflop"] = "Liu et al. plot their read errors and give no table; their recipe is not entered here yet"
+PAPER_MISSING["flipflop"] = ("no readable copy of Liu et al.'s paper was at hand: neither their figures nor their "
+                             "recipe is entered yet")
 SUITES["flipflop"] = [("flipflop", "flipflop")]
 
 ARCHITECTURES.update(two_blocks(PROTOCOLS, lambda name, scale, model: (64, {})))
