@@ -65,6 +65,7 @@ h = splitmix64_finaliser(h ^ (t + 1)). Equal templates give equal hashes.
 import numpy as np
 from numba import njit, prange
 
+from longsynth.generators._copy import copy_run
 from longsynth.rng import next_u64, popcount, stream
 
 VOCAB = ["[MIN", "[MAX", "[MED", "[SM", "]", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9"]
@@ -386,7 +387,7 @@ def listops_one(seed, split, index, min_length, max_length, max_args, max_depth,
     # (listops._check refuses less, and an empty window): <= 1e6 attempts expected
     while length == 0:
         attempts += 1
-        saved[:] = s
+        copy_run(saved, 0, s, 0, saved.shape[0])
         length = attempt_length(s, min_length, max_length, max_args, max_depth, cap)
     kids = np.empty(max_length, dtype=np.uint8)
     starts = np.zeros(max_depth + 1, dtype=np.int64)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from longsynth.generators._copy import copy_run
 from longsynth.generators._tokens import IGNORE
 from longsynth.generators.mad.common import (_MULTI_QUERY, MAX_VOCAB, TRAIN, _check_noise, _require, _seq_len,
                                             _seq_length, _shift_out, _task, _vocab)
@@ -145,9 +146,9 @@ def fuzzy_one(seed, split, index, law, inp, tgt):
         if pos >= probe_slot and not probe_shown:
             pos = _put(tokens, scored, pos, probe_k, pks, 0, False)
             pos = _put(tokens, scored, pos, probe_v, pvs, law.n_keys, False)
-            table_keys[n_entries, :pks] = probe_k[:pks]
+            copy_run(table_keys[n_entries], 0, probe_k, 0, pks)
             key_len[n_entries] = pks
-            table_vals[n_entries, :pvs] = probe_v[:pvs]
+            copy_run(table_vals[n_entries], 0, probe_v, 0, pvs)
             val_len[n_entries] = pvs
             n_entries += 1
             probe_shown = True
@@ -167,7 +168,7 @@ def fuzzy_one(seed, split, index, law, inp, tgt):
         if not seen:
             e = n_entries
             n_entries += 1
-            table_keys[e, :ks] = key[:ks]
+            copy_run(table_keys[e], 0, key, 0, ks)
             key_len[e] = ks
             is_probe = ks == pks
             if is_probe:
@@ -175,12 +176,12 @@ def fuzzy_one(seed, split, index, law, inp, tgt):
                     if key[j] != probe_k[j]:
                         is_probe = False
             if is_probe:
-                table_vals[e, :pvs] = probe_v[:pvs]
+                copy_run(table_vals[e], 0, probe_v, 0, pvs)
                 val_len[e] = pvs
                 probe_shown = True
             else:
                 _motif(s, law.n_values, vs, val)
-                table_vals[e, :vs] = val[:vs]
+                copy_run(table_vals[e], 0, val, 0, vs)
                 val_len[e] = vs
         pos = _put(tokens, scored, pos, key, ks, 0, False)
         pos = _put(tokens, scored, pos, table_vals[e], val_len[e], law.n_keys, seen and law.multi_query)

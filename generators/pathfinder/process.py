@@ -393,5 +393,5 @@ def _render_strided(t, nt, seed, split, start, P, T, works, img, lab, dashes, ma
 def render_batch(seed, split, start, P, T, works, img, lab, dashes, markers, counts, peak):
     """Images start..start+n-1, image i on thread i mod (threads in works)."""
     nt = works.n.shape[0]
-    for t in prange(nt):
-        _render_strided(t, nt, seed, split, start, P, T, works, img, lab, dashes, markers, counts, peak)
+    for t in prange(nt):  # t as int64: the loop's own uint64 index compiled a second _render_strided (7 s)
+        _render_strided(np.int64(t), nt, seed, split, start, P, T, works, img, lab, dashes, markers, counts, peak)

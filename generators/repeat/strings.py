@@ -17,6 +17,7 @@ qualifies, at most MAX_TRIES times.
 import numpy as np
 from numba import njit, prange
 
+from longsynth.generators._copy import copy_run
 from longsynth.rng import below, below_fill, stream
 
 COPY, PREFIX, SUFFIX, DUPLICATE = 0, 1, 2, 3
@@ -138,7 +139,7 @@ def example(st, kind, n, g, la, vs, ambiguous, c, at, scratch):
                     same = False
                     break
             if same:
-                s[t : t + g] = new
+                copy_run(s, t, new, 0, g)
                 t += g
             else:
                 t += 1
@@ -146,24 +147,24 @@ def example(st, kind, n, g, la, vs, ambiguous, c, at, scratch):
     c[m] = dollar
     m += 1
     if kind == PREFIX:
-        c[m : m + g] = s[idx : idx + g]
+        copy_run(c, m, s, idx, g)
         c[m + g] = bar
         m += g + 1
-    c[m : m + n] = s[:n]
+    copy_run(c, m, s, 0, n)
     c[m + n] = bar
     m += n + 1
     scored = m - at
     if kind == SUFFIX:
-        c[m : m + g] = s[idx : idx + g]
+        copy_run(c, m, s, idx, g)
         m += g
         scored += g
     if kind == PREFIX or kind == SUFFIX:
         rest = n - idx - g
         a = min(la, rest) if la > 0 else rest
-        c[m : m + a] = s[idx + g : idx + g + a]
+        copy_run(c, m, s, idx + g, a)
     else:  # copy's answer is length_answer letters when set, duplicate's always the whole string
         a = min(la, n) if la > 0 and kind == COPY else n
-        c[m : m + a] = s[:a]
+        copy_run(c, m, s, 0, a)
     m += a
     c[m] = dot
     return m + 1 - at, scored
@@ -183,9 +184,9 @@ def row(seed, split, index, kind, g, la, vs, ambiguous, packed, lo, hi, c, mask,
         if m < 0:
             return False
         if pos + m > C:  # the last example, cut at C and unscored
-            c[pos:] = buf[: C - pos]
+            copy_run(c, pos, buf, 0, C - pos)
             return True
-        c[pos : pos + m] = buf[:m]
+        copy_run(c, pos, buf, 0, m)
         mask[pos + scored : pos + m] = 1
         pos += m
         if not packed:
