@@ -163,6 +163,7 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
       on mqar: zoology-attention, base-conv, hyena, h3;
       on the chomsky suites: rnn, lstm, stack-rnn, tape-rnn,
       chomsky-transformer;
+      on the other token suites: lstm (two blocks of torch's LSTM);
     or path/to/file.py:function or package.module:function, a function that
     takes a longsynth.ModelSpec and returns a torch.nn.Module mapping
     [B, T, d_input] (or tokens [B, T]) to [B, T, d_output] (docs/evaluate.md).

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from longsynth.errors import LongsynthError
 from longsynth.models_ref.layers.gru import GRU
+from longsynth.models_ref.layers.torch_lstm import TorchLSTM
 from longsynth.models_ref.layers.s6 import S6
 from longsynth.models_ref.layers.selective_scan import SelectiveScan, chunk_length
 from longsynth.models_ref.models.stack import Model, ModelConfig
@@ -60,6 +61,23 @@ def gru_twin(m, u):
         z = torch.sigmoid(x @ W_i[1].T + b_i[1] + h @ W_h[1].T + b_h[1])
         n = torch.tanh(x @ W_i[2].T + b_i[2] + r * (h @ W_h[2].T + b_h[2]))
         h = (1 - z) * n + z * h
+        out.append(h)
+    return torch.stack(out, 1)  # [b, L, H]
+
+
+def lstm_twin(m, u):
+    """The LSTM equations (torch.nn.LSTM's documentation) at every position, with the module's weights."""
+    rnn = m.rnn
+    W_i, W_h = rnn.weight_ih_l0.chunk(4), rnn.weight_hh_l0.chunk(4)  # (W_ii, W_if, W_ig, W_io), (W_hi, ...)
+    b = [bi + bh for bi, bh in zip(rnn.bias_ih_l0.chunk(4), rnn.bias_hh_l0.chunk(4))]
+    h = u.new_zeros(u.shape[0], u.shape[2])  # [b, H]
+    c = u.new_zeros(u.shape[0], u.shape[2])  # [b, H]
+    out = []
+    for t in range(u.shape[1]):
+        x = u[:, t]  # [b, H]
+        i, f, g, o = (x @ W_i[k].T + h @ W_h[k].T + b[k] for k in range(4))
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
         out.append(h)
     return torch.stack(out, 1)  # [b, L, H]
 
@@ -168,10 +186,19 @@ def test_gru_is_the_gru_equations_step_by_step(L):
     _agree(_grads(m, u, GRU.__call__), _grads(m, u, gru_twin), 1e-10)
 
 
+@pytest.mark.parametrize("L", [1, 29])
+def test_lstm_is_the_lstm_equations_step_by_step(L):
+    torch.manual_seed(L)
+    m = TorchLSTM(12).double()
+    u = torch.randn(3, L, 12, dtype=torch.float64)
+    _agree(_grads(m, u, TorchLSTM.__call__), _grads(m, u, lstm_twin), 1e-10)
+    assert sum(p.numel() for p in m.parameters()) == 8 * 12 * 12 + 8 * 12
+
+
 # ---------------------------------------------------------------- the model stack
 
 
-@pytest.mark.parametrize("layer,extra", [("s6", {}), ("s6", {"signed": True}), ("gru", {})])
+@pytest.mark.parametrize("layer,extra", [("s6", {}), ("s6", {"signed": True}), ("gru", {}), ("lstm", {})])
 def test_recurrent_models_are_causal(layer, extra):
     """Changing the inputs from position 30 leaves every output before it bit for bit, and the
     harness's own check (longsynth evaluate refuses a non-causal model on a causal protocol) passes."""
@@ -257,11 +284,35 @@ def test_signed_transitions_reach_below_zero_and_unsigned_do_not():
 def test_config_refuses_what_the_recurrent_layers_cannot_do():
     for bad, word in ((dict(layer="s6", bidirectional=True), "causal only"),
                       (dict(layer="gru", bidirectional=True), "causal only"),
+                      (dict(layer="lstm", bidirectional=True), "causal only"), (dict(layer="lstm", glu=True), "glu"),
                       (dict(layer="s6", glu=True), "glu"), (dict(layer="gru", skip="one"), "skip"),
                       (dict(layer="dlr", signed=True), "signed"), (dict(layer="s6", dt_rank=0), "dt_rank"),
                       (dict(layer="s6", expand=0), "expand")):
         with pytest.raises(LongsynthError, match=word):
             ModelConfig(d_input=1, d_output=1, **{"H": 8, "N": 8, **bad})
+
+
+def test_builtin_lstm_is_the_chomsky_model_on_chomsky_tasks_and_torch_lstm_blocks_elsewhere():
+    """``lstm`` on flip-flop and Repeat After Me: two prenorm blocks of torch's LSTM (the token protocols'
+    preset); on a Chomsky task: the paper's one-core model with Haiku's LSTM, as before."""
+    from longsynth.models_ref.evaluation.protocol import on_the_fly_sources, resolve
+    from longsynth.models_ref.evaluation.harness import _spec
+    from longsynth.models_ref.models.chomsky import ChomskyModel
+    from longsynth.models_ref.models.factories import BUILTIN
+    from longsynth import registry
+
+    for task, scale in (("flipflop", "tiny"), ("repeat-copy", "tiny"), ("chomsky-even-pairs", "tiny")):
+        proto = resolve(task, scale, task=task)
+        *sources, params = on_the_fly_sources(proto, 2)
+        x, y = sources[0](0)[:2]
+        t = registry.get(task)
+        model = BUILTIN["lstm"](_spec(proto, x, y, vocab_size=int(t.vocab_size(t.make_config(**params)))))
+        if task.startswith("chomsky"):
+            assert isinstance(model, ChomskyModel)
+        else:
+            assert isinstance(model, Model) and model.cfg.layer == "lstm" and model.cfg.n_layers == 2
+            assert sum(isinstance(m, TorchLSTM) for m in model.modules()) == 2
+        assert model(x).shape[:2] == x.shape[:2]
 
 
 def test_builtins_s6_s6_signed_gru_run_causal_with_a_preset(monkeypatch):

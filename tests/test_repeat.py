@@ -246,7 +246,7 @@ def test_the_repeat_suite_runs_through_evaluate_and_tests_longer_strings(tmp_pat
                                                                "repeat-suffix-ngram")]
     for task, _ in suite_tasks("repeat", "tiny"):
         protocol = resolve(task, "tiny", task=task)
-        for n in (30, 40):
+        for n in (20, 30, 40):
             row = longsynth.sample(task, 0, split="test", **{**protocol.data, **protocol.test_sets[str(n)]})
             x = list(row["inputs"].astype(np.int64))
             bars = [i for i, v in enumerate(x) if v == 27]
@@ -255,10 +255,19 @@ def test_the_repeat_suite_runs_through_evaluate_and_tests_longer_strings(tmp_pat
     evaluate("gru", "repeat-copy", out=str(tmp_path), settings=Settings(steps=5), progress=False)
     (cert,) = [json.load(open(os.path.join(d, "metrics.json"))) for d, _, fs in os.walk(tmp_path / "runs")
                if "metrics.json" in fs]
-    assert set(cert["test_sets"]) == {"30", "40"} and all(0 <= r["accuracy"] <= 1 for r in cert["test_sets"].values())
+    assert set(cert["test_sets"]) == {"20", "30", "40"}
+    assert all(0 <= r["accuracy"] <= 1 for r in cert["test_sets"].values())
     assert all(0 <= r["exact"]["string_accuracy"] <= 1 for r in cert["test_sets"].values())
     report = (tmp_path / "report.md").read_text()
     assert "| string accuracy |" in report and "String accuracy: the share of test rows" in report
+    rep = json.loads((tmp_path / "report.json").read_text())
+    (row,) = rep["rows"]
+    assert row["trained_at"] == 20 and row["length_param"] == "max_eval_len"
+    assert [c["at"] for c in row["by_length"]] == [20, 30, 40]
+    from longsynth.models_ref.reports.figures import _strings, _x_label
+
+    assert _x_label([row]) == "test length: the task's max_eval_len"  # letters of the string, not tokens
+    assert [x for x, _ in _strings(row)] == [20, 30, 40]
 
 
 def test_string_and_character_accuracy_are_their_get_score():

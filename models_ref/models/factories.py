@@ -109,16 +109,28 @@ class Zoology(Reference):
 
 class Chomsky(Reference):
     """``rnn``, ``lstm``, ``stack-rnn``, ``tape-rnn``, ``chomsky-transformer``: the Chomsky-hierarchy paper's
-    models (models_ref/models/chomsky.py), on the ``chomsky-*`` protocols only (their preset refuses the others)."""
+    models (models_ref/models/chomsky.py), on the ``chomsky-*`` protocols only (their preset refuses the others).
+    ``lstm`` elsewhere is torch's LSTM as the layer of the reference stack (models_ref/layers/torch_lstm.py; two
+    prenorm blocks on the field's token protocols, models_ref/protocols/tokens.py): the fixed-size state the
+    copying and flip-flop papers set against attention."""
+
+    def _stack(self, spec):
+        from longsynth.models_ref.models import chomsky
+
+        return self.name == "lstm" and spec.task not in chomsky.SIZES
 
     def config(self, spec):
         from longsynth.models_ref.models import chomsky
 
+        if self._stack(spec):
+            return super().config(spec)
         return chomsky.config(self.name, spec.task, spec.vocab_size, self.preset(spec)["arch"])
 
     def __call__(self, spec):
         from longsynth.models_ref.models import chomsky
 
+        if self._stack(spec):
+            return Model(self.config(spec))
         return chomsky.ChomskyModel(self.config(spec))
 
     def checked(self, spec):

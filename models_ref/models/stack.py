@@ -36,9 +36,11 @@ from longsynth.models_ref.layers.kernel import SKIPS
 from longsynth.models_ref.layers.nogate import S4DNoGate
 from longsynth.models_ref.layers.s4d import INITS, S4D
 from longsynth.models_ref.layers.s6 import S6
+from longsynth.models_ref.layers.torch_lstm import TorchLSTM
 
-LAYERS = ("dlr", "dss", "s4", "s4d", "essm", "dlr-real", "attention", "local-attention", "s6", "gru", "deltanet")
-RECURRENT = ("s6", "gru", "deltanet")  # run left to right only, with their own output: no bidirectional, glu or skip
+LAYERS = ("dlr", "dss", "s4", "s4d", "essm", "dlr-real", "attention", "local-attention", "s6", "gru", "lstm",
+          "deltanet")
+RECURRENT = ("s6", "gru", "lstm", "deltanet")  # left to right only, with their own output: no bidirectional, glu, skip
 KERNELS = ("real", "prod")
 NORMS = ("layer", "batch", "rms")
 MLPS = (None, "swiglu")
@@ -49,13 +51,14 @@ class ModelConfig:
     d_input: int  # input channels (ignored for token inputs, see vocab_size)
     d_output: int  # output channels per position (classes for classification)
     H: int = 128
-    N: int = 1024  # state size (s6: d_state, Mamba's 16; gru: unused)
+    N: int = 1024  # state size (s6: d_state, Mamba's 16; gru, lstm: unused)
     n_layers: int = 1
     layer: str = "dlr"  # "dlr" | "dss" | "s4" | "s4d" | "essm" | "dlr-real" | "attention" | "local-attention"
     #                     | "s6" (Mamba; N its d_state, chunk its scan chunk) | "gru"
+    #                     | "lstm" (torch's nn.LSTM)
     #                     | "deltanet" (heads its heads, d_conv its short convolutions, chunk its chunk length)
     kernel: str = "real"  # DLR kernel cast: "real" (Re K) | "prod" (Re K * Im K)
-    bidirectional: bool = False  # all layers but dss, s6, gru, deltanet and no_gate; attention: not causal
+    bidirectional: bool = False  # all layers but dss, s6, gru, lstm, deltanet and no_gate; attention: not causal
     max_kernel_length: int | None = None
     dt_min: float = 5e-4
     dt_max: float = 5e-1
@@ -108,8 +111,8 @@ class ModelConfig:
             raise LongsynthError(f"ff_layers: the feed-forward sublayers are attention's (Table 4), not {self.layer}'s")
         if self.layer in RECURRENT:
             why = {"bidirectional": "is causal only: its recurrence runs left to right",
-                   "glu": {"gru": "has no output Linear to gate", "s6": "gates its output by SiLU(z)"}.get(
-                       self.layer, "ends in its own RMSNorm and W_o"),
+                   "glu": {"gru": "has no output Linear to gate", "lstm": "has no output Linear to gate",
+                           "s6": "gates its output by SiLU(z)"}.get(self.layer, "ends in its own RMSNorm and W_o"),
                    "skip": "learns D from 1 (Mamba's)" if self.layer == "s6" else "has no D u skip"}
             for name, off in (("bidirectional", False), ("glu", False), ("skip", "learned")):
                 if getattr(self, name) != off:
@@ -213,6 +216,8 @@ def make_layer(cfg: ModelConfig):
         return DeltaNet(cfg.H, cfg.heads, d_conv=cfg.d_conv, signed=cfg.signed, chunk=cfg.chunk or 64)
     if cfg.layer == "gru":
         return GRU(cfg.H)
+    if cfg.layer == "lstm":
+        return TorchLSTM(cfg.H)
     chunk = cfg.attention_chunk if cfg.layer == "local-attention" else None
     return Attention(cfg.H, cfg.attention_heads, causal=not cfg.bidirectional, chunk=chunk, glu=cfg.glu,
                      ff_layers=cfg.ff_layers, ff_width=cfg.ff_width)

@@ -17,6 +17,7 @@ BLOCKS = {
     "s4d": dict(N=64, glu=True, dt_min=1e-3, dt_max=1e-1),
     "s6": dict(N=16, dt_min=1e-3, dt_max=1e-1),  # mamba_simple.py: d_state 16, dt in [1e-3, 1e-1]
     "gru": dict(),
+    "lstm": dict(),  # torch's nn.LSTM as the block's layer (models/factories.py, Chomsky)
 }
 
 

@@ -27,6 +27,11 @@ def _series(row):
                any(a != z for a, z, _, _ in cells))
 
 
+def _strings(row):
+    """[(test length, string accuracy)] of a row's test sets that record it (``string_metrics``), else []."""
+    return [(c["at"], c["string_accuracy"]) for c in row["by_length"] if c.get("string_accuracy") is not None]
+
+
 def _length_axis(ax, xs):
     """A length axis: logarithmic (base 2) where the lengths span more than a factor of 8, its ticks plain
     numbers either way (a log axis over 41-100 would show one label)."""
@@ -39,7 +44,12 @@ def _length_axis(ax, xs):
 
 
 def _x_label(rows):
+    """The length axis's name; a test set's length is the value of the task parameter its sets change, named
+    where the rows share one (Repeat After Me's ``max_eval_len`` counts letters, not a row's tokens)."""
     kinds = {c["kind"] for r in rows for c in r["by_length"]}
+    params = {r.get("length_param") for r in rows}
+    if kinds == {"test length"} and len(params) == 1 and None not in params:
+        return f"test length: the task's {next(iter(params))}"
     return {"position": "position of the scored token: the prefix length",
             "length": "sequence length n of the test sample (tokens)"}.get(
                 next(iter(kinds)) if len(kinds) == 1 else None, "test length (tokens)")
@@ -66,8 +76,13 @@ class ReportFigures:
         for r in rows:
             for kind, x, y, ranged in _series(r):
                 xs += x
-                ax.plot(x, y, marker="o",
-                        label=f"{r['task']} (by {kind}{', each point a range of lengths' if ranged else ''})")
+                line, = ax.plot(x, y, marker="o", label=f"{r['task']} (by {kind}"
+                                f"{', each point a range of lengths' if ranged else ''}"
+                                f"{': the share of answer tokens right' if _strings(r) else ''})")
+            if _strings(r):  # Repeat After Me's get_score: the share of rows with every answer token right
+                x, y = zip(*_strings(r))
+                ax.plot(x, y, marker="s", linestyle=":", color=line.get_color(),
+                        label=f"{r['task']}: the share of strings copied whole")
         levels = {}  # the chance of one scored answer: each point is the accuracy of answers of one length
         for r in rows:
             if r["answer_chance"] is not None:

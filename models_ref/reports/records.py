@@ -90,17 +90,24 @@ def train_lengths(run):
     return None
 
 
+def length_param(run):
+    """The task parameter a run's test sets change to a length (the longest of a range: ``max_length``, the
+    Chomsky hierarchy's, ``max_eval_len``, Repeat After Me's), or None."""
+    changes = run.get("test_set_params")
+    if not isinstance(changes, dict) or not changes:
+        return None
+    first = next(iter(changes.values()))
+    keys = [k for k in first if isinstance(k, str)] if isinstance(first, dict) else []
+    return next((k for k in keys if k.startswith("max_")), keys[0] if keys else None)
+
+
 def _trained_at(run):
     """The longest training length of a run tested beyond it: the training value of the parameter its test sets
     change, or the longest of its training lengths (``train_lengths``); None for neither."""
-    changes = run.get("test_set_params")
-    if not isinstance(changes, dict) or not changes:
+    key = length_param(run)
+    if key is None:
         lengths = train_lengths(run)
         return None if lengths is None else lengths[1]
-    first = next(iter(changes.values()))
-    keys = list(first) if isinstance(first, dict) else []
-    # a range of lengths (min_length, max_length: the Chomsky hierarchy's) was trained up to its longest
-    key = next((k for k in keys if k.startswith("max_")), keys[0] if keys else None)
     value = ((run.get("data") or {}).get("params") or {}).get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 

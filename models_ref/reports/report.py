@@ -29,8 +29,8 @@ from longsynth.models_ref.protocols.registry import (COLUMNS, EXTRA_COLUMNS, PAP
                                                      own_figures, paper_figures, paper_split)
 from longsynth.models_ref.reports.figures import ReportFigures
 from longsynth.models_ref.reports.records import (_column, _figures, _level, _pct, _protocol_steps, _shared,
-                                                  _trained_at, by_length, by_set, display_name, member, score_of,
-                                                  top_share)
+                                                  _trained_at, by_length, by_set, display_name, length_param, member,
+                                                  score_of, top_share)
 from longsynth.models_ref.reports.text import ReportText
 from longsynth.models_ref.reports.text import summary  # noqa: F401 - validate's lines, importable from here (the CLI)
 from longsynth.outdir import Folder
@@ -155,6 +155,7 @@ class Report(ReportText, ReportFigures):
         row["by_length"] = by_length(by_lr[best])
         row["by_set"] = by_set(by_lr[best])
         row["trained_at"] = _trained_at(runs[0])
+        row["length_param"] = length_param(runs[0])
         row["causal"] = False if any(r.get("causal") is False for r in runs) else runs[0].get("causal")
         row["parameters"] = runs[0].get("parameters")
         row["width"], row["depth"] = runs[0].get("width"), runs[0].get("depth")
