@@ -24,10 +24,10 @@ from longsynth.cli.main import cli
 from longsynth.store import cluster
 
 P = {"L": 32}
-PF = {"size": 128}  # pathfinder-seg: ~2 ms a sample, 35 kB on disk: shards slow enough to kill mid-way
-# shards of 600 (over a second each, warm): with 150 a warm worker could finish every shard between two
-# looks of the killer, which then killed nothing (seen on an idle 2-core machine)
-PF_SPLITS = dict(seed=5, splits={"train": 2400}, shard_size=600)
+PF = {"size": 128}  # pathfinder-seg: 8-9 ms a sample on one core (2026-11-28), 35 kB on disk: shards slow enough
+# to kill mid-way. Shards of 300 take 2-3 s; at ~2 ms a sample (the kernel of the time), shards of 150 (0.3 s) let
+# a warm worker finish every shard between two looks of the killer, which then killed nothing
+PF_SPLITS = dict(seed=5, splits={"train": 1200}, shard_size=300)
 
 
 def tree_bytes(root):

@@ -91,12 +91,20 @@ def test_the_flipflop_suite_reports_the_reads_by_split(tmp_path):
     certificate's schema (a name, not only a length)."""
     from longsynth.models_ref.evaluation.sweep import Settings, evaluate
 
+    import json
+
     evaluate("gru", "flipflop", out=str(tmp_path), settings=Settings(steps=5), progress=False)
     text = (tmp_path / "report.md").read_text()
-    assert "| test set | dense | sparse |" in text and "| errors |" in text
+    assert "| test set | test | dense | sparse |" in text and "| errors |" in text
+    rep = json.loads((tmp_path / "report.json").read_text())
+    (run,) = rep["runs"]
+    test, dense, sparse = rep["rows"][0]["by_set"]  # the task's own test split, then the protocol's sets
+    assert (test["set"], test["count"], test["correct"]) == ("test", run["test"]["exact"]["count"],
+                                                          run["test"]["exact"]["correct"])
+    assert (dense["set"], sparse["set"]) == ("dense", "sparse")
+    assert sparse["count"] < dense["count"]  # FFL(0.98) reads far fewer times than FFL(0.1)
     row = next(line for line in text.splitlines() if line.startswith("| flipflop | accuracy |"))
     assert "| 0.500 |" in row and "1 of 2 bits" in text
-    import json
     import os
 
     from longsynth import certificate

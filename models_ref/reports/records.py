@@ -63,16 +63,20 @@ def by_length(runs):
 
 def by_set(runs):
     """The test accuracy of a row's runs on each test set named otherwise than by a length (flip-flop's dense
-    and sparse splits): [{"set", "accuracy", "correct", "count"}] in the protocol's order, the scored targets
-    summed over the runs' seeds. [] for runs without such sets."""
+    and sparse splits), after the task's own test split ("test", where its exact counts are recorded):
+    [{"set", "accuracy", "correct", "count"}] in the protocol's order, the scored targets summed over the runs'
+    seeds. [] for runs without such sets."""
     cells = {}  # label -> [correct, count]
     for r in runs:
-        for label, res in (r.get("test_sets") or {}).items():
+        named = {str(k): v for k, v in (r.get("test_sets") or {}).items() if not str(k).isdigit()}
+        if not named:
+            continue
+        for label, res in {"test": r.get("test"), **named}.items():
             exact = (res or {}).get("exact") or {}
-            if not str(label).isdigit() and exact.get("count"):
-                c = cells.setdefault(str(label), [0, 0])
-                c[0] += int(exact["correct"])
-                c[1] += int(exact["count"])
+            if isinstance(exact.get("count"), int) and isinstance(exact.get("correct"), int) and exact["count"]:
+                c = cells.setdefault(label, [0, 0])
+                c[0] += exact["correct"]
+                c[1] += exact["count"]
     return [{"set": k, "accuracy": c / n, "correct": c, "count": n} for k, (c, n) in cells.items()]
 
 

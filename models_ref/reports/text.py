@@ -318,9 +318,10 @@ class ReportText:
         if not rows:
             return []
         out = ["", "## Accuracy by test set", "",
-               "Test accuracy of the best learning rate's runs on each of the protocol's test sets (their "
-               "parameters are in its source above), and the errors: where a set has none, the error rate is "
-               "below 3/n with 95% confidence (n scored targets), not 0.", ""]
+               "Test accuracy of the best learning rate's runs on the task's own test split (test: the training "
+               "parameters) and on each of the protocol's test sets (their parameters are in its source above), "
+               "and the errors: where a set has none, the error rate is below 3/n with 95% confidence (n scored "
+               "targets), not 0.", ""]
         for r in rows:
             sets = r["by_set"]
             errors = [f"{c['count'] - c['correct']:,} of {c['count']:,}" + (
