@@ -178,21 +178,16 @@ def test_selective_scan_chunks_bound_the_memory():
     assert chunk_length(1, 7, 8, 4) == 7
 
 
+@pytest.mark.parametrize("layer,twin,gates", [(GRU, gru_twin, 3), (TorchLSTM, lstm_twin, 4)])
 @pytest.mark.parametrize("L", [1, 29])
-def test_gru_is_the_gru_equations_step_by_step(L):
+def test_gru_and_lstm_are_their_equations_step_by_step(layer, twin, gates, L):
+    """Outputs and gradients against the equations of torch's documentation, run a position at a time with the
+    module's weights; parameters 2 gates (H^2 + H): 6 H^2 + 6 H for the GRU, 8 H^2 + 8 H for the LSTM."""
     torch.manual_seed(L)
-    m = GRU(12).double()
+    m = layer(12).double()
     u = torch.randn(3, L, 12, dtype=torch.float64)
-    _agree(_grads(m, u, GRU.__call__), _grads(m, u, gru_twin), 1e-10)
-
-
-@pytest.mark.parametrize("L", [1, 29])
-def test_lstm_is_the_lstm_equations_step_by_step(L):
-    torch.manual_seed(L)
-    m = TorchLSTM(12).double()
-    u = torch.randn(3, L, 12, dtype=torch.float64)
-    _agree(_grads(m, u, TorchLSTM.__call__), _grads(m, u, lstm_twin), 1e-10)
-    assert sum(p.numel() for p in m.parameters()) == 8 * 12 * 12 + 8 * 12
+    _agree(_grads(m, u, layer.__call__), _grads(m, u, twin), 1e-10)
+    assert sum(p.numel() for p in m.parameters()) == 2 * gates * (12 * 12 + 12)
 
 
 # ---------------------------------------------------------------- the model stack
