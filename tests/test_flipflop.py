@@ -85,14 +85,18 @@ def test_golden_digests():
     assert got == GOLDEN
 
 
-def test_the_flipflop_suite_reports_the_reads_by_split(tmp_path):
+def test_the_flipflop_suite_reports_the_reads_by_split(tmp_path, monkeypatch):
     """evaluate --suite flipflop: tested on FFL(0.8) and on the dense (0.1) and sparse (0.98) splits; the report
-    tabulates each set's accuracy and errors beside the 1-in-2 chance of a read, and a set's label reaches the
-    certificate's schema (a name, not only a length)."""
-    from longsynth.models_ref.evaluation.sweep import Settings, evaluate
-
+    tabulates each set's accuracy and errors beside the 1-in-2 chance of a read, report.png draws each set, and a
+    set's label reaches the certificate's schema (a name, not only a length)."""
     import json
 
+    from longsynth.models_ref.evaluation.sweep import Settings, evaluate
+    from longsynth.models_ref.protocols import registry
+
+    row = registry.PROTOCOLS[("flipflop", "tiny")]
+    assert row["eval_batches"] == 32  # the sparse set's ~1,700 reads (docs/tasks/flipflop.md)
+    monkeypatch.setitem(registry.PROTOCOLS, ("flipflop", "tiny"), {**row, "eval_batches": 4})  # 4 s, not 24
     evaluate("gru", "flipflop", out=str(tmp_path), settings=Settings(steps=5), progress=False)
     text = (tmp_path / "report.md").read_text()
     assert "| test set | test | dense | sparse |" in text and "| errors |" in text
@@ -103,6 +107,14 @@ def test_the_flipflop_suite_reports_the_reads_by_split(tmp_path):
                                                           run["test"]["exact"]["correct"])
     assert (dense["set"], sparse["set"]) == ("dense", "sparse")
     assert sparse["count"] < dense["count"]  # FFL(0.98) reads far fewer times than FFL(0.1)
+    from longsynth.certificate import read_report
+    from longsynth.models_ref.reports.report import Report
+
+    data = read_report(str(tmp_path))
+    items, _, _ = Report(identity=data["model"], suite=data["suite"], scale=data["scale"], settings={},
+                         runs=data["runs"])._bars()
+    assert [it["value"] for it in items[1:]] == [dense["accuracy"], sparse["accuracy"]]  # report.png's bars
+    assert "sparse test set" in items[2]["label"] and f"of {sparse['count']:,}" in items[2]["label"]
     row = next(line for line in text.splitlines() if line.startswith("| flipflop | accuracy |"))
     assert "| 0.500 |" in row and "1 of 2 bits" in text
     import os

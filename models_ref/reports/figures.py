@@ -188,6 +188,11 @@ class ReportFigures:
             items.append({"label": label, "value": r["test_mean"] if r["test_mean"] is not None else 0.0,
                           "std": r["test_std"], "chance": r["chance"], "paper": [self._cell(r, h) for h in headers],
                           "marks": marks, "plateau": r["plateau"], "content": self.content_free(r)})
+            for c in r.get("by_set") or []:  # flip-flop's dense and sparse sets: a glitch hides in no mean
+                if c["set"] != "test":
+                    items.append({"label": f"{r['task']}: {c['set']} test set\n({c['count'] - c['correct']:,} "
+                                           f"errors of {c['count']:,})", "value": c["accuracy"], "std": 0.0,
+                                  "chance": r["chance"], "paper": [None] * len(headers), "marks": []})
         return items, headers, "test metric (R^2, accuracy or macro F1; 1 is perfect)"
 
     def figure(self, path=None):
