@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import time
 
-from longsynth import store
+from longsynth import registry, store
 from _common import finish, machine
 
 
@@ -77,7 +77,8 @@ def main():
     print(f"{'task':10s} {'L':>6s} {'workers':>7s} {'samples/s':>10s} {'MB/s':>8s} {'write %':>8s} {'hash %':>7s} "
           f"{'gen %':>6s} {'fsync %':>7s} {'h5 MB/s':>8s} {'raw MB/s':>8s} {'of write bound':>14s}")
     for r in rows:
-        size = params.get("L", params.get("T", 0))
+        cfg = registry.get(args.task).make_config(**params)
+        size = getattr(cfg, "L", getattr(cfg, "T", 0))
         print(f"{r['task']:10s} {size:6d} {r['workers']:7d} {r['samples_per_s']:10,.0f} {r['mb_per_s']:8.1f} "
               f"{100 * r['write_share']:7.1f}% {100 * r['hash_share']:6.1f}% {100 * r['generate_share']:5.1f}% "
               f"{100 * r['sync_share']:6.1f}% {r['hdf5_write_mb_s']:8.0f} {r['raw_write_mb_s']:8.0f} "

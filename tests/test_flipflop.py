@@ -106,6 +106,7 @@ def test_the_flipflop_suite_reports_the_reads_by_split(tmp_path, monkeypatch):
     assert (test["set"], test["count"], test["correct"]) == ("test", run["test"]["exact"]["count"],
                                                           run["test"]["exact"]["correct"])
     assert (dense["set"], sparse["set"]) == ("dense", "sparse")
+    assert rep["rows"][0]["length_param"] is None and rep["rows"][0]["trained_at"] is None  # p_ignore: no length
     assert sparse["count"] < dense["count"]  # FFL(0.98) reads far fewer times than FFL(0.1)
     from longsynth.certificate import read_report
     from longsynth.models_ref.reports.report import Report

@@ -98,10 +98,10 @@ def length_param(run):
     """The task parameter a run's test sets change to a length (the longest of a range: ``max_length``, the
     Chomsky hierarchy's, ``max_eval_len``, Repeat After Me's), or None."""
     changes = run.get("test_set_params")
-    if not isinstance(changes, dict) or not changes:
+    lengths = [v for k, v in changes.items() if str(k).isdigit()] if isinstance(changes, dict) else []
+    if not lengths:  # no set labelled by a length (flip-flop's dense and sparse change p_ignore)
         return None
-    first = next(iter(changes.values()))
-    keys = [k for k in first if isinstance(k, str)] if isinstance(first, dict) else []
+    keys = [k for k in lengths[0] if isinstance(k, str)] if isinstance(lengths[0], dict) else []
     return next((k for k in keys if k.startswith("max_")), keys[0] if keys else None)
 
 
