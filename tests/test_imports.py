@@ -123,6 +123,8 @@ for lib in ("numpy", "numba", "scipy", "h5py", "click", "PIL", "torch", "matplot
         importlib.import_module(lib)
     except ImportError:
         pass
+import numba
+numba.njit(lambda: 0)  # numba loads its compiler on the first decorator: once here, not in each of the forks
 assert not [m for m in sys.modules if m == "longsynth" or m.startswith("longsynth.")]
 results = {}
 for name in json.loads(sys.argv[1]):
