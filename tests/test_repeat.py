@@ -266,7 +266,9 @@ def test_the_repeat_suite_runs_through_evaluate_and_tests_longer_strings(tmp_pat
     assert [c["at"] for c in row["by_length"]] == [20, 30, 40]
     from longsynth.models_ref.reports.figures import _strings, _x_label
 
-    assert _x_label([row]) == "test length: the task's max_eval_len"  # letters of the string, not tokens
+    assert _x_label([row]) == "test length: the task's max_eval_len (most letters of a test example)"  # not tokens
+    chomsky = {"task": "chomsky-even-pairs", "length_param": "max_length", "by_length": [{"kind": "test length"}]}
+    assert _x_label([chomsky]) == "test length: the task's test_max_length (longest input of the test split)"
     assert [x for x, _ in _strings(row)] == [20, 30, 40]
 
 

@@ -43,13 +43,32 @@ def _length_axis(ax, xs):
         ax.xaxis.set_minor_formatter(NullFormatter())
 
 
+def _param_help(task, name):
+    """The help text of task ``task``'s parameter ``name`` (its config's field), or None."""
+    import dataclasses
+
+    from longsynth import registry
+
+    try:
+        fields = {f.name: f for f in dataclasses.fields(registry.get(task).config)}
+    except Exception:  # noqa: BLE001 - a stranger's report may name a task this longsynth does not have
+        return None
+    return fields[name].metadata.get("help") if name in fields else None
+
+
 def _x_label(rows):
     """The length axis's name; a test set's length is the value of the task parameter its sets change, named
     where the rows share one (Repeat After Me's ``max_eval_len`` counts letters, not a row's tokens)."""
     kinds = {c["kind"] for r in rows for c in r["by_length"]}
-    params = {r.get("length_param") for r in rows}
-    if kinds == {"test length"} and len(params) == 1 and None not in params:
-        return f"test length: the task's {next(iter(params))}"
+    params = {(r["task"], r.get("length_param")) for r in rows}
+    names = {name for _, name in params}
+    if kinds == {"test length"} and len(names) == 1 and None not in names:
+        name = names.pop()
+        if all(_param_help(task, "test_" + name) for task, _ in params):  # the test split's own (Chomsky's)
+            name = "test_" + name
+        docs = {_param_help(task, name) for task, _ in params}
+        doc = docs.pop() if len(docs) == 1 else None
+        return f"test length: the task's {name}" + (f" ({doc.split(' (')[0].split(';')[0]})" if doc else "")
     return {"position": "position of the scored token: the prefix length",
             "length": "sequence length n of the test sample (tokens)"}.get(
                 next(iter(kinds)) if len(kinds) == 1 else None, "test length (tokens)")
