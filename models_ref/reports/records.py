@@ -96,12 +96,14 @@ def train_lengths(run):
 
 def length_param(run):
     """The task parameter a run's test sets change to a length (the longest of a range: ``max_length``, the
-    Chomsky hierarchy's, ``max_eval_len``, Repeat After Me's), or None."""
+    Chomsky hierarchy's, ``max_eval_len``, Repeat After Me's), read from the sets that change integers only;
+    None where none does."""
     changes = run.get("test_set_params")
-    lengths = [v for k, v in changes.items() if str(k).isdigit()] if isinstance(changes, dict) else []
-    if not lengths:  # no set labelled by a length (flip-flop's dense and sparse change p_ignore)
+    lengths = [v for v in changes.values() if isinstance(v, dict) and v and all(
+        isinstance(x, int) and not isinstance(x, bool) for x in v.values())] if isinstance(changes, dict) else []
+    if not lengths:  # no set that changes lengths (flip-flop's dense and sparse change p_ignore, a probability)
         return None
-    keys = [k for k in lengths[0] if isinstance(k, str)] if isinstance(lengths[0], dict) else []
+    keys = [k for k in lengths[0] if isinstance(k, str)]
     return next((k for k in keys if k.startswith("max_")), keys[0] if keys else None)
 
 
