@@ -3,9 +3,18 @@ built-in dlr), which the certificate and confinement tests copy before they edit
 links in it."""
 import collections
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
+
+# The Python processes the tests start (`python -m longsynth`, `python -c`, Dask's and torchrun's workers, xdist's)
+# import the longsynth pytest imports: the installed one. Without this, one started with the checkout as its working
+# directory puts the checkout first on sys.path and imports the source tree (longsynth/__init__.py maps generators/
+# there): another copy of the package, with no .pyc files and a Numba cache of its own, so a clean CI run compiled
+# each kernel again in those processes (the Dask kill test: 182 s against 13 s). A test that means to run the
+# source tree or a bench/ script (which imports its own folder) drops it from its subprocess's environment.
+os.environ["PYTHONSAFEPATH"] = "1"
 
 EVAL = ["evaluate", "dlr", "--suite", "cumsum", "--steps", "2"]
 

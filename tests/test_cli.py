@@ -139,7 +139,8 @@ def test_python_dash_m(tmp_path, where):
     import sys
 
     cwd = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) if where == "repo" else tmp_path
-    r = subprocess.run([sys.executable, "-m", "longsynth", "list"], cwd=cwd, capture_output=True, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}  # in the checkout: its source tree
+    r = subprocess.run([sys.executable, "-m", "longsynth", "list"], cwd=cwd, capture_output=True, text=True, env=env)
     assert r.returncode == 0 and r.stdout.startswith(longsynth.tasks()[0]), r.stderr
 
 

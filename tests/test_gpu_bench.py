@@ -9,13 +9,15 @@ import sys
 import pytest
 
 BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "gpu.py")
+# a bench/ script imports its own folder's modules (bench/_common.py), which PYTHONSAFEPATH (tests/conftest.py) hides
+SCRIPT_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}
 
 
 @pytest.mark.slow  # a tiny evaluate run in a subprocess: about 15 s
 def test_smoke_plan_writes_each_cells_report(tmp_path):
     out = tmp_path / "gpu"
     r = subprocess.run([sys.executable, BENCH, "--smoke", "--out", str(out), "--only", "dlr-t1-cumsum"],
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=600, env=SCRIPT_ENV)
     assert r.returncode == 0, r.stdout + r.stderr
     summary = json.loads((out / "gpu.json").read_text())
     assert [c["name"] for c in summary["cells"]] == ["dlr-t1-cumsum"]
@@ -32,6 +34,6 @@ def test_the_paper_plan_needs_a_gpu(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is here: the paper plan would start")
     r = subprocess.run([sys.executable, BENCH, "--out", str(tmp_path / "g")], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=120, env=SCRIPT_ENV)
     assert r.returncode != 0 and "no CUDA device here" in r.stderr
     assert not (tmp_path / "g").exists()
