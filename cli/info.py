@@ -47,7 +47,9 @@ def info(root, as_json, samples):
     if as_json:
         click.echo(json.dumps(s, indent=1))
         return
-    click.echo(f"{s['task']}  seed {s['seed']}  {'complete' if s['complete'] else 'INCOMPLETE'}  "
+    src = s.get("source")
+    origin = (f"imported from {shown(src['repo'])} ({len(src['files'])} file(s))" if src else f"seed {s['seed']}")
+    click.echo(f"{s['task']}  {origin}  {'complete' if s['complete'] else 'INCOMPLETE'}  "
                f"compression {s['compression']}  longsynth {shown(s['versions']['longsynth'])}")
     click.echo("params: " + shown(", ".join(f"{k}={v}" for k, v in s["params"].items())))
     if s["command"]:
@@ -130,9 +132,11 @@ def verify(root, deep, samples, checkout):
         raise click.ClickException(f"{root}: incomplete, not damaged: {count(c.written)} of {count(c.total)} samples "
                                    f"written and intact; the same gen command resumes it{made}")
     regenerated = sum(min(samples, int(n)) for n in m["counts"].values())  # a split shorter than --samples: all
-    click.echo(f"OK: {count(shards)} shards, {count(c.total)} samples"
-               + (f", {count(regenerated)} of them regenerated and identical (up to {count(samples)} per split)"
-                  if deep else ""))
+    if m.get("stream") == "imported":  # no seed regenerates them (docs/format.md, "Imported data")
+        deep_text = f", every one of them checked against {m['task']}'s definition (imported: none regenerated)"
+    else:
+        deep_text = f", {count(regenerated)} of them regenerated and identical (up to {count(samples)} per split)"
+    click.echo(f"OK: {count(shards)} shards, {count(c.total)} samples" + (deep_text if deep else ""))
     if checkout is not None:
         _verify_authors(root, checkout)
 

@@ -175,6 +175,9 @@ class Task:
     # "first" (the Chomsky tasks: the first output follows the n inputs, n = its index)
     row_length_anchor: str = "last"
     citation: str = ""  # BibTeX of the paper that defines the task (dataset cards); empty: the DLR paper
+    # (cfg, block {key: array [n, ...]}) -> text of the first row that breaks the task's definition, or None:
+    # what verify --deep checks of imported rows, which no seed regenerates (longsynth.hubimport)
+    law: Callable | None = None
     # allocate's key specs of the configs it last saw (a config is frozen, so its specs never change): a training
     # loop that draws a batch per step pays keys(cfg) once, not every step
     _specs: dict = field(default_factory=dict, repr=False, compare=False)

@@ -196,6 +196,42 @@ def generate(root, task, params=None, *, seed=0, splits=None, num_samples=None, 
                                 overwrite, manifest, progress, note)
 
 
+class _RowsExecutor:
+    """Writes each shard of rows read from files (``write_rows``), here, one after another."""
+
+    compiles_here = False
+
+    def __init__(self, read):
+        self.read = read
+
+    def run(self, jobs, n_jobs, progress, done):
+        for job in jobs:
+            record, _, timing = shards.write_shard(job, progress, rows=self.read(job.split, job.start, job.count))
+            done(job, record, timing)
+
+
+def write_rows(root, task, params, splits, source, read, *, shard_size=None, compression="none", command="",
+               progress=None, notify=None):
+    """Write (or resume) a dataset of ``task`` whose rows come from files, not from a seed (``import-hf``,
+    longsynth.hubimport): ``read(split, start, count)`` returns rows start..start+count-1 of a split as
+    {key: array}, asked in order; ``source`` (the files, their rows and SHA-256) goes into the manifest,
+    whose ``"stream"`` is ``"imported"``. The same books as ``generate``: shards, digests, card, resume."""
+    note = notify or (lambda line: None)
+    p = dry_run(root, task, params, seed=0, splits=splits, shard_size=shard_size, compression=compression)
+    t, cfg, splits, shard_size, root = p.task, p.config, p.splits, p.shard_size, p.root
+    if t.law is None:
+        raise LongsynthError(f"{t.name}: has no law to check imported rows by (Task.law)")
+    if p.bytes > p.free:
+        raise LongsynthError(f"{root}: the dataset needs about {human(p.bytes)} but only {human(p.free)} is free there")
+    note(f"{t.name} {os.path.basename(root)}: {p.total:,} rows ({', '.join(f'{s} {c:,}' for s, c in splits.items())}), "
+         f"about {human(p.bytes)} on disk")
+    manifest = _new_manifest(t, cfg, 0, splits, shard_size, compression, command, {}, "imported", source)
+    schema.parse_manifest(json.loads(json.dumps(manifest)), f"{root}: the manifest to write")
+    with Folder(root).hold():
+        return _generate_locked(root, t, cfg, dataclasses.asdict(cfg), 0, splits, shard_size, compression,
+                                _RowsExecutor(read), False, manifest, progress, note)
+
+
 def _warm_kernels(job, note):
     """Make one sample here first: on first use Numba compiles the task's kernels (a minute or
     more; later runs load them from its cache), so the progress bar's rate and estimate start

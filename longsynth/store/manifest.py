@@ -193,6 +193,8 @@ def config_of(manifest):
     out["task_revision"] = manifest.get("task_revision", 1)  # manifests before revisions: 1
     if manifest.get("stream", "longsynth") != "longsynth":  # only then: older datasets keep their ids
         out["stream"] = manifest["stream"]
+    if "source" in manifest:  # imported rows: the files they came from are part of what the dataset is
+        out["source"] = manifest["source"]
     return out
 
 
@@ -211,7 +213,7 @@ def read_manifest(root):
     return schema.parse_manifest(raw, path)
 
 
-def _new_manifest(task, cfg, seed, counts, shard_size, compression, command, fixed, stream="longsynth"):
+def _new_manifest(task, cfg, seed, counts, shard_size, compression, command, fixed, stream="longsynth", source=None):
     m = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -228,6 +230,7 @@ def _new_manifest(task, cfg, seed, counts, shard_size, compression, command, fix
                  for k, s in task.keys(cfg).items()},
         "fixed": {k: _jsonable(v) for k, v in fixed.items()},
         **({"stream": stream} if stream != "longsynth" else {}),
+        **({"source": source} if source is not None else {}),
         "vocab": list(task.vocab(cfg)) if task.vocab is not None else None,
         "complete": False,
         "splits": {s: {"count": n, "digest": None, "shards": []} for s, n in counts.items()},
@@ -320,6 +323,15 @@ def law_text(manifest):
     """How a dataset's samples were drawn, in a sentence or two for its cards: longsynth's law (each sample
     a function of its index) or the authors' stream, whose rows depend on every row before them."""
     stream = manifest.get("stream", "longsynth")
+    if stream == "imported":
+        src = manifest["source"]
+        checked = sum(f["checked"] for f in src["files"])
+        files = ", ".join(f"`{f['name']}` ({f['rows']:,} rows, SHA-256 `{f['sha256'][:16]}...`)" for f in src["files"])
+        return (f"The samples are rows of the files {src['repo']} released on the Hugging Face Hub"
+                f"{' at revision `' + src['revision'] + '`' if src['revision'] else ''}, imported unchanged in "
+                f"their order (`longsynth import-hf`): {files}; {checked} of {len(src['files'])} file(s) matched "
+                f"the SHA-256 the Hub recorded. No seed regenerates them: `verify --deep` checks every row against "
+                f"the task's definition instead.")
     if stream == "authors-pipeline":
         return ("The samples are the authors' own data set for this seed (`longsynth.authors_dataset`): one "
                 "sequential stream through the splits in the order train, val, test, each split continuing where "

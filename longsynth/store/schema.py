@@ -20,9 +20,11 @@ from longsynth.store.layout import COMPRESSIONS, FORMAT, FORMAT_VERSION, MAX_COU
 
 MAX_SEED = 2**63 - 1
 MAX_BYTES = 1 << 50  # bytes of one shard
-# whose samples: ours (per-sample law), the authors' sequential stream of each split, or the authors' data set
-# whose splits continue one stream (Task.authors_pipeline)
-STREAMS = ("longsynth", "authors", "authors-pipeline")
+# whose samples: ours (per-sample law), the authors' sequential stream of each split, the authors' data set
+# whose splits continue one stream (Task.authors_pipeline), or rows imported from the files the authors released
+# (longsynth.hubimport; the manifest's "source" names them)
+STREAMS = ("longsynth", "authors", "authors-pipeline", "imported")
+MAX_SOURCE_FILES = 10_000
 MAX_TEXT = 10_000  # characters of a free-text field (command, versions, docs)
 MAX_PARAMS = 64
 VERSION_KEYS = ("longsynth", "python", "numpy", "numba", "h5py", "hdf5")
@@ -138,8 +140,14 @@ def parse_manifest(raw, where):
         raise c.bad("stream", f"{task.name} has no authors' stream")
     if stream == "authors-pipeline" and task.authors_pipeline is None:
         raise c.bad("stream", f"{task.name} has no authors' pipeline")
+    if stream == "imported" and task.law is None:
+        raise c.bad("stream", f"{task.name} has no law to check imported rows by")
     if stream != STREAMS[0]:
         out["stream"] = stream
+    if stream == "imported":
+        out["source"] = _source(c, c.get(m, "source", "source"), out["counts"])
+    elif "source" in m:
+        raise c.bad("source", "only an imported dataset names its source files")
     out["vocab"] = _vocab(c, c.get(m, "vocab", "vocab", None), task, cfg)
     versions = c.obj(c.get(m, "versions", "versions"), "versions")
     out["versions"] = {k: c.str(c.get(versions, k, f"versions.{k}"), f"versions.{k}", 100) for k in VERSION_KEYS}
@@ -155,6 +163,39 @@ def parse_manifest(raw, where):
         raise c.bad("splits", f"has {', '.join(sorted(splits)) or 'no splits'}, counts has "
                               f"{', '.join(out['counts']) or 'none'}")
     out["splits"] = {s: _split(c, splits[s], s, out["counts"][s], size, out["complete"]) for s in out["counts"]}
+    return out
+
+
+def _source(c, raw, counts):
+    """An imported dataset's files: repository, revision, and each file's name, split, rows and SHA-256, whose
+    rows add up to the split's count."""
+    src = c.obj(raw, "source")
+    out = {"repo": c.str(c.get(src, "repo", "source.repo"), "source.repo", 200),
+           "revision": c.get(src, "revision", "source.revision", None)}
+    if out["revision"] is not None:
+        out["revision"] = c.str(out["revision"], "source.revision", 40, re.compile(r"^[0-9a-f]{40}$"))
+    files = c.list(c.get(src, "files", "source.files"), "source.files")
+    if not files or len(files) > MAX_SOURCE_FILES:
+        raise c.bad("source.files", f"expected 1 to {MAX_SOURCE_FILES:,} files, got {len(files):,}")
+    out["files"], rows = [], dict.fromkeys(counts, 0)
+    for i, f in enumerate(files):
+        f = c.obj(f, f"source.files[{i}]")
+        split = c.get(f, "split", f"source.files[{i}].split")
+        if split not in counts:
+            raise c.bad(f"source.files[{i}].split", f"not a split of this dataset ({', '.join(counts)})")
+        rec = {"name": c.str(c.get(f, "name", f"source.files[{i}].name"), f"source.files[{i}].name", 300),
+               "split": split,
+               "hub_split": c.str(c.get(f, "hub_split", f"source.files[{i}].hub_split"),
+                                  f"source.files[{i}].hub_split", 100),
+               "rows": c.int(c.get(f, "rows", f"source.files[{i}].rows"), f"source.files[{i}].rows", 1, MAX_COUNT),
+               "sha256": c.str(c.get(f, "sha256", f"source.files[{i}].sha256"), f"source.files[{i}].sha256", 64,
+                               _HEX64),
+               "checked": c.bool(c.get(f, "checked", f"source.files[{i}].checked"), f"source.files[{i}].checked")}
+        out["files"].append(rec)
+        rows[split] += rec["rows"]
+    for split, n in counts.items():
+        if rows[split] != n:
+            raise c.bad("source.files", f"{rows[split]:,} rows of {split}, the split holds {n:,}")
     return out
 
 

@@ -145,20 +145,23 @@ def _write_block(dsets, data, lo, n):
             dsets[k][lo : lo + n] = col
 
 
-def _write_samples(dsets, job, task, cfg, timers, progress):
-    """Generate the job's samples block by block into ``dsets``; returns (digests uint8
-    [count, 32], checks uint64 [count, keys in sorted order, 2])."""
+def _write_samples(dsets, job, task, cfg, timers, progress, rows=None):
+    """Generate the job's samples block by block into ``dsets`` (or take them from ``rows``, {key:
+    array [count, ...]}: an imported dataset's); returns (digests uint8 [count, 32], checks uint64
+    [count, keys in sorted order, 2])."""
     code = split_code(job.split)
     fixed = task.fixed_draws(cfg, job.seed)
     order = sorted(task.keys(cfg))
     block = max(1, min(job.count, BLOCK_BYTES // sample_bytes(task, cfg)))
     digests = np.empty((job.count, 32), dtype=np.uint8)
     checks = np.zeros((job.count, len(order), 2), dtype=np.uint64)
-    buffers = task.allocate(cfg, block) if task.fill is not None else None  # one allocation per shard
+    buffers = task.allocate(cfg, block) if task.fill is not None and rows is None else None  # one per shard
     for lo in range(0, job.count, block):
         n = min(block, job.count - lo)
         with timers("generate_s"):
-            if job.authors_counts is None:
+            if rows is not None:
+                data = {k: v[lo : lo + n] for k, v in rows.items()}
+            elif job.authors_counts is None:
                 data = task.generate(cfg, job.seed, code, job.start + lo, n, fixed, buffers)
             else:
                 data = authors_block(task, cfg, job.seed, job.split, dict(job.authors_counts), job.start + lo, n,
@@ -172,7 +175,7 @@ def _write_samples(dsets, job, task, cfg, timers, progress):
     return digests, checks
 
 
-def _build_image(job, task, cfg, timers, progress):
+def _build_image(job, task, cfg, timers, progress, rows=None):
     """The shard's HDF5 file built in memory (the core driver, no backing file); returns
     (its bytes, digests). HDF5 never writes to the disk here: a disk that fills up is met
     by our own write of these bytes (``_write_image``) as an OSError, never inside HDF5's
@@ -183,7 +186,7 @@ def _build_image(job, task, cfg, timers, progress):
                    track_order=False) as f:
         _write_header(f, job, task)
         dsets = _create_keys(f, task.keys(cfg), job)
-        digests, checks = _write_samples(dsets, job, task, cfg, timers, progress)
+        digests, checks = _write_samples(dsets, job, task, cfg, timers, progress, rows)
         t = time.perf_counter()  # the index, then the file's image (HDF5 flushes its caches into it)
         f.create_dataset(DIGEST_KEY, data=digests, track_times=False)
         f.create_dataset(CHECK_KEY, data=checks, track_times=False)
@@ -208,8 +211,9 @@ def warm(job):
     _build_image(job, task, task.make_config(**job.params), _Timers(), None)
 
 
-def write_shard(job, progress=None, attempt=None):
-    """Generate and write one shard atomically; returns its manifest record and timings.
+def write_shard(job, progress=None, attempt=None, rows=None):
+    """Generate and write one shard atomically; returns its manifest record and timings. ``rows``:
+    the shard's samples as {key: array [count, ...]} (an imported dataset's), not generated.
 
     ``progress(n)`` is called after each block of n samples. The shard is built in memory
     (``_build_image``) and written to a temporary file and renamed: ``.{name}.tmp``, or
@@ -223,7 +227,7 @@ def write_shard(job, progress=None, attempt=None):
     final = os.path.join(job.root, job.name)
     tmp = os.path.join(job.root, f".{job.name}.tmp" if attempt is None else f".{job.name}.{attempt}.tmp")
     timers = _Timers()
-    image, digests = _build_image(job, task, cfg, timers, progress)
+    image, digests = _build_image(job, task, cfg, timers, progress, rows)
     try:
         if os.path.lexists(tmp):  # left by a killed attempt; O_EXCL below never follows a link
             os.remove(tmp)
