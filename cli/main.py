@@ -6,8 +6,8 @@ non-zero exit; set LONGSYNTH_DEBUG=1 to see the traceback instead.
 
 The group lives here with ``main()``; each command in a module of its own: ``gen``
 (cli/gen.py), ``list``, ``info``, ``verify`` (cli/info.py), ``show`` (cli/show.py),
-``export`` (cli/export.py), ``validate`` and ``evaluate`` (cli/evaluate.py); what they share
-in cli/common.py and cli/signals.py.
+``export`` (cli/export.py), ``import-hf`` (cli/import_hf.py), ``validate`` and ``evaluate``
+(cli/evaluate.py); what they share in cli/common.py and cli/signals.py.
 """
 import sys
 
@@ -16,6 +16,7 @@ import click
 from longsynth.cli.evaluate import evaluate, validate
 from longsynth.cli.export import export
 from longsynth.cli.gen import gen
+from longsynth.cli.import_hf import import_hf
 from longsynth.cli.info import info, list_tasks, verify
 from longsynth.cli.show import show
 from longsynth.cli.signals import _SIGNALLED, Watched, _on_signal, _unraisable
@@ -29,7 +30,7 @@ def cli():
     """Generate, load and validate synthetic long-range benchmarks."""
 
 
-for command in (list_tasks, gen, info, verify, show, export, validate, evaluate):  # in the order of before
+for command in (list_tasks, gen, info, verify, show, export, import_hf, validate, evaluate):
     cli.add_command(command)
 
 

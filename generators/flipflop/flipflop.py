@@ -20,6 +20,7 @@ Worked example (T = 4): w 1, i 0, r -, r -:
 """
 from dataclasses import dataclass
 
+import numpy as np
 from numba import njit, prange
 
 from longsynth.generators._tokens import IGNORE, REVISION, token_dtype
@@ -79,6 +80,56 @@ def flipflop_fill(seed, split, start, T, p, inp, tgt):
         flipflop_one(seed, split, start + b, T, p, inp[b], tgt[b])
 
 
+def rows(tok, dtype):
+    """{inputs, targets} [n, 2T - 1] in ``dtype`` (the task's keys') of token strings [n, 2T], laid out as
+    the task's rows (flipflop.py)."""
+    n, width = tok.shape
+    inputs = np.ascontiguousarray(tok[:, :-1], dtype=dtype)
+    targets = np.full((n, width - 1), IGNORE, dtype=dtype)
+    reads = tok[:, 0:-1:2] == READ
+    targets[:, 0::2] = np.where(reads, tok[:, 1::2], IGNORE)
+    return {"inputs": inputs, "targets": targets}
+
+
+def law(tok):
+    """(row, text) of the first row of token strings [n, 2T] that is not a flip-flop string, or None: operations
+    and bits alternate, the first instruction writes and the last reads, and every read's bit is the last
+    bit written (docs/tasks/flipflop.md, "Definition")."""
+    if tok.shape[1] < 4 or tok.shape[1] % 2:
+        return 0, f"strings of {tok.shape[1]} tokens: a string is 2T tokens, T >= 2"
+    ops, bits = tok[:, 0::2].astype(np.int64), tok[:, 1::2].astype(np.int64)
+    checks = (
+        (~np.isin(ops, (WRITE, READ, IGNORE_OP))).any(axis=1), "something other than an operation where one belongs",
+        ops[:, 0] != WRITE, "the first instruction is not a write",
+        ops[:, -1] != READ, "the last instruction is not a read",
+        (~np.isin(bits, (ZERO, ZERO + 1))).any(axis=1), "something other than a bit where one belongs",
+    )
+    for bad, text in zip(checks[0::2], checks[1::2]):
+        if bad.any():
+            return int(np.argmax(bad)), text
+    t = np.arange(ops.shape[1])
+    last = np.maximum.accumulate(np.where(ops == WRITE, t, 0), axis=1)  # the last write at or before t
+    wrong = (ops == READ) & (bits != np.take_along_axis(bits, last, axis=1))
+    if wrong.any():
+        i = int(np.argmax(wrong.any(axis=1)))
+        return i, f"the read at instruction {int(np.argmax(wrong[i]))} does not return the last bit written"
+    return None
+
+
+def law_of_rows(cfg, block):
+    """(row, text) of the first row of a block {inputs, targets} [n, 2T - 1] that is not a flip-flop string
+    laid out as ours, or None: the check ``verify --deep`` makes of rows no seed regenerates (imported)."""
+    inputs, targets = np.asarray(block["inputs"]), np.asarray(block["targets"])
+    last = targets[:, -1:].astype(np.int64)  # the last read's bit: the 2T-th token
+    last[last == IGNORE] = 255  # no read there: no token, which the law refuses
+    tok = np.concatenate([inputs.astype(np.int64), last], axis=1)
+    bad = law(tok)
+    if bad is not None:
+        return bad
+    wrong = (rows(tok, targets.dtype)["targets"] != targets).any(axis=1)
+    return (int(np.argmax(wrong)), "targets other than the reads' bits") if wrong.any() else None
+
+
 def _keys(cfg):
     dt = token_dtype(5)
     n = 2 * cfg.T - 1
@@ -101,6 +152,7 @@ TASK = Task(
     vocab_size=lambda cfg: 5,
     vocab=lambda cfg: ["w", "r", "i", "0", "1"],
     citation=CITATION,
+    law=law_of_rows,
     card="T instructions: w b writes bit b, i b is ignored, r b reads b = the last bit written; the first a write, "
          "the last a read, the others ignore with probability p_ignore and write or read with (1 - p_ignore) / 2 "
          "each. Tokens w 0, r 1, i 2, bits 3 and 4 (the synthseq/flipflop data card); targets are the reads' bits. "
