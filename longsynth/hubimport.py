@@ -120,7 +120,12 @@ def check(imp, src, progress=None):
             folder, prob, _ = imp.SPLITS[split]
             for texts in _batches(p.file.path, imp.COLUMN):
                 if width is None and texts:
-                    width = len(texts[0])
+                    width = len(texts[0]) if isinstance(texts[0], str) else 0
+                    try:  # a string length the task cannot take is refused at the first row, not after them all
+                        task.make_config(**imp.params(width, prob))
+                    except (LongsynthError, TypeError, ValueError) as e:
+                        raise LongsynthError(f"{p.file.name} row 0: strings of {width:,} characters: "
+                                             f"{' '.join(str(e).split())[:200]}; nothing written") from None
                 try:
                     _, tally = imp.convert(texts, "int8", width)
                 except ValueError as e:
