@@ -17,6 +17,7 @@ MODULES = [
     "longsynth.generators.recall.copying",
     "longsynth.generators.repeat.tasks",
     "longsynth.generators.flipflop.flipflop",
+    "longsynth.generators.regbench.regbench",
     "longsynth.generators.mad",
     "longsynth.generators.state.word_problem",
     "longsynth.generators.state.formal_language",

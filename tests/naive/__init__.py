@@ -7,7 +7,8 @@ an error in the Numba uint64 arithmetic cannot hide here.
 
 A package by task family: ``core`` (the keyed stream and split codes every twin draws
 from), ``atomic``, ``pathfinder``, ``listops``, ``state`` (state tracking), ``recall``
-(MQAR, Safari, selective copying), ``repeat`` (Repeat After Me's strings), ``flipflop`` and
+(MQAR, Safari, selective copying), ``repeat`` (Repeat After Me's strings), ``flipflop``,
+``regbench`` (in-context language learning) and
 ``mad``. Tests ``import naive`` and call ``naive.mqar(...)``: every name is re-exported here.
 """
 from .core import (
@@ -30,6 +31,7 @@ from .state import (
     modular_arithmetic_brackets, parity, _scored, word_problem,
 )
 from .flipflop import flipflop
+from .regbench import minimal_dfa, regbench
 from .repeat import repeat
 from .recall import (
     associative_recall, induction_head, mqar, _safari_targets, selective_copying,
@@ -42,7 +44,8 @@ from .mad import (
 __all__ = [
     "associative_recall", "_bracket_expression", "components8", "context_shift", "cummax", "cumsum",
     "_cycle_parity", "exact_int", "FIXED", "floyd", "group_elements", "group_multiply", "haar", "HalfDraws",
-    "flipflop", "induction_head", "_lengths", "listops_apply", "LISTOPS_CLOSE", "listops_evaluate",
+    "flipflop", "regbench", "minimal_dfa", "induction_head", "_lengths", "listops_apply", "LISTOPS_CLOSE",
+    "listops_evaluate",
     "listops_longest",
     "listops_reference", "listops_sample", "listops_tree", "LISTOPS_VOCAB", "lra_pathfinder_compose", "M64",
     "mad_compression", "mad_fuzzy_recall", "MAD_IGNORE", "mad_memorization", "mad_memorization_map", "_mad_motif",

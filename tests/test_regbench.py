@@ -1,0 +1,101 @@
+"""regbench (docs/tasks/regbench.md): the kernel against its twin, and the law checked on generated rows:
+every string a walk of the row's DFA, the stored DFA minimal and numbered as defined, and the counts at
+their uniform laws."""
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy import stats
+
+import longsynth
+import naive
+from longsynth.cli.main import cli
+
+CASES = [dict(), dict(vocab_size=6, max_num_nodes=4, max_outgoing_edges=4, min_num_in_context_examples=1,
+                      max_num_in_context_examples=3, max_len_per_example=5),
+         dict(vocab_size=28, max_num_nodes=30, max_outgoing_edges=8), dict(max_outgoing_edges=2, max_num_nodes=2),
+         dict(input_seq_len=101)]  # the authors' character cut: 51 tokens
+KEYS = [(0, "train", 0), (7, "val", 3), (2**40 + 1, "test", 12345)]
+
+
+@pytest.mark.parametrize("params", CASES, ids=lambda p: "-".join(f"{k}{v}" for k, v in p.items()) or "defaults")
+@pytest.mark.parametrize("key", KEYS, ids=lambda k: f"{k[1]}{k[2]}")
+def test_kernel_matches_twin(params, key):
+    seed, split, index = key
+    got = longsynth.sample("regbench", index, seed=seed, split=split, **params)
+    want = naive.regbench(seed, split, index, **params)
+    for k in ("inputs", "targets", "dfa"):
+        assert got[k].dtype == want[k].dtype and got[k].shape == want[k].shape, k
+        np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+
+
+def _strings(x, y, sep):
+    """The strings of a row (inputs, targets): its tokens are the inputs and the last scored target."""
+    n = int((x != 0).sum())
+    tokens = list(x[:n]) + ([int(y[n - 1])] if n and y[n - 1] != -100 else [])
+    words, cur = [], []
+    for t in tokens:
+        if t == sep:
+            words.append(cur)
+            cur = []
+        else:
+            cur.append(int(t) - 1)
+    return words + [cur]
+
+
+def _table_dicts(table):
+    return [{a: int(d) for a, d in enumerate(row) if d >= 0} for row in table if (row >= 0).any()]
+
+
+def test_rows_are_walks_of_their_minimal_dfa_and_counts_follow_their_laws():
+    b = longsynth.batch("regbench", 0, 600, seed=4)
+    x, y, dfa = (b[k].astype(np.int64) for k in ("inputs", "targets", "dfa"))
+    assert x.shape == (600, 948) and b["inputs"].dtype == np.int8 and dfa.shape == (600, 12, 18)
+    counts, lengths, states = [], [], []
+    for r in range(600):
+        table = _table_dicts(dfa[r])
+        states.append(len(table))
+        # minimal and numbered as defined: minimising the stored DFA gives it back
+        assert naive.minimal_dfa(len(table), table, 18) == table, r
+        words = _strings(x[r], y[r], 19)
+        counts.append(len(words))
+        for w in words:
+            lengths.append(len(w))
+            q = 0
+            for a in w:
+                assert a in table[q], (r, w)
+                q = table[q][a]
+        n = int((x[r] != 0).sum())
+        assert np.all(x[r, n:] == 0) and np.all(y[r, n:] == -100)
+        assert np.all((y[r, :n] == -100) == (np.append(x[r, 1:n], -1) == 19) | (np.arange(n) == n - 1) & (y[r, n - 1]
+                                                                                                            == -100))
+    assert 1 <= min(states) and max(states) <= 12 and len(set(states)) > 5
+    # strings a row uniform in 10..19, lengths in 1..49 (two-sided p-values above 1e-4)
+    assert stats.chisquare(np.bincount(counts, minlength=20)[10:]).pvalue > 1e-4 and set(counts) <= set(range(10, 20))
+    assert stats.chisquare(np.bincount(lengths, minlength=50)[1:]).pvalue > 1e-4 and set(lengths) <= set(range(1, 50))
+
+
+def test_the_walk_takes_each_enabled_letter_alike():
+    """At the start state of every row, the first letter of each string is uniform over the state's letters:
+    the count of each letter's position in the state's sorted letters is flat."""
+    b = longsynth.batch("regbench", 0, 3000, seed=9)
+    pos = []
+    for r in range(3000):
+        table = _table_dicts(b["dfa"][r])
+        first = sorted(table[0])
+        if len(first) == 3:
+            for w in _strings(b["inputs"][r].astype(np.int64), b["targets"][r].astype(np.int64), 19):
+                pos.append(first.index(w[0]))
+    assert len(pos) > 2000 and stats.chisquare(np.bincount(pos, minlength=3)).pvalue > 1e-4
+
+
+@pytest.mark.parametrize("args, field", [
+    (["--min-num-in-context-examples", "5", "--max-num-in-context-examples", "5"], "max_num_in_context_examples"),
+    (["--max-outgoing-edges", "13"], "max_outgoing_edges"),
+    (["--vocab-size", "5"], "max_outgoing_edges"),
+    (["--vocab-size", "29"], "vocab_size"),
+])
+def test_bad_parameters_are_one_line(tmp_path, args, field):
+    r = CliRunner().invoke(cli, ["gen", "regbench", *args, "-n", "10", "--out", str(tmp_path / "d")])
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("Error:")]
+    assert r.exit_code != 0 and len(lines) == 1 and field in lines[0] and "Traceback" not in r.output, r.output
+    assert not (tmp_path / "d").exists()
