@@ -99,3 +99,31 @@ def test_bad_parameters_are_one_line(tmp_path, args, field):
     lines = [ln for ln in r.output.splitlines() if ln.startswith("Error:")]
     assert r.exit_code != 0 and len(lines) == 1 and field in lines[0] and "Traceback" not in r.output, r.output
     assert not (tmp_path / "d").exists()
+
+
+def _law_p(b, want, key):
+    """Chi-square p of our rows' histogram of ``key`` (states of the minimal DFA, or edges a state) against the
+    authors' (tests/data/regbench_law.json, made by bench/regbench.py from their checkout)."""
+    from scipy.stats import chi2_contingency
+
+    ours = {}
+    for table in b["dfa"]:
+        live = table[(table >= 0).any(axis=1)]
+        values = [len(live)] if key == "states" else list((live >= 0).sum(axis=1))
+        for v in values:
+            ours[str(int(v))] = ours.get(str(int(v)), 0) + 1
+    cats = sorted(set(want) | set(ours), key=int)
+    return chi2_contingency([[want.get(c, 0) for c in cats], [ours.get(c, 0) for c in cats]])[1]
+
+
+def test_the_dfas_follow_the_authors_law():
+    """3,000 of our DFAs against 3,000 of theirs: the states of the minimal DFA and the edges a state have the same
+    histograms (chi-square p above 1e-3); the same test tells a law with one state fewer at most apart."""
+    import json
+    import os
+
+    want = json.load(open(os.path.join(os.path.dirname(__file__), "data", "regbench_law.json")))["histograms"]
+    b = longsynth.batch("regbench", 0, 3000, seed=11)
+    assert _law_p(b, want["states"], "states") > 1e-3
+    assert _law_p(b, want["degree"], "degree") > 1e-3
+    assert _law_p(longsynth.batch("regbench", 0, 3000, seed=11, max_num_nodes=11), want["states"], "states") < 1e-6

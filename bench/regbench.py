@@ -1,0 +1,146 @@
+"""RegBench's rows, the authors' ``setup`` against ours, in one run and one process on one core; and the
+statistics of both laws side by side (docs/tasks/regbench.md).
+
+    pip install pythomata==0.3.2     # their DFA library (theirs only; longsynth never imports it)
+    python bench/regbench.py CHECKOUT [--dfas 320] [--json PATH]
+
+CHECKOUT is a checkout of berlino/seq_icl (9b9223d): its ``src/dataloaders/dfa.py`` is imported with a
+stand-in for ``src.dataloaders.base`` (which needs torchvision and einops, and gives the data module
+only its base class), and ``ICLDFADataModule(...).setup()`` is timed alone: DFAs drawn, minimised,
+trimmed, split, their strings drawn, tokenised and padded. Ours: ``longsynth.batch("regbench", ...)``
+for the same number of rows, Numba on one thread, after a warm-up batch. Best of three each. Then
+the two laws' statistics over the same number of rows: states of the minimal DFA, edges a state,
+strings a row, letters a string, tokens a row.
+"""
+import argparse
+import sys
+import time
+import types
+
+import numpy as np
+
+import longsynth
+from _common import finish, machine, write_json
+
+DEFAULTS = dict(vocab_size=20, max_num_nodes=12, min_num_in_context_examples=10, max_num_in_context_examples=20,
+                max_outgoing_edges=4, max_len_per_example=50, input_seq_len=4096)
+
+
+def their_module(checkout):
+    """Their ``src/dataloaders/dfa.py``, loaded alone: its package's ``__init__`` imports every loader of
+    theirs (torchvision, einops, ...), and ``src.dataloaders.base`` only gives it a base class."""
+    import importlib.util
+    import os
+
+    for name in ("src", "src.dataloaders"):
+        sys.modules.setdefault(name, types.ModuleType(name))
+    base = types.ModuleType("src.dataloaders.base")
+    base.SequenceDataset = type("SequenceDataset", (), {})
+    sys.modules["src.dataloaders.base"] = base
+    spec = importlib.util.spec_from_file_location("seq_icl_dfa", os.path.join(checkout, "src", "dataloaders",
+                                                                              "dfa.py"))
+    dfa = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dfa)
+    return dfa
+
+
+def theirs(dfa, n, seed=0):
+    """(seconds of setup, the data module) for n rows: n - n // 10 training DFAs and n // 10 held out."""
+    dm = dfa.ICLDFADataModule(num_examples=n - n // 10, num_test_examples=n // 10, seed=seed, **DEFAULTS)
+    t = time.perf_counter()
+    dm.setup()
+    return time.perf_counter() - t, dm
+
+
+def ours(n):
+    t = time.perf_counter()
+    b = longsynth.batch("regbench", 0, n, seed=0)
+    return time.perf_counter() - t, b
+
+
+def their_stats(dm):
+    states, degree, strings, letters, tokens = [], [], [], [], []
+    for split in ("train", "test", "val"):
+        ds = dm.dataset[split]
+        x = ds.inputs
+        for d in ds.dfas:
+            tf = d.dfa._transition_function
+            states.append(len(tf))
+            degree += [len(v) for v in tf.values()]
+        for row in x.numpy():
+            n = int((row != 0).sum()) + 1
+            tokens.append(n)
+            words = "".join(dm.vocab.vocab[t] for t in row[: n - 1]).split("|")
+            strings.append(len(words))
+            letters += [len(w) for w in words[:-1]]  # the last string lost its last letter to the shift
+    return dict(states=states, degree=degree, strings=strings, letters=letters, tokens=tokens)
+
+
+def our_stats(b):
+    states, degree, strings, letters, tokens = [], [], [], [], []
+    for x, table in zip(b["inputs"].astype(np.int64), b["dfa"]):
+        live = table[(table >= 0).any(axis=1)]
+        states.append(len(live))
+        degree += list((live >= 0).sum(axis=1))
+        n = int((x != 0).sum()) + 1
+        tokens.append(n)
+        words = "".join("|" if t == 19 else "a" for t in x[: n - 1]).split("|")
+        strings.append(len(words))
+        letters += [len(w) for w in words[:-1]]
+    return dict(states=states, degree=degree, strings=strings, letters=letters, tokens=tokens)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("checkout", help="a checkout of berlino/seq_icl")
+    ap.add_argument("--dfas", type=int, default=320, help="rows (DFAs) each side")
+    ap.add_argument("--json", default="bench/results/regbench.json", help="where the results go")
+    ap.add_argument("--fixture", default=None,
+                    help="also write their histograms here (tests/data/regbench_law.json, which "
+                         "tests/test_regbench.py reads)")
+    args = ap.parse_args()
+    from numba import set_num_threads
+
+    set_num_threads(1)
+    dfa = their_module(args.checkout)
+    results = {"machine": machine(), "dfas": args.dfas}
+    ours(8)  # compile (or load) the kernels
+    t_theirs, dm = min((theirs(dfa, args.dfas) for _ in range(3)), key=lambda r: r[0])
+    t_ours, b = min((ours(args.dfas) for _ in range(3)), key=lambda r: r[0])
+    results.update(theirs_s=t_theirs, ours_s=t_ours, theirs_per_dfa_ms=1e3 * t_theirs / args.dfas,
+                   ours_per_dfa_us=1e6 * t_ours / args.dfas, ratio=t_theirs / t_ours)
+    print(f"{args.dfas} rows: their setup {t_theirs:.3f} s ({1e3 * t_theirs / args.dfas:.2f} ms a DFA), ours "
+          f"{t_ours * 1e3:.2f} ms ({1e6 * t_ours / args.dfas:.1f} us a DFA): {t_theirs / t_ours:,.0f}x")
+    # the laws side by side, over more rows than the timing
+    n = max(args.dfas, 3000)
+    _, dm = theirs(dfa, n, seed=1)
+    a, o = their_stats(dm), our_stats(longsynth.batch("regbench", 0, n, seed=1))
+    results["stats"] = {}
+    print(f"{'statistic':28s} {'theirs':>16s} {'ours':>16s}")
+    for k in a:
+        row = {"theirs_mean": float(np.mean(a[k])), "ours_mean": float(np.mean(o[k])),
+               "theirs_std": float(np.std(a[k])), "ours_std": float(np.std(o[k])),
+               "theirs_range": [int(min(a[k])), int(max(a[k]))], "ours_range": [int(min(o[k])), int(max(o[k]))]}
+        results["stats"][k] = row
+        print(f"{k:28s} {row['theirs_mean']:8.3f} ± {row['theirs_std']:5.2f} {row['ours_mean']:8.3f} ± "
+              f"{row['ours_std']:5.2f}   ranges {row['theirs_range']} {row['ours_range']}")
+    from scipy import stats
+
+    cats = np.arange(1, 13)
+    ta, to = [np.array([(np.array(s["states"]) == c).sum() for c in cats]) for s in (a, o)]
+    keep = (ta + to) > 0
+    results["states_chi2_p"] = float(stats.chi2_contingency(np.stack([ta[keep], to[keep]]))[1])
+    print(f"states of the minimal DFA, theirs against ours: chi-square p = {results['states_chi2_p']:.3g}")
+    if args.fixture:
+        hist = {k: {str(v): int(c) for v, c in zip(*np.unique(a[k], return_counts=True))}
+                for k in ("states", "degree", "strings")}
+        write_json(args.fixture, {"source": "berlino/seq_icl @ 9b9223d, ICLDFADataModule(num_examples="
+                                            f"{n - n // 10}, num_test_examples={n // 10}, seed=1).setup(), "
+                                            "icl_dfa.yaml's defaults, pythomata 0.3.2 (bench/regbench.py)",
+                                  "rows": n, "histograms": hist})
+    finish(results["machine"])
+    write_json(args.json, results)
+
+
+if __name__ == "__main__":
+    main()
