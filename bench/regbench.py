@@ -90,14 +90,47 @@ def our_stats(b):
     return dict(states=states, degree=degree, strings=strings, letters=letters, tokens=tokens)
 
 
+def their_ngram(checkout, dfa, rows):
+    """Their in-context n-gram (ngram.py, order 3 with backoff, as train.py calls it) on our first ``rows`` rows
+    of seed 0: its most probable token at each position, beside ours; the predictions, the agreement, times."""
+    import importlib.util
+    import os
+
+    from longsynth.generators.regbench import scoring
+
+    spec = importlib.util.spec_from_file_location("seq_icl_ngram", os.path.join(checkout, "ngram.py"))
+    ng = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ng)
+    vocab = dfa.Vocab(DEFAULTS["vocab_size"] - 2, {"seperator": "|", "noop": "."})
+    b = longsynth.batch("regbench", 0, rows, seed=0)
+    scoring.ngram_predictions(b["inputs"][:1], DEFAULTS["vocab_size"])  # compile
+    t = time.perf_counter()
+    ours = scoring.ngram_predictions(b["inputs"], DEFAULTS["vocab_size"])
+    ours_s = time.perf_counter() - t
+    out, agree, positions, theirs_s = [], 0, 0, 0.0
+    for r in range(rows):
+        x = b["inputs"][r]
+        n = int((x != 0).sum())
+        t = time.perf_counter()
+        probs = ng.predict_with_n_gram_back_off("".join(vocab.vocab[v] for v in x[:n]), N=3, global_vocab=vocab,
+                                                backoff=True, addone=False, uniform=False)
+        theirs_s += time.perf_counter() - t
+        pred = probs.argmax(-1)
+        agree += int((pred == ours[r, :n]).sum())
+        positions += n
+        out.append({"index": r, "predictions": pred.tolist()})
+    return {"rows": out, "agree": agree, "positions": positions, "theirs_s": theirs_s, "ours_s": ours_s}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("checkout", help="a checkout of berlino/seq_icl")
     ap.add_argument("--dfas", type=int, default=320, help="rows (DFAs) each side")
     ap.add_argument("--json", default="bench/results/regbench.json", help="where the results go")
-    ap.add_argument("--fixture", default=None,
-                    help="also write their histograms here (tests/data/regbench_law.json, which "
-                         "tests/test_regbench.py reads)")
+    ap.add_argument("--fixtures", default=None,
+                    help="also write their histograms and n-gram predictions into this folder (tests/data: "
+                         "regbench_law.json and regbench_ngram.json, which tests/test_regbench.py reads)")
+    ap.add_argument("--ngram-rows", type=int, default=12, help="rows of ours their n-gram predicts (O(L^2) a row)")
     args = ap.parse_args()
     from numba import set_num_threads
 
@@ -131,13 +164,24 @@ def main():
     keep = (ta + to) > 0
     results["states_chi2_p"] = float(stats.chi2_contingency(np.stack([ta[keep], to[keep]]))[1])
     print(f"states of the minimal DFA, theirs against ours: chi-square p = {results['states_chi2_p']:.3g}")
-    if args.fixture:
+    ngram = their_ngram(args.checkout, dfa, args.ngram_rows)
+    results["ngram"] = {k: v for k, v in ngram.items() if k != "rows"}
+    print(f"their n-gram on {args.ngram_rows} of our rows: {ngram['agree']:,} of {ngram['positions']:,} predictions "
+          f"the same as ours; {ngram['theirs_s']:.1f} s against {1e3 * ngram['ours_s']:.2f} ms "
+          f"({ngram['theirs_s'] / ngram['ours_s']:,.0f}x)")
+    if args.fixtures:
+        import os
+
         hist = {k: {str(v): int(c) for v, c in zip(*np.unique(a[k], return_counts=True))}
                 for k in ("states", "degree", "strings")}
-        write_json(args.fixture, {"source": "berlino/seq_icl @ 9b9223d, ICLDFADataModule(num_examples="
-                                            f"{n - n // 10}, num_test_examples={n // 10}, seed=1).setup(), "
-                                            "icl_dfa.yaml's defaults, pythomata 0.3.2 (bench/regbench.py)",
-                                  "rows": n, "histograms": hist})
+        write_json(os.path.join(args.fixtures, "regbench_law.json"), {
+            "source": f"berlino/seq_icl @ 9b9223d, ICLDFADataModule(num_examples={n - n // 10}, num_test_examples="
+                      f"{n // 10}, seed=1).setup(), icl_dfa.yaml's defaults, pythomata 0.3.2 (bench/regbench.py)",
+            "rows": n, "histograms": hist})
+        write_json(os.path.join(args.fixtures, "regbench_ngram.json"), {
+            "source": "berlino/seq_icl @ 9b9223d, ngram.py predict_with_n_gram_back_off(row, N=3, backoff=True, "
+                      "addone=False, uniform=False), argmax a position, on longsynth.batch('regbench', 0, ROWS, "
+                      "seed=0)'s rows (bench/regbench.py)", "rows": ngram["rows"]})
     finish(results["machine"])
     write_json(args.json, results)
 

@@ -32,6 +32,7 @@ from .state import (
 )
 from .flipflop import flipflop
 from .regbench import minimal_dfa, regbench
+from .regbench import dfa_accuracy as regbench_dfa_accuracy, ngram as regbench_ngram
 from .repeat import repeat
 from .recall import (
     associative_recall, induction_head, mqar, _safari_targets, selective_copying,
@@ -44,7 +45,8 @@ from .mad import (
 __all__ = [
     "associative_recall", "_bracket_expression", "components8", "context_shift", "cummax", "cumsum",
     "_cycle_parity", "exact_int", "FIXED", "floyd", "group_elements", "group_multiply", "haar", "HalfDraws",
-    "flipflop", "regbench", "minimal_dfa", "induction_head", "_lengths", "listops_apply", "LISTOPS_CLOSE",
+    "flipflop", "regbench", "minimal_dfa", "regbench_dfa_accuracy", "regbench_ngram", "induction_head",
+    "_lengths", "listops_apply", "LISTOPS_CLOSE",
     "listops_evaluate",
     "listops_longest",
     "listops_reference", "listops_sample", "listops_tree", "LISTOPS_VOCAB", "lra_pathfinder_compose", "M64",

@@ -93,3 +93,68 @@ def regbench(seed, split, index, vocab_size=20, max_num_nodes=12, min_num_in_con
             table[q, a] = d
     dt = _token_dtype(vocab_size)
     return {"inputs": inputs.astype(dt), "targets": targets.astype(dt), "dfa": table}
+
+
+def ngram(inputs, vocab_size, N=3):
+    """The in-context n-gram's prediction at each input position (docs/tasks/regbench.md, "The n-gram control"),
+    from the definition: at each position the row's text so far is split at '|', every n-gram (n <= N) of each
+    string left-padded with N - 1 pads counted anew, and the next letter's probability taken by backoff over the
+    letters seen so far; the most probable letter (the first of equals), 0 at the padding."""
+    from collections import Counter
+
+    sep, out = vocab_size - 1, []
+    text = []
+    for t in [int(v) for v in inputs]:
+        if t == 0:
+            out.append(0)
+            continue
+        text.append("|" if t == sep else chr(96 + t))
+        texts = "".join(text).split("|")
+        counts = {n: Counter() for n in range(1, N + 1)}
+        for s in texts:
+            s = "_" * (N - 1) + s
+            for n in range(1, N + 1):
+                for i in range(len(s) - n + 1):
+                    counts[n][s[i:i + n]] += 1
+        vocab = sorted(set("".join(texts)))
+        context = ("_" * (N - 1) + texts[-1])[-(N - 1):]
+
+        def prob(context, n):
+            """{letter: P_n(letter | the context's last n - 1 symbols)} over the vocabulary."""
+            ctx = context[len(context) - (n - 1):] if n > 1 else ""
+            if n == 1:
+                total = sum(counts[1].values())
+                return {c: counts[1][c] / total for c in vocab}
+            p = {c: counts[n][ctx + c] / counts[n - 1][ctx] for c in vocab if counts[n][ctx + c]}
+            unseen = [c for c in vocab if c not in p]
+            if unseen:
+                low = prob(context, n - 1)
+                rest = sum(low[c] for c in unseen)
+                beta = 1 - sum(p.values())
+                p.update({c: beta * low[c] / rest for c in unseen})
+            return p
+
+        p = prob(context, N)
+        best = max(vocab, key=lambda c: (p[c], -ord(c)))
+        out.append(ord(best) - 96)
+    return np.array(out, dtype=np.int64)
+
+
+def dfa_accuracy(inputs, targets, table, predictions, vocab_size):
+    """(correct, scored) of one row: at each position whose target is scored, the current string (the letters
+    since the last '|') with the prediction appended is walked from the start state; it counts when every
+    letter has an edge."""
+    sep, correct, scored, current = vocab_size - 1, 0, 0, []
+    for t, y, p in zip(inputs.tolist(), targets.tolist(), predictions.tolist()):
+        current = [] if t == sep else current + [t] if t else current
+        if y == -100:
+            continue
+        scored += 1
+        q = 0
+        for letter in current + [p]:
+            if not 0 < letter < sep or q < 0 or table[q][letter - 1] < 0:
+                q = -1
+                break
+            q = table[q][letter - 1]
+        correct += q >= 0
+    return correct, scored
