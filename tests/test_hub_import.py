@@ -119,6 +119,11 @@ def test_rows_are_the_files_rows_in_order_and_verify_deep_checks_them(plain, tmp
     assert r.exit_code == 0 and "imported from synthseq/flipflop (1 file(s))" in r.output, r.output
     card = (tmp_path / "out" / "ffl-0.8" / "README.md").read_text()
     assert "train-00001-of-00002-bf5f77.parquet" in card and "No seed regenerates them" in card
+    assert "Seed 0" not in card and "Imported; samples: train 200, val 60" in card  # no seed made these rows
+    r = run("export", tmp_path / "out" / "ffl-0.1", "--format", "hf", "--out", tmp_path / "hf")
+    assert r.exit_code == 0, r.output
+    hf_card = (tmp_path / "hf" / "README.md").read_text()
+    assert "No seed regenerates them" in hf_card and "Seed 0" not in hf_card
 
 
 def test_a_rerun_resumes_and_rewrites_nothing(plain, tmp_path):
@@ -288,6 +293,11 @@ def test_verify_deep_fails_on_stored_rows_that_break_the_law(tmp_path):
     (lambda m: m["source"]["files"][0].__setitem__("sha256", "xyz"), "source.files[0].sha256"),
     (lambda m: m["source"]["files"][0].__setitem__("split", "train"), "source.files[0].split"),
     (lambda m: m.__setitem__("stream", "longsynth"), "source"),
+    # names reach the dataset's cards and the terminal: markup and escapes are refused
+    (lambda m: m["source"]["files"][0].__setitem__("name", "x`<img src=x onerror=alert(1)>.parquet"),
+     "source.files[0].name"),
+    (lambda m: m["source"].__setitem__("repo", "a/b\x1b[31m"), "source.repo"),
+    (lambda m: m["source"]["files"][0].__setitem__("hub_split", "val | x"), "source.files[0].hub_split"),
 ])
 def test_a_malformed_source_is_one_line_naming_its_field(tmp_path, edit, field):
     rows = longsynth.batch("flipflop", 0, 40, seed=2, T=T, p_ignore=0.8)

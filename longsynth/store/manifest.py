@@ -354,6 +354,7 @@ def dataset_card(task, cfg, manifest):
     )
     params = "\n".join(f"| `{k}` | {v} |" for k, v in manifest["params"].items())
     digests = "\n".join(f"| {s} | {i['count']} | `{i['digest']}` |" for s, i in manifest["splits"].items())
+    origin = "Imported" if manifest.get("stream") == "imported" else f"Seed {manifest['seed']}"
     return f"""# {task.name} dataset (longsynth {manifest['versions']['longsynth']})
 
 {task.summary}.
@@ -364,7 +365,7 @@ def dataset_card(task, cfg, manifest):
 
 Made by: `{manifest['command'] or 'longsynth.store.generate(...)'}`
 
-Seed {manifest['seed']}; samples: {counts}; {size / 1e6:.1f} MB in
+{origin}; samples: {counts}; {size / 1e6:.1f} MB in
 {sum(len(s['shards']) for s in manifest['splits'].values())} shard(s) ({manifest['compression']} compression).
 
 ## Parameters

@@ -25,6 +25,10 @@ MAX_BYTES = 1 << 50  # bytes of one shard
 # (longsynth.hubimport; the manifest's "source" names them)
 STREAMS = ("longsynth", "authors", "authors-pipeline", "imported")
 MAX_SOURCE_FILES = 10_000
+# an imported dataset's names reach its cards (markdown) and the terminal: plain characters only
+_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}/[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+_FILE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,299}$")
+_WORD = re.compile(r"^[A-Za-z0-9_]{1,100}$")
 MAX_TEXT = 10_000  # characters of a free-text field (command, versions, docs)
 MAX_PARAMS = 64
 VERSION_KEYS = ("longsynth", "python", "numpy", "numba", "h5py", "hdf5")
@@ -170,7 +174,7 @@ def _source(c, raw, counts):
     """An imported dataset's files: repository, revision, and each file's name, split, rows and SHA-256, whose
     rows add up to the split's count."""
     src = c.obj(raw, "source")
-    out = {"repo": c.str(c.get(src, "repo", "source.repo"), "source.repo", 200),
+    out = {"repo": c.str(c.get(src, "repo", "source.repo"), "source.repo", 201, _REPO),
            "revision": c.get(src, "revision", "source.revision", None)}
     if out["revision"] is not None:
         out["revision"] = c.str(out["revision"], "source.revision", 40, re.compile(r"^[0-9a-f]{40}$"))
@@ -183,10 +187,10 @@ def _source(c, raw, counts):
         split = c.get(f, "split", f"source.files[{i}].split")
         if split not in counts:
             raise c.bad(f"source.files[{i}].split", f"not a split of this dataset ({', '.join(counts)})")
-        rec = {"name": c.str(c.get(f, "name", f"source.files[{i}].name"), f"source.files[{i}].name", 300),
+        rec = {"name": c.str(c.get(f, "name", f"source.files[{i}].name"), f"source.files[{i}].name", 300, _FILE),
                "split": split,
                "hub_split": c.str(c.get(f, "hub_split", f"source.files[{i}].hub_split"),
-                                  f"source.files[{i}].hub_split", 100),
+                                  f"source.files[{i}].hub_split", 100, _WORD),
                "rows": c.int(c.get(f, "rows", f"source.files[{i}].rows"), f"source.files[{i}].rows", 1, MAX_COUNT),
                "sha256": c.str(c.get(f, "sha256", f"source.files[{i}].sha256"), f"source.files[{i}].sha256", 64,
                                _HEX64),
