@@ -1,6 +1,6 @@
 """``import-hf``: data a paper's authors released on the Hugging Face Hub, as longsynth datasets
 (longsynth.hubimport; docs/format.md, "Imported data")."""
-import sys
+import shlex
 
 import click
 
@@ -17,8 +17,10 @@ from longsynth.cli.signals import Watched
 @click.option("--shard-size", type=int, default=None, help="rows per shard [default: about 64 MB a shard]")
 @click.option("--compression", type=click.Choice(["none", "gzip", "lzf"]), default="none",
               help="HDF5 compression of the shards")
+@click.option("--overwrite", is_flag=True,
+              help="replace a dataset of another source or configuration in OUT (by default refused)")
 @friendly
-def import_hf(repo, src, out, shard_size, compression):
+def import_hf(repo, src, out, shard_size, compression, overwrite):
     """Import REPO's files from the folder SRC (the Hub cache's datasets--OWNER--NAME, one of its
     snapshots, or a `huggingface-cli download --local-dir` folder) without changing a row: each
     file's SHA-256 is checked against the Hub's record where the download left one, and every row
@@ -32,8 +34,8 @@ def import_hf(repo, src, out, shard_size, compression):
         return bars[-1]
 
     try:
-        done = hubimport.import_hub(repo, src, out, shard_size=shard_size, compression=compression,
-                                    command=" ".join(["longsynth", *sys.argv[1:]]), progress=progress,
+        done = hubimport.import_hub(repo, src, out, shard_size=shard_size, compression=compression, overwrite=overwrite,
+                                    command=_command(repo, src, out, shard_size, compression), progress=progress,
                                     notify=lambda line: click.echo(line, err=True))
     finally:
         for b in bars:
@@ -41,3 +43,11 @@ def import_hf(repo, src, out, shard_size, compression):
     for name, m in done.items():
         counts = ", ".join(f"{s} {c:,}" for s, c in m["counts"].items())
         click.echo(f"wrote {out}/{name}: {m['task']} {m['params']} ({counts})")
+
+
+def _command(repo, src, out, shard_size, compression):
+    """The command line the manifest records: the same import, whatever options were spelt how."""
+    words = ["longsynth", "import-hf", repo, src, "--out", out]
+    words += ["--shard-size", str(shard_size)] if shard_size is not None else []
+    words += ["--compression", compression] if compression != "none" else []
+    return " ".join(shlex.quote(str(w)) for w in words)

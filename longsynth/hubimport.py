@@ -197,7 +197,8 @@ class Reader:
         return {k: np.concatenate([o[k] for o in out]) for k in out[0]}
 
 
-def import_hub(repo, src, out, *, shard_size=None, compression="none", command="", progress=None, notify=None):
+def import_hub(repo, src, out, *, shard_size=None, compression="none", command="", overwrite=False, progress=None,
+               notify=None):
     """Import the Hub dataset ``repo`` from the folder ``src`` (a cache folder, one of its snapshots, or a
     ``--local-dir`` download) into one longsynth dataset per configuration under ``out``; returns {folder:
     manifest}. ``progress(desc)``: a callback of the store's protocol for each phase (the check, then each
@@ -220,5 +221,6 @@ def import_hub(repo, src, out, *, shard_size=None, compression="none", command="
         splits = {s: sum(p.rows for p in ps) for s, ps in t.splits.items()}
         done[t.name] = write_rows(os.path.join(out, t.name), imp.TASK, t.params, splits, source_record(imp, t),
                                   Reader(imp, t, dtype), shard_size=shard_size, compression=compression,
-                                  command=command, progress=progress(t.name) if progress else None, notify=note)
+                                  command=command, overwrite=overwrite, progress=progress(t.name) if progress else None,
+                                  notify=note)
     return done

@@ -126,13 +126,17 @@ def test_rows_are_the_files_rows_in_order_and_verify_deep_checks_them(plain, tmp
     assert "No seed regenerates them" in hf_card and "Seed 0" not in hf_card
 
 
-def test_a_rerun_resumes_and_rewrites_nothing(plain, tmp_path):
+def test_a_rerun_resumes_and_another_source_needs_overwrite(plain, tmp_path):
     assert run("import-hf", "synthseq/flipflop", plain, "--out", tmp_path / "o").exit_code == 0
     before = {f: os.stat(tmp_path / "o" / "ffl-0.8" / f).st_mtime_ns for f in os.listdir(tmp_path / "o" / "ffl-0.8")
               if f.endswith(".h5")}
     r = run("import-hf", "synthseq/flipflop", plain, "--out", tmp_path / "o")
     assert r.exit_code == 0 and "already complete" in r.output, r.output
     assert before == {f: os.stat(tmp_path / "o" / "ffl-0.8" / f).st_mtime_ns for f in before}
+    other = _edited(plain, tmp_path, "val-00000-of-00001-fec0c0.parquet", lambda s: s.pop())  # a new revision
+    assert "--overwrite" in one_error(run("import-hf", "synthseq/flipflop", other, "--out", tmp_path / "o"))
+    r = run("import-hf", "synthseq/flipflop", other, "--out", tmp_path / "o", "--overwrite")
+    assert r.exit_code == 0 and json.load(open(tmp_path / "o" / "ffl-0.8" / "manifest.json"))["counts"]["val"] == 59
 
 
 @pytest.mark.parametrize("layout", ["cache", "snapshot", "local-dir"])

@@ -211,7 +211,7 @@ class _RowsExecutor:
 
 
 def write_rows(root, task, params, splits, source, read, *, shard_size=None, compression="none", command="",
-               progress=None, notify=None):
+               overwrite=False, progress=None, notify=None):
     """Write (or resume) a dataset of ``task`` whose rows come from files, not from a seed (``import-hf``,
     longsynth.hubimport): ``read(split, start, count)`` returns rows start..start+count-1 of a split as
     {key: array}, asked in order; ``source`` (the files, their rows and SHA-256) goes into the manifest,
@@ -229,7 +229,7 @@ def write_rows(root, task, params, splits, source, read, *, shard_size=None, com
     schema.parse_manifest(json.loads(json.dumps(manifest)), f"{root}: the manifest to write")
     with Folder(root).hold():
         return _generate_locked(root, t, cfg, dataclasses.asdict(cfg), 0, splits, shard_size, compression,
-                                _RowsExecutor(read), False, manifest, progress, note)
+                                _RowsExecutor(read), overwrite, manifest, progress, note)
 
 
 def _warm_kernels(job, note):
