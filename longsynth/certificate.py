@@ -24,8 +24,10 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, fiel
 from longsynth.errors import LongsynthError
 
 MAX_BYTES = 4 << 20  # a certificate holds configs and a few metric tables; its history is beside it
-METRICS = ("r2", "accuracy", "macro_f1")  # the primary metrics a protocol reports (trainer.PRIMARY)
+METRICS = ("r2", "accuracy", "macro_f1", "dfa_accuracy")  # the primary metrics a protocol reports
+# (training/config.py primary_metric)
 
+Metric = Literal["r2", "accuracy", "macro_f1", "dfa_accuracy"]  # METRICS
 Finite = Annotated[float, Strict(), Field(allow_inf_nan=False)]
 NonNegative = Annotated[float, Strict(), Field(allow_inf_nan=False, ge=0)]
 Name = Annotated[str, Strict(), Field(min_length=1, max_length=200)]
@@ -60,6 +62,9 @@ class Exact(BaseModel):
     rows: Optional[Count] = None  # where the protocol has string_metrics: the rows scored, and their get_score
     string_accuracy: Optional[Fraction] = None
     char_accuracy: Optional[Fraction] = None
+    dfa_correct: Optional[Count] = None  # RegBench: predictions the row's DFA allows, of dfa_count scored positions
+    dfa_count: Optional[Count] = None
+    dfa_accuracy: Optional[Fraction] = None
 
 
 class Evaluation(BaseModel):
@@ -73,6 +78,7 @@ class Evaluation(BaseModel):
     r2: Optional[Finite] = None
     accuracy: Optional[Finite] = None
     macro_f1: Optional[Finite] = None
+    dfa_accuracy: Optional[Finite] = None
     step: Optional[Annotated[int, Strict(), Field(ge=0)]] = None
 
 
@@ -110,7 +116,7 @@ class Certificate(BaseModel):
     model: Annotated[str, Strict(), Field(min_length=1, max_length=4000)]
     lr: Annotated[float, Strict(), Field(allow_inf_nan=False, gt=0)]
     seed: Annotated[int, Strict(), Field(ge=0)]
-    primary_metric: Literal["r2", "accuracy", "macro_f1"]
+    primary_metric: Metric
     test: Optional[Evaluation]
     best: Optional[Evaluation]
     final: Optional[Evaluation] = None
@@ -161,7 +167,7 @@ class Row(BaseModel):
     model_config = ConfigDict(extra="allow")
     task: Name
     protocol: Name
-    metric: Literal["r2", "accuracy", "macro_f1"]
+    metric: Metric
     best_lr: Optional[Positive]
     lrs: list[Positive]
     val: Optional[Finite]

@@ -184,3 +184,44 @@ def test_the_ngram_control_tells_true_dfas_from_shuffled_ones():
     true, chance, shuffled = acc(b["dfa"], pred), acc(b["dfa"], rand), acc(np.roll(b["dfa"], 1, axis=0), pred)
     assert true > 0.85 and 0.05 < chance < 0.2 and shuffled < chance, (true, chance, shuffled)
     assert acc(b["dfa"], np.where(b["targets"] < 0, 0, b["targets"])) == 1.0  # the true next letter: always allowed
+
+
+def test_the_harness_scores_the_dfa_accuracy_as_scoring_does():
+    """The evaluation pass of a DFA-accuracy protocol (RegBench's) on its evaluation batches: the true next tokens
+    score 1, '|' everywhere 0, and random predictions what scoring.dfa_accuracy gives them."""
+    import torch
+
+    from longsynth.generators.regbench import scoring
+    from longsynth.models_ref.evaluation.protocol import on_the_fly_sources, resolve
+    from longsynth.models_ref.training.eval_pass import _batch_metrics, _exact
+
+    proto = resolve("regbench", "tiny")
+    cfg = proto.train_config(lr=1e-3, seed=0)
+    _, val, _, _ = on_the_fly_sources(proto, 8)
+    x, y, extras = next(iter(val()))
+    assert x.shape == y.shape == extras["allowed"].shape and set(extras) == {"allowed"}
+    b = longsynth.batch("regbench", 0, 8, seed=0, split="val")  # the same rows: batch 0 of val, seed 0
+    assert np.array_equal(x.numpy(), b["inputs"]) and np.array_equal(y.numpy(), b["targets"])
+
+    def score(pred):
+        out = torch.nn.functional.one_hot(torch.as_tensor(pred).long(), 20).float()  # [B, T, 20]
+        m, sums = _batch_metrics(out, y, dict(extras), cfg)
+        return m["dfa_accuracy"], _exact(sums, cfg)
+
+    truth = np.where(b["targets"] < 0, 0, b["targets"])
+    assert score(truth)[0] == 1.0 and score(np.full(truth.shape, 19))[0] == 0.0
+    rand = np.random.default_rng(0).integers(0, 20, size=truth.shape)
+    acc, exact = score(rand)
+    want = scoring.dfa_accuracy(b["inputs"], b["targets"], b["dfa"], rand).sum(axis=0)
+    assert (exact["dfa_correct"], exact["dfa_count"]) == tuple(want) and acc == want[0] / want[1]
+
+
+def test_evaluate_reports_the_dfa_accuracy(tmp_path):
+    import json
+
+    r = CliRunner().invoke(cli, ["evaluate", "attention", "--suite", "regbench", "--steps", "2", "--out",
+                                 str(tmp_path / "ev")])
+    assert r.exit_code == 0, r.output
+    report = json.loads((tmp_path / "ev" / "report.json").read_text())
+    assert report["rows"][0]["metric"] == "dfa_accuracy"
+    assert "| regbench | DFA accuracy |" in (tmp_path / "ev" / "report.md").read_text()

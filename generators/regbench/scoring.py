@@ -127,3 +127,37 @@ def ngram_predictions(inputs, vocab_size):
     out = np.zeros(inputs.shape, dtype=np.int64)
     _ngram_rows(inputs, vocab_size - 1, vocab_size - 2, out)
     return out
+
+
+@njit(cache=True)
+def _allowed_row(inp, table, sep, out):
+    q = 0
+    for i in range(inp.shape[0]):
+        t = inp[i]
+        if t == sep:
+            q = 0
+        elif t > 0 and q >= 0:
+            q = table[q, t - 1]
+        mask = 0
+        if q >= 0:
+            for a in range(table.shape[1]):
+                if table[q, a] >= 0:
+                    mask |= 1 << a
+        out[i] = mask
+
+
+@njit(cache=True, parallel=True)
+def _allowed_rows(inputs, tables, sep, out):
+    for b in prange(inputs.shape[0]):
+        _allowed_row(inputs[b], tables[b], sep, out[b])
+
+
+def allowed_letters(inputs, dfa):
+    """int64 [B, T]: at each input position, the letters the row's DFA allows next as a bit mask (bit a: letter
+    token a + 1), from the state the current string has reached: what ``dfa_accuracy`` asks of a prediction,
+    for a harness that scores predictions as they come (models_ref/training/eval_pass.py)."""
+    inputs = np.ascontiguousarray(inputs, dtype=np.int64)
+    tables = np.ascontiguousarray(dfa, dtype=np.int64)
+    out = np.zeros(inputs.shape, dtype=np.int64)
+    _allowed_rows(inputs, tables, tables.shape[2] + 1, out)
+    return out

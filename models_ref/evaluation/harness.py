@@ -37,7 +37,7 @@ from longsynth.models_ref.evaluation.protocol import (manifest_digest, on_the_fl
 from longsynth.models_ref.protocols.registry import (PAPER_SOURCE, TOLERANCE, own_figures, paper_figures, paper_split)
 from longsynth.models_ref.reports.records import display_name
 from longsynth.models_ref.training.trainer import train
-from longsynth.models_ref.training.config import PRIMARY
+from longsynth.models_ref.training.config import primary_metric
 from longsynth.models_ref.training.eval_pass import finite
 from longsynth.models_ref.training.write_errors import write_failed
 from longsynth.spec import ModelSpec
@@ -246,7 +246,7 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         label = next(k for k, v in test_sets.items() if not finite(v))
         res = {**res, "test": None, "diverged": {"step": res["steps"], "where": f"test at length {label}"}}
         test_sets = None
-    primary = PRIMARY[tcfg.objective]
+    primary = primary_metric(tcfg)
     # what the report, the progress line and a certificate read: the test split's metrics, or on a protocol that
     # scores its test sets (the Chomsky hierarchy's lengths beyond training) their mean
     score = mean_of(test_sets) if proto.score_test_sets and test_sets else res["test"]

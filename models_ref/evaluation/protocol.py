@@ -65,6 +65,8 @@ class Protocol:
     # refused (the Chomsky hierarchy's rows: the input, then empty tokens; the paper's Transformer is an encoder)
     string_metrics: tuple | None = None  # token ids left out of the metrics (not the loss), and each row's string and
     # character accuracy reported (Repeat After Me's get_score: the answer's letters without its '.')
+    dfa_metric: bool = False  # RegBench: scored by the DFA accuracy, its evaluation batches carrying the rows' DFAs'
+    # allowed letters (``_with_allowed``)
 
     @property
     def trims(self):
@@ -94,7 +96,7 @@ class Protocol:
                            min_lr_ratio=0.0 if self.min_lr is None else min(1.0, self.min_lr / lr),
                            compile=compile, checkpoint_activations=checkpoint_activations,
                            checkpoint_every=checkpoint_every, grad_clip=self.grad_clip, trim=self.trims,
-                           string_metrics=self.string_metrics)
+                           string_metrics=self.string_metrics, dfa_metric=self.dfa_metric)
 
 
 def resolve(name, scale, task=None):
@@ -122,17 +124,21 @@ def protocol_for_dataset(ds):
 
 
 class OnTheFly:
-    """Atomic task batches for ``trainer.train``: ``batch(step)`` -> (x [B/W, T, c+2], y)."""
+    """Atomic task batches for ``trainer.train``: ``batch(step)`` -> (x [B/W, T, c+2], y), or (x, y, {key: ...})
+    of the task's other keys ``keep``."""
 
-    def __init__(self, task, params, seed, batch_size, split, rank=0, world=1):
+    def __init__(self, task, params, seed, batch_size, split, rank=0, world=1, keep=()):
+        self.keep = tuple(keep)
         self.stream = OnTheFlyDataset(task, seed=seed, split=split, batch_size=batch_size // world, rank=rank,
-                                      world_size=world, **params)
+                                      world_size=world, extras=bool(self.keep), **params)
 
     def __call__(self, step):
         threads = torch.get_num_threads()
-        x, y = self.stream.batch(step)
+        batch = self.stream.batch(step)
         torch.set_num_threads(threads)  # Numba's OpenMP pool shares (and resets) the thread count
-        return x, y
+        if self.keep:
+            return batch[0], batch[1], {k: batch[2][k] for k in self.keep}
+        return batch
 
 
 class ByLength:
@@ -283,9 +289,29 @@ def on_the_fly_sources(protocol, batch_size, seed=0, rank=0, world=1, fresh=Fals
         train = make("train")
     else:
         train = fixed_train(protocol.task, params, protocol.train_samples, batch_size, seed, rank, world)
-    val, test = (_eval_list(_grouped(make(s), protocol.breakdown, length_offset(protocol)), n, lazy=fresh)
+    val, test = (_eval_list(_scored(protocol, params, seed, batch_size, s, rank, world, kind), n, lazy=fresh)
                  for s in ("val", "test"))
     return train, val, test, params
+
+
+def _scored(protocol, params, seed, batch_size, split, rank, world, kind=OnTheFly):
+    """An evaluation source of ``kind`` as the protocol scores it: its batches carry the breakdown groups, or
+    (RegBench) the letters each row's DFA allows next."""
+    if protocol.dfa_metric:
+        return _with_allowed(OnTheFly(protocol.task, params, seed, batch_size, split, rank, world, keep=("dfa",)))
+    return _grouped(kind(protocol.task, params, seed, batch_size, split, rank, world), protocol.breakdown,
+                    length_offset(protocol))
+
+
+def _with_allowed(source):
+    """Batches (x, y, {"allowed": [B, T]}): the letters the row's DFA allows after each input, a bit mask
+    (generators/regbench/scoring.py ``allowed_letters``), for eval_pass's DFA accuracy."""
+    from longsynth.generators.regbench.scoring import allowed_letters
+
+    def batch(step):
+        x, y, extras = source(step)
+        return x, y, {"allowed": torch.from_numpy(allowed_letters(x.numpy(), extras["dfa"].numpy()))}
+    return batch
 
 
 def longest_test_input(protocol):
@@ -302,8 +328,8 @@ def test_set_sources(protocol, batch_size, rank=0, world=1):
     parameters changed (longer inputs, other lengths), for the length-generalisation report."""
     out = {}
     for label, change in (protocol.test_sets or {}).items():
-        stream = OnTheFly(protocol.task, _task_params(protocol, change), 0, batch_size, "test", rank, world)
-        out[label] = _eval_list(_grouped(stream, protocol.breakdown, length_offset(protocol)), protocol.eval_batches)
+        out[label] = _eval_list(_scored(protocol, _task_params(protocol, change), 0, batch_size, "test", rank, world),
+                                protocol.eval_batches)
     return out
 
 

@@ -2,7 +2,7 @@
 
 ``PROTOCOLS``, ``ARCHITECTURES``, ``PAPER``, ``PAPER_SOURCE``, ``PAPER_NAMES``, ``PAPER_FROM`` and
 ``SUITES`` (the package's docstring says what each holds) are the union of the family modules'
-(atomic.py, listops.py, pathfinder.py, recall.py, state.py, mad.py, chomsky.py, repeat.py); a new family
+(atomic.py, listops.py, pathfinder.py, recall.py, state.py, mad.py, chomsky.py, repeat.py, regbench.py); a new family
 adds its module to ``FAMILIES``. The lookups: a built-in's preset (``architecture``, with ``VARIANTS``), the
 papers' figures of a run (``paper_figures``, ``own_figures``, ``paper_split``) and the names
 and sources of their columns (``column_name``, ``column_source``), and the names ``--suite``
@@ -11,11 +11,11 @@ accepts (``task_of``, ``protocol_of``, ``suite_members``).
 from __future__ import annotations
 
 from longsynth.errors import LongsynthError
-from longsynth.models_ref.protocols import (atomic, chomsky, listops, mad, pathfinder, recall, repeat, s4_family,
-                                            state)
+from longsynth.models_ref.protocols import (atomic, chomsky, listops, mad, pathfinder, recall, regbench, repeat,
+                                            s4_family, state)
 from longsynth.models_ref.protocols.laptop import derive
 
-FAMILIES = (atomic, listops, pathfinder, recall, state, mad, chomsky, repeat)
+FAMILIES = (atomic, listops, pathfinder, recall, state, mad, chomsky, repeat, regbench)
 ATOMIC_TASKS = atomic.ATOMIC_TASKS
 
 

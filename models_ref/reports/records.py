@@ -11,7 +11,7 @@ from longsynth.errors import LongsynthError
 from longsynth.models_ref.protocols.registry import PAPER, PROTOCOLS, paper_figures, protocol_row
 
 
-METRIC_NAMES = {"r2": "R^2", "accuracy": "accuracy", "macro_f1": "macro F1"}
+METRIC_NAMES = {"r2": "R^2", "accuracy": "accuracy", "macro_f1": "macro F1", "dfa_accuracy": "DFA accuracy"}
 
 
 def member_name(protocol, task, family):

@@ -17,7 +17,7 @@ from longsynth import safe
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
 from longsynth.models_ref.models.stack import Model, ModelConfig
-from longsynth.models_ref.training.config import PRIMARY
+from longsynth.models_ref.training.config import primary_metric
 from longsynth.models_ref.training.eval_pass import finite
 from longsynth.models_ref.training.write_errors import write_failed
 
@@ -106,7 +106,7 @@ def _check_checkpoint(ck, path, identity, manifest_digest, cfg):
     if not all(isinstance(r, dict) and isinstance(r.get("loss"), float) and math.isfinite(r["loss"])
                for r in history["train"]):
         raise bad("its history holds a training record without a finite loss")
-    primary = PRIMARY[cfg.objective]
+    primary = primary_metric(cfg)
     for r in history["val"] + ([] if ck["best"] is None else [ck["best"]]):
         if (not isinstance(r, dict) or not finite(r) or not isinstance(r.get(primary), float)
                 or isinstance(r.get("step"), bool) or not isinstance(r.get("step"), int) or not 0 < r["step"] <= step):

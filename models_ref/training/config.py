@@ -2,7 +2,8 @@
 
 Objectives: "regression" (MSE on the rightmost y.shape[1] positions, metric R^2), "tokens"
 (cross-entropy ignoring -100, token accuracy), "segmentation" (cross-entropy over classes,
-macro F1 and macro accuracy); ``PRIMARY`` is each one's metric. Readouts
+macro F1 and macro accuracy); ``PRIMARY`` is each one's metric, and ``primary_metric`` a run's: the DFA
+accuracy (RegBench's, docs/tasks/regbench.md) where ``dfa_metric`` is set. Readouts
 (trainer_forward.readout): which outputs meet the targets.
 """
 from __future__ import annotations
@@ -42,6 +43,9 @@ class TrainConfig:
     # tokens: ids whose targets the metrics leave out (the loss keeps them), and per-row string and character accuracy
     # reported beside (eval_pass._strings); None: neither
     string_metrics: tuple | None = None
+    # tokens: the evaluation batches carry {"allowed": [B, T]} (the letters a row's DFA allows next, a bit mask) and
+    # the run's primary metric is the DFA accuracy (eval_pass._dfa), RegBench's
+    dfa_metric: bool = False
 
     def __post_init__(self):
         if self.objective not in OBJECTIVES:
@@ -52,6 +56,11 @@ class TrainConfig:
             raise LongsynthError(f"schedule: must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.steps < 1 or self.eval_every < 1:
             raise LongsynthError("steps and eval_every: must be >= 1")
+
+
+def primary_metric(cfg: TrainConfig):
+    """The metric a run is selected and reported by: its objective's, or the DFA accuracy."""
+    return "dfa_accuracy" if cfg.dfa_metric else PRIMARY[cfg.objective]
 
 
 def lr_factor(step, cfg: TrainConfig):

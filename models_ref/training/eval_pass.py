@@ -23,6 +23,7 @@ def _batch_metrics(out, y, extras, cfg):
         return {"r2": M.r2(out, y)}, M.r2_sums(out, y)
     if cfg.objective == "tokens":
         y = y.long()
+        allowed = extras.pop("allowed", None) if cfg.dfa_metric else None  # a mask, not a breakdown group
         strings = cfg.string_metrics is not None
         if strings and cfg.string_metrics:
             y = torch.where(torch.isin(y, torch.tensor(cfg.string_metrics, device=y.device)), M.IGNORE_INDEX, y)
@@ -35,6 +36,11 @@ def _batch_metrics(out, y, extras, cfg):
             if rows[1]:  # a batch without a scored row adds nothing (a NaN would read as a diverged run)
                 m.update(string_accuracy=rows[0] / rows[1], char_accuracy=rows[2] / rows[1])
             sums.append(torch.tensor(rows, dtype=torch.float64))
+        if cfg.dfa_metric:
+            right, scored = _dfa(out, y, allowed)
+            if scored:
+                m["dfa_accuracy"] = right / scored
+            sums.append(torch.tensor([right, scored], dtype=torch.float64))
         return m, torch.cat(sums)
     cm = M.confusion(out, y.long(), cfg.num_classes)
     s = M.macro_from_confusion(cm)
@@ -53,12 +59,26 @@ def _strings(out, y):
     return [int((right[rows] == count[rows]).sum()), int(rows.sum()), float(share.sum())]
 
 
+def _dfa(out, y, allowed):
+    """(predictions the row's DFA allows, scored positions) of a batch: RegBench's DFA accuracy
+    (generators/regbench/scoring.py): at a scored position the prediction counts when it is a letter (token a + 1)
+    whose bit is set in ``allowed`` [B, T], the letters the DFA allows after the current string."""
+    if allowed is None:
+        raise ValueError("a DFA-accuracy protocol's evaluation batch carries no 'allowed' mask")
+    valid = y != M.IGNORE_INDEX  # [B, T]
+    letter = out.argmax(-1) - 1  # [B, T]  bit of the predicted letter; -1 for '.', > letters for '|'
+    ok = (letter >= 0) & (letter < 62) & ((allowed >> letter.clamp(0, 62)) & 1).bool()  # [B, T]
+    return int((ok & valid).sum()), int(valid.sum())
+
+
 def _exact(sums, cfg):
     if cfg.objective == "regression":
         return {"r2": M.r2_from_sums(sums)}
     if cfg.objective == "tokens":
         c, n = int(sums[0]), int(sums[1])
         strings = cfg.string_metrics is not None
+        if cfg.dfa_metric:  # the last two: predictions the DFAs allow, scored positions
+            right, scored, sums = int(sums[-2]), int(sums[-1]), sums[:-2]
         given = sums[2:-3] if strings else sums[2:]
         # the share of the scored positions given the model's most frequent answer: near 1, one answer for all
         res = {"accuracy": c / n if n else float("nan"), "correct": c, "count": n,
@@ -68,6 +88,8 @@ def _exact(sums, cfg):
             res["rows"] = rows
             if rows:
                 res.update(string_accuracy=right / rows, char_accuracy=min(1.0, share / rows))
+        if cfg.dfa_metric:
+            res.update(dfa_correct=right, dfa_count=scored, dfa_accuracy=right / scored if scored else float("nan"))
         return res
     cm = sums.reshape(cfg.num_classes, cfg.num_classes)
     s = M.macro_from_confusion(cm)

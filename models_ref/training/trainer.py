@@ -41,7 +41,7 @@ from longsynth.progress import Bar
 from longsynth.models_ref.models.stack import Model, ModelConfig
 from longsynth.models_ref.training.checkpoints import (CheckpointError, _best_weights, _check_checkpoint, _restore,
                                                        load_checkpoint, save_checkpoint, write_checkpoint)
-from longsynth.models_ref.training.config import PRIMARY, TrainConfig, lr_factor
+from longsynth.models_ref.training.config import TrainConfig, lr_factor, primary_metric
 from longsynth.models_ref.training.eval_pass import evaluate, finite
 from longsynth.models_ref.training.forward import _autocast, _forward, _unpack, all_sum, dist_info
 
@@ -225,7 +225,7 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
         fwd_model = torch.compile(fwd_model)
     if rank != 0:
         checkpoint_dir, progress = None, False
-    primary = PRIMARY[train_cfg.objective]
+    primary = primary_metric(train_cfg)
     best_state = None
     if best is not None:  # resumed after a validation: the best weights live in best.pt beside it
         best_file = os.path.join(os.path.dirname(os.path.abspath(resume)), "best.pt")
