@@ -224,4 +224,11 @@ def test_evaluate_reports_the_dfa_accuracy(tmp_path):
     assert r.exit_code == 0, r.output
     report = json.loads((tmp_path / "ev" / "report.json").read_text())
     assert report["rows"][0]["metric"] == "dfa_accuracy"
-    assert "| regbench | DFA accuracy |" in (tmp_path / "ev" / "report.md").read_text()
+    text = (tmp_path / "ev" / "report.md").read_text()
+    assert "| regbench | DFA accuracy |" in text
+    # what never-trained predictors score on the same rows, so that a reader can place the model's figure
+    import re
+
+    ngram, letter = map(float, re.search(r"3-gram .*?\*\*([0-9.]+)\*\*, a uniformly random letter ([0-9.]+)",
+                                         text).groups())
+    assert ngram > 0.85 and 0.05 < letter < 0.2

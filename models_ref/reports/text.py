@@ -130,7 +130,7 @@ class ReportText:
                 _lr(r["best_lr"]), *paper,
                 r["verdict"]]
             out.append("| " + " | ".join(cells) + " |")
-        out += ["", self._chance_line(rows)]
+        out += ["", self._chance_line(rows)] + self._dfa_markdown()
         if free:
             out += ["", "Majority and position prior: what two predictors that never read a row's content score on "
                         "the same test rows: the most frequent answer, and the most frequent answer at each position "
@@ -196,6 +196,21 @@ class ReportText:
                             f"parameters at every {axis}, so it ignores spec.{field} (docs/evaluate.md, \"The model "
                             "contract\")."]
         return out
+
+    def _dfa_markdown(self):
+        """RegBench: what two predictors that are never trained score on the same test rows (the DFA accuracy has
+        no uniform chance: a guess is right as often as the row's DFA allows letters)."""
+        from longsynth.models_ref.evaluation.baselines import dfa_levels
+
+        run = next((r for r in self.runs if r.get("primary_metric") == "dfa_accuracy"), None)
+        levels = dfa_levels(run) if run is not None else None
+        if levels is None:
+            return []
+        return ["", f"Reference levels of the DFA accuracy, from predictors never trained, on the same test rows "
+                    f"({levels['positions']:,} scored positions): the authors' in-context 3-gram (their ngram.py: "
+                    f"counts of the row's own earlier text) **{levels['ngram']:.3f}**, a uniformly random letter "
+                    f"{levels['letter']:.3f} (its expectation). A model below the 3-gram does less with its context "
+                    f"than counting it (docs/tasks/regbench.md)."]
 
     @staticmethod
     def _chance_line(rows):
