@@ -212,7 +212,7 @@ class ReportFigures:
                     items.append({"label": f"{r['task']}: {c['set']} test set\n({c['count'] - c['correct']:,} "
                                            f"errors of {c['count']:,})", "value": c["accuracy"], "std": 0.0,
                                   "chance": r["chance"], "paper": [None] * len(headers), "marks": []})
-        return items, headers, "test metric (R^2, accuracy or macro F1; 1 is perfect)"
+        return items, headers, "test metric (R^2, accuracy, macro F1 or DFA accuracy; 1 is perfect)"
 
     def figure(self, path=None):
         """Horizontal bars per task: the model's test metric (with its spread), the papers' (each
