@@ -150,3 +150,23 @@ def test_a_strangers_string_accuracy_must_be_a_fraction(tmp_path):
         path.write_text(json.dumps(broken))
         with pytest.raises(certificate.CertificateError, match=field):
             certificate.read(path.parent)
+
+
+def test_presets_draw_the_hubs_splits_laws(tmp_path):
+    """--preset names a Hub split's law: the same rows as its p_ignore given alone; a p_ignore that disagrees with
+    it is one line, and nothing is written."""
+    from click.testing import CliRunner
+
+    from longsynth.cli.main import cli
+
+    for preset, p in (("train", 0.8), ("val", 0.8), ("val_dense", 0.1), ("val_sparse", 0.98)):
+        a = longsynth.batch("flipflop", 0, 16, seed=3, T=32, preset=preset)
+        b = longsynth.batch("flipflop", 0, 16, seed=3, T=32, p_ignore=p)
+        assert all(np.array_equal(a[k], b[k]) for k in a), preset
+    assert np.array_equal(longsynth.batch("flipflop", 0, 4, seed=3)["inputs"],
+                          longsynth.batch("flipflop", 0, 4, seed=3, p_ignore=0.8)["inputs"])  # the default: 0.8
+    r = CliRunner().invoke(cli, ["gen", "flipflop", "--preset", "val_dense", "--p-ignore", "0.8", "-n", "10", "--out",
+                                 str(tmp_path / "d")])
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("Error:")]
+    assert r.exit_code != 0 and len(lines) == 1 and "disagrees with --preset val_dense" in lines[0], r.output
+    assert not (tmp_path / "d").exists()

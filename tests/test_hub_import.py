@@ -104,7 +104,7 @@ def test_rows_are_the_files_rows_in_order_and_verify_deep_checks_them(plain, tmp
             ("ffl-0.98", "test"): [("test", 200, 0.98, 0)]}
     for (folder, split), parts in want.items():
         ds = longsynth.open(str(tmp_path / "out" / folder))
-        assert ds.manifest["params"] == {"T": T, "p_ignore": parts[0][2]}
+        assert ds.manifest["params"] == {"T": T, "p_ignore": parts[0][2], "preset": None}
         got = {k: np.stack([ds[split][i][k] for i in range(len(ds[split]))]) for k in ("inputs", "targets")}
         expect = [longsynth.batch("flipflop", 0, n, seed=s, split=sp, T=T, p_ignore=p) for sp, n, p, s in parts]
         for k in ("inputs", "targets"):

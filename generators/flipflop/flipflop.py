@@ -18,6 +18,7 @@ Worked example (T = 4): w 1, i 0, r -, r -:
     inputs   0  4  2  3  1  4  1
     targets  .  .  .  .  4  .  4        (. = -100)
 """
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,13 +39,30 @@ CITATION = """@inproceedings{liu2023flipflop,
 }"""
 
 
+# the Hub's splits (synthseq/flipflop's data card): the p of the FFL(p) each was drawn from
+HUB_SPLITS = {"train": 0.8, "val": 0.8, "val_dense": 0.1, "val_sparse": 0.98}
+
+
 @dataclass(frozen=True)
 class FlipFlopConfig:
     T: int = param(256, "instructions in a string (the paper's T; the Hub's data: 256, so 512 tokens)", lo=2,
                    hi=MAX_T)
-    p_ignore: float = param(0.8, "probability of an ignore among the instructions between the first and the last "
-                                 "(the paper's p: 0.8 train and val, 0.1 val_dense, 0.98 val_sparse); write and read "
-                                 "share the rest equally", lo=0.0, hi=1.0)
+    p_ignore: float | None = param(None, "probability of an ignore among the instructions between the first and the "
+                                         "last (the paper's p) [default: 0.8, or --preset's]; write and read share the "
+                                         "rest equally", lo=0.0, hi=1.0)
+    preset: str | None = param(None, "the law of one of the Hub's splits: train and val FFL(0.8), val_dense FFL(0.1), "
+                                     "val_sparse FFL(0.98) (sets p_ignore)", choices=tuple(HUB_SPLITS))
+
+
+def _resolve(cfg):
+    """p_ignore from the preset (0.8 without one); a p_ignore given beside a preset must be the preset's."""
+    from longsynth.errors import LongsynthError
+
+    p = HUB_SPLITS[cfg.preset or "train"]
+    if cfg.p_ignore is not None and cfg.preset is not None and cfg.p_ignore != p:
+        raise LongsynthError(f"p_ignore: {cfg.p_ignore} disagrees with --preset {cfg.preset} (FFL({p})); give one "
+                             f"of them, or equal values")
+    return cfg if cfg.p_ignore is not None else dataclasses.replace(cfg, p_ignore=p)
 
 
 @njit(cache=True)
@@ -153,6 +171,7 @@ TASK = Task(
     vocab=lambda cfg: ["w", "r", "i", "0", "1"],
     citation=CITATION,
     law=law_of_rows,
+    resolve=_resolve,
     card="T instructions: w b writes bit b, i b is ignored, r b reads b = the last bit written; the first a write, "
          "the last a read, the others ignore with probability p_ignore and write or read with (1 - p_ignore) / 2 "
          "each. Tokens w 0, r 1, i 2, bits 3 and 4 (the synthseq/flipflop data card); targets are the reads' bits. "
