@@ -9,7 +9,7 @@ import os
 import sys
 
 from longsynth.certificate import read_report
-from longsynth.models_ref.evaluation.baselines import of_run
+from longsynth.models_ref.evaluation.baselines import dfa_levels_of_run, of_run
 from longsynth.models_ref.reports.report import Report
 
 
@@ -22,6 +22,8 @@ def rerender(folder):
             if key not in known:
                 known[key] = of_run(run)
             run["baselines"] = known[key]
+        if run.get("primary_metric") == "dfa_accuracy" and "dfa_levels" not in run:  # runs made before they were kept
+            run["dfa_levels"] = dfa_levels_of_run(run)
     report = Report(identity=data["model"], suite=data["suite"], scale=data["scale"],
                     settings=data.get("settings") or {}, runs=data["runs"])
     report.write(folder)

@@ -106,6 +106,16 @@ class Baselines(BaseModel):
     position: Fraction
 
 
+class DfaLevels(BaseModel):
+    """What two never-trained predictors score on a DFA-accuracy run's test rows (RegBench:
+    models_ref/evaluation/baselines.py ``dfa_levels``)."""
+
+    model_config = ConfigDict(extra="allow")
+    ngram: Fraction
+    letter: Fraction
+    positions: Count
+
+
 class Certificate(BaseModel):
     """The fields of metrics.json that evaluate's report and validate's summary read."""
 
@@ -124,6 +134,7 @@ class Certificate(BaseModel):
     train_tokens_per_s: NonNegative
     paper_columns: Optional[dict[Name, dict[Name, Finite]]] = None
     weight_decay: Optional[NonNegative] = None
+    dfa_levels: Optional[DfaLevels] = None
     width: Optional[Annotated[int, Strict(), Field(ge=1)]] = None
     depth: Optional[Annotated[int, Strict(), Field(ge=1)]] = None
     test_sets: Optional[dict[SetLabel, Evaluation]] = None  # keyed by test length, or by the set's name

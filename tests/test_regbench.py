@@ -232,3 +232,12 @@ def test_evaluate_reports_the_dfa_accuracy(tmp_path):
     ngram, letter = map(float, re.search(r"3-gram .*?\*\*([0-9.]+)\*\*, a uniformly random letter ([0-9.]+)",
                                          text).groups())
     assert ngram > 0.85 and 0.05 < letter < 0.2
+    cert = report["runs"][0]
+    assert cert["dfa_levels"]["ngram"] == pytest.approx(ngram, abs=5e-4)  # the report reads the certificate's
+    # a stranger's report whose levels are no fractions is one line naming the field
+    from longsynth.certificate import CertificateError, read_report
+
+    cert["dfa_levels"]["ngram"] = 2.0
+    (tmp_path / "ev" / "report.json").write_text(json.dumps(report))
+    with pytest.raises(CertificateError, match="dfa_levels.ngram"):
+        read_report(str(tmp_path / "ev"))

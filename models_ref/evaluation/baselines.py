@@ -38,31 +38,35 @@ def of_run(run):
     return levels({"test": on_the_fly_sources(proto, size)[2]()})
 
 
-def dfa_levels(run):
-    """{"ngram", "letter", "positions"} of a DFA-accuracy run (RegBench's, docs/tasks/regbench.md): on the test
-    rows its protocol scores, at its batch size, the DFA accuracy of the authors' in-context 3-gram
-    (generators/regbench/scoring.py) and the expected DFA accuracy of a uniformly random letter; two
-    predictors that are never trained. None for a run of another metric."""
-    if run.get("primary_metric") != "dfa_accuracy" or run.get("test") is None:
-        return None
+def dfa_levels(batches, vocab_size):
+    """{"ngram", "letter", "positions"} over RegBench's evaluation batches (x, y, {"allowed"}) (docs/tasks/regbench.md):
+    the DFA accuracy of the authors' in-context 3-gram (generators/regbench/scoring.py) and the expected DFA
+    accuracy of a uniformly random letter, two predictors that are never trained; None without a scored position."""
     import numpy as np
 
-    from longsynth import registry
     from longsynth.generators.regbench.scoring import ngram_predictions
 
-    proto = resolve(run["protocol"], run["scale"], task=run["task"])
-    size = run.get("global_batch_size") or proto.batch_size
-    task = registry.get(proto.task)
-    _, _, test, params = on_the_fly_sources(proto, size)
-    cfg = task.make_config(**params)
-    vocab, letters = task.vocab_size(cfg), task.vocab_size(cfg) - 2
+    letters = vocab_size - 2
     right = expected = positions = 0
-    for x, y, extras in test():
+    for x, y, extras in batches:
         allowed, scored = extras["allowed"].numpy(), y.numpy() != -100
-        pred = ngram_predictions(x.numpy(), vocab) - 1  # the predicted letter's bit; -1: none
+        pred = ngram_predictions(x.numpy(), vocab_size) - 1  # the predicted letter's bit; -1: none
         ok = (pred >= 0) & (((allowed >> np.clip(pred, 0, 62)) & 1) == 1)
         count = sum((allowed >> a) & 1 for a in range(letters))  # the letters allowed at each position
         right += int((ok & scored).sum())
         expected += float((count[scored] / letters).sum())
         positions += int(scored.sum())
     return {"ngram": right / positions, "letter": expected / positions, "positions": positions} if positions else None
+
+
+def dfa_levels_of_run(run):
+    """``dfa_levels`` of a finished DFA-accuracy run, from its protocol's test rows at its batch size (None for a
+    run of another metric): for reports rebuilt from runs made before certificates recorded them."""
+    if run.get("primary_metric") != "dfa_accuracy" or run.get("test") is None:
+        return None
+    from longsynth import registry
+
+    proto = resolve(run["protocol"], run["scale"], task=run["task"])
+    _, _, test, params = on_the_fly_sources(proto, run.get("global_batch_size") or proto.batch_size)
+    task = registry.get(proto.task)
+    return dfa_levels(test(), task.vocab_size(task.make_config(**params)))

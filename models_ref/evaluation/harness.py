@@ -30,6 +30,7 @@ from longsynth.outdir import Folder
 from longsynth.models_ref.models import factories
 from longsynth.models_ref.evaluation.checks import build, check_model
 from longsynth.models_ref.reports.curves import curves, prediction_figure
+from longsynth.models_ref.evaluation.baselines import dfa_levels
 from longsynth.models_ref.evaluation.baselines import levels as content_free_levels
 from longsynth.models_ref.evaluation.files import record_files
 from longsynth.models_ref.evaluation.protocol import (manifest_digest, on_the_fly_sources, protocol_for_dataset,
@@ -285,6 +286,9 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
         "test": res["test"], "test_sets": test_sets, "test_set_params": proto.test_sets, "breakdown": proto.breakdown,
         "score": score, "scored_on": "test sets" if score is not res["test"] else "test",
         "baselines": baselines,  # what predictors that never read a row's content score on the same rows
+        # RegBench: what two never-trained predictors (the authors' in-context 3-gram, a random letter) score there
+        "dfa_levels": dfa_levels(p.sources[2](), spec.vocab_size)
+        if primary == "dfa_accuracy" and res["test"] is not None else None,
         "paper": paper, "paper_columns": figures,
         "verdict": verdict({**res, "test": score}, paper, primary, paper_split(own)),
         "created": time.strftime("%Y%m%d-%H%M%S"), "rank": rank,

@@ -198,12 +198,10 @@ class ReportText:
         return out
 
     def _dfa_markdown(self):
-        """RegBench: what two predictors that are never trained score on the same test rows (the DFA accuracy has
-        no uniform chance: a guess is right as often as the row's DFA allows letters)."""
-        from longsynth.models_ref.evaluation.baselines import dfa_levels
-
-        run = next((r for r in self.runs if r.get("primary_metric") == "dfa_accuracy"), None)
-        levels = dfa_levels(run) if run is not None else None
+        """RegBench: what two predictors that are never trained score on the same test rows, as the runs' certificates
+        record them (the DFA accuracy has no uniform chance: a guess is right as often as the row's DFA allows
+        letters)."""
+        levels = next((r["dfa_levels"] for r in self.runs if isinstance(r.get("dfa_levels"), dict)), None)
         if levels is None:
             return []
         return ["", f"Reference levels of the DFA accuracy, from predictors never trained, on the same test rows "
