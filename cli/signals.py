@@ -14,10 +14,19 @@ def _on_signal(signum, frame):
 def _unraisable(hook):
     """``sys.unraisablehook`` that keeps quiet about the KeyboardInterrupt of a signal that
     landed in a weakref callback or a ``__del__`` (Python would print its traceback and go
-    on; ``Watched`` raises it again at the next progress report) and passes the rest to ``hook``."""
+    on) and delivers the signal again a moment later, where it can stop the command (a
+    training loop has no progress report of ours to raise it: ``evaluate`` and ``validate``
+    trained on after such a SIGTERM); ``Watched`` also raises it at the next progress report.
+    The rest goes to ``hook``."""
 
     def quiet(unraisable):
         if _SIGNALLED and isinstance(unraisable.exc_value, KeyboardInterrupt):
+            import os
+            import threading
+
+            timer = threading.Timer(0.05, os.kill, (os.getpid(), _SIGNALLED[-1]))
+            timer.daemon = True
+            timer.start()
             return
         hook(unraisable)
 

@@ -203,3 +203,34 @@ def test_sigterm_during_validate_leaves_no_empty_folder(tmp_path):
     assert p.returncode != 0 and "Traceback" not in err, err[-2000:]
     empty = [d for d, dirs, files in os.walk(ds / "validation") if not dirs and not files]
     assert not empty, empty
+
+
+def test_a_signal_swallowed_in_a_destructor_still_stops_the_command():
+    """A SIGTERM whose KeyboardInterrupt lands in a ``__del__`` (torch frees tensors there) is swallowed by
+    Python; the command's hook delivers the signal again, so a loop with no progress report of ours (a training
+    run) stops instead of running on."""
+    import subprocess
+    import sys
+
+    code = """
+import signal, sys, time
+import longsynth.cli.signals as S
+from longsynth.cli.main import _on_signal, _unraisable
+signal.signal(signal.SIGTERM, _on_signal)
+sys.unraisablehook = _unraisable(sys.unraisablehook)
+class Freed:
+    def __del__(self):
+        S._SIGNALLED.append(signal.SIGTERM)  # the signal, as if it had landed here
+        raise KeyboardInterrupt
+Freed()
+t = time.time()
+try:
+    while time.time() - t < 20:
+        pass
+except KeyboardInterrupt:
+    print("stopped after", round(time.time() - t, 1)); sys.exit(3)
+print("ran on")
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3 and "stopped after" in r.stdout, (r.stdout, r.stderr[-2000:])
+    assert "Traceback" not in r.stderr and float(r.stdout.split()[-1]) < 5
