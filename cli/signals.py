@@ -11,22 +11,28 @@ def _on_signal(signum, frame):
     raise KeyboardInterrupt
 
 
-def _unraisable(hook):
+def _resend(signum):
+    """The signal ``signum`` sent to this process again in 50 ms, from a timer thread: Python runs its handler in
+    the main thread, at the next instruction outside the destructor that swallowed the first."""
+    import os
+    import threading
+
+    timer = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+    timer.daemon = True
+    timer.start()
+
+
+def _unraisable(hook, resend=_resend):
     """``sys.unraisablehook`` that keeps quiet about the KeyboardInterrupt of a signal that
     landed in a weakref callback or a ``__del__`` (Python would print its traceback and go
     on) and delivers the signal again a moment later, where it can stop the command (a
     training loop has no progress report of ours to raise it: ``evaluate`` and ``validate``
     trained on after such a SIGTERM); ``Watched`` also raises it at the next progress report.
-    The rest goes to ``hook``."""
+    The rest goes to ``hook``; ``resend(signum)`` delivers it (a test passes its own)."""
 
     def quiet(unraisable):
         if _SIGNALLED and isinstance(unraisable.exc_value, KeyboardInterrupt):
-            import os
-            import threading
-
-            timer = threading.Timer(0.05, os.kill, (os.getpid(), _SIGNALLED[-1]))
-            timer.daemon = True
-            timer.start()
+            resend(_SIGNALLED[-1])
             return
         hook(unraisable)
 

@@ -211,8 +211,8 @@ def test_a_swallowed_interrupt_prints_no_traceback_and_other_unraisables_still_d
 
     from longsynth.cli import main as m
 
-    seen = []
-    hook = m._unraisable(seen.append)
+    seen, resent = [], []
+    hook = m._unraisable(seen.append, resent.append)
     interrupt = types.SimpleNamespace(exc_value=KeyboardInterrupt())
     other = types.SimpleNamespace(exc_value=ValueError("a real bug"))
     hook(interrupt)  # no signal received: not ours, passed on
@@ -223,6 +223,7 @@ def test_a_swallowed_interrupt_prints_no_traceback_and_other_unraisables_still_d
     finally:
         m._SIGNALLED.clear()
     assert seen == [interrupt, other]
+    assert resent == [signal.SIGINT]  # the swallowed one is delivered again (test_untrusted_ends: it stops the run)
 
 
 def test_show_dir_on_values_outside_the_definition_is_one_line(tmp_path, monkeypatch):
