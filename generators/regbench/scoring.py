@@ -9,7 +9,7 @@ control").
   nothing but counting can score.
 """
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 
 @njit(cache=True)
@@ -31,9 +31,9 @@ def _dfa_row(inp, tgt, table, pred, sep):
     return correct, scored
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def _dfa_rows(inputs, targets, tables, preds, sep, out):
-    for b in prange(inputs.shape[0]):
+    for b in range(inputs.shape[0]):
         c, n = _dfa_row(inputs[b], targets[b], tables[b], preds[b], sep)
         out[b, 0] = c
         out[b, 1] = n
@@ -114,9 +114,9 @@ def _ngram_row(inp, sep, L, pred):
         pred[i] = 1 + arg
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def _ngram_rows(inputs, sep, L, out):
-    for r in prange(inputs.shape[0]):
+    for r in range(inputs.shape[0]):
         _ngram_row(inputs[r], sep, L, out[r])
 
 
@@ -146,9 +146,9 @@ def _allowed_row(inp, table, sep, out):
         out[i] = mask
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def _allowed_rows(inputs, tables, sep, out):
-    for b in prange(inputs.shape[0]):
+    for b in range(inputs.shape[0]):
         _allowed_row(inputs[b], tables[b], sep, out[b])
 
 
