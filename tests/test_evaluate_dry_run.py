@@ -174,11 +174,20 @@ def test_the_estimate_is_within_twice_a_short_real_run(tmp_path, model, suite, s
 
 def test_past_the_timing_budget_one_batch_is_timed_and_the_estimate_holds(monkeypatch):
     """Once the dry run's timing budget is spent, each further shape is timed by one step at one batch (the
-    larger) and scaled to the protocol's, here through the origin (no shape was timed at two batches): an
-    estimate within 2x of the two-batch one."""
+    smaller) and scaled to the protocol's, here through the origin (no shape was timed at two batches): an
+    estimate within 2x of the two-batch one. Steps cost a known line in the batch (1 ms fixed, 0.1 ms a row),
+    so that a neighbour's burst on a shared machine cannot decide the test (the real timing is checked
+    against real runs above)."""
     from longsynth.models_ref.evaluation import dry_run as dr
     from longsynth.models_ref.evaluation.sweep import Settings
+    from longsynth.models_ref.training import trainer
 
+    def line_cost(build, cfg, train_batch, val_batches=None, **kwargs):
+        rows = train_batch(1)[0].shape[0]
+        seconds = 1e-3 * (1 + 0.1 * rows)
+        return seconds, (seconds / 3 if val_batches is not None else 0.0)
+
+    monkeypatch.setattr(trainer, "step_seconds", line_cost)
     settings = Settings(steps=50)
     lines = []
     two = dr.dry_run("gru", "parity", out="/nonexistent-dry", settings=settings, notify=lines.append).seconds

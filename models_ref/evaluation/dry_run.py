@@ -56,7 +56,7 @@ class DryRun:
 
 TIMING_TOKENS = 2048  # the dry run times steps of at most this many positions (batch x length), and scales them
 TIMING_BUDGET_S = 5.0  # seconds of timed steps a whole dry run aims at, shared by its suite members
-CUT_POSITIONS = 16384  # rows longer than this are timed cut to it and to twice it, and scaled (at_length)
+CUT_POSITIONS = 16384  # rows longer than this are timed cut to it and to 4 times it, and scaled (at_length)
 
 
 def timing_batches(B, L):
