@@ -24,12 +24,14 @@ def block_rows(row_shape):
 class Stream:
     """``count`` rows of an authors' stream, made in order: ``blocks`` is an iterator of
     {"inputs", "targets"} blocks (int64 [m, *row_shape], m >= 1) whose concatenation is the
-    split; nothing is drawn before the first ``take`` or ``skip``. ``side_bytes``: about the
+    split, and of the keys of ``extra`` ({key: row shape}: RegBench's DFA tables) beside them;
+    nothing is drawn before the first ``take`` or ``skip``. ``side_bytes``: about the
     most bytes the stream keeps besides its current block, ``side_doc`` what they hold. Once
     every row is handed out the blocks' state (and so the side arrays) is released."""
 
-    def __init__(self, count, blocks, row_shape, side_bytes=0, side_doc=""):
+    def __init__(self, count, blocks, row_shape, side_bytes=0, side_doc="", extra=None):
         self.count, self.row_shape, self.side_bytes = int(count), tuple(row_shape), int(side_bytes)
+        self.shapes = {**{k: self.row_shape for k in KEYS}, **{k: tuple(v) for k, v in (extra or {}).items()}}
         self.side_doc = side_doc
         self.position = 0  # rows handed out (taken or skipped) so far
         self._blocks = blocks if self.count else None
@@ -55,7 +57,7 @@ class Stream:
                 have = self._next_block()
             m = min(have, n - done)
             if out is not None:
-                for k in KEYS:
+                for k in self.shapes:
                     out[k][done : done + m] = self._block[k][self._at : self._at + m]
             self._at += m
             done += m
@@ -65,10 +67,10 @@ class Stream:
         return out
 
     def take(self, n, dtypes=None):
-        """The next ``n`` rows: {"inputs", "targets"} C arrays [n, *row_shape], int64 or of
+        """The next ``n`` rows: {key: C array [n, *shape]} ("inputs", "targets" and the extra keys), int64 or of
         ``dtypes`` ({key: dtype}: each block cast as it is copied, as ``astype`` casts)."""
         dtypes = dtypes or {}
-        out = {k: np.empty((n,) + self.row_shape, dtype=dtypes.get(k, np.int64)) for k in KEYS}
+        out = {k: np.empty((n,) + shape, dtype=dtypes.get(k, np.int64)) for k, shape in self.shapes.items()}
         return self._advance(n, out)
 
     def skip(self, n):

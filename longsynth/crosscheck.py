@@ -18,6 +18,7 @@ unscored targets).
     formal_language(path) -> FormLangDatasetGenerator                  (automl/unlocking_state_tracking @ df8f8407)
     chomsky(path)      -> tasks/{regular,dcf,cs}/*.py (google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be)
     ssm_copy(path)     -> synthetic_exps/data_utils.py                (sjelassi/transformers_ssm_copy @ 1188c47)
+    _regbench          -> src/dataloaders/dfa.py, in a child Python   (berlino/seq_icl @ 9b9223d; needs pythomata 0.3.2)
 """
 import contextlib
 import csv
@@ -371,7 +372,77 @@ def _chomsky(task):
     return run
 
 
+_REGBENCH_CHILD = r"""
+import io, sys, types
+import numpy as np
+for name in ("src", "src.dataloaders"):
+    sys.modules.setdefault(name, types.ModuleType(name))
+base = types.ModuleType("src.dataloaders.base")
+base.SequenceDataset = type("SequenceDataset", (), {})
+sys.modules["src.dataloaders.base"] = base
+import importlib.util
+spec = importlib.util.spec_from_file_location("seq_icl_dfa", sys.argv[1])
+dfa = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(dfa)
+n, m, seed = (int(v) for v in sys.argv[2:5])
+kw = dict(zip(sys.argv[5::2], (int(v) for v in sys.argv[6::2])))
+dm = dfa.ICLDFADataModule(num_examples=n, num_test_examples=m, seed=seed, **kw)
+dm.setup()
+out = {}
+for s in ("train", "test", "val"):
+    out[s + "/inputs"] = dm.dataset[s].inputs.numpy()
+    out[s + "/targets"] = dm.dataset[s].targets.numpy()
+buf = io.BytesIO()
+np.savez(buf, **out)
+sys.stdout.buffer.write(buf.getvalue())
+"""
+_REGBENCH_RUNS = {}  # (checkout, cfg, seed, counts) -> their splits: one run of setup() makes every split
+
+
+def _regbench(path, cfg, seed, counts, split, stream):
+    """setup() of their ``src/dataloaders/dfa.py`` (with a stand-in for ``src.dataloaders.base``, which only
+    gives it a base class) in a child Python started with PYTHONHASHSEED=hash_seed: their rows depend on the
+    hash seed, which a running Python cannot change. Their rows, padded to the split's longest, are padded to
+    ours ('.' 0, -100)."""
+    import io
+    import subprocess
+
+    from longsynth.generators.regbench.authors import split_counts
+    from longsynth.generators.regbench.regbench import tokens_per_row
+
+    n, m = split_counts(counts)
+    key = (os.path.realpath(path), cfg, seed, n, m)
+    if key not in _REGBENCH_RUNS:
+        source = os.path.join(path, "src", "dataloaders", "dfa.py")
+        if not os.path.isfile(source):
+            raise LongsynthError(f"--authors: {source} not found: is it a checkout of berlino/seq_icl?")
+        kw = ("vocab_size", "max_num_nodes", "min_num_in_context_examples", "max_num_in_context_examples",
+              "max_outgoing_edges", "max_len_per_example", "input_seq_len")
+        args = [str(a) for k in kw for a in (k, getattr(cfg, k))]
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+        env["PYTHONHASHSEED"] = str(cfg.hash_seed)
+        run = subprocess.run([sys.executable, "-c", _REGBENCH_CHILD, source, str(n), str(m), str(seed), *args],
+                             env=env, capture_output=True)
+        if run.returncode != 0:
+            last = (run.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
+            raise LongsynthError(f"--authors: their setup() failed in a child Python: {last[:200]}")
+        with np.load(io.BytesIO(run.stdout)) as z:
+            _REGBENCH_RUNS.clear()
+            _REGBENCH_RUNS[key] = {k: z[k] for k in z.files}
+    theirs = _REGBENCH_RUNS[key]
+    width = tokens_per_row(cfg) - 1
+    out = {}
+    for k, fill in (("inputs", 0), ("targets", IGNORE)):
+        rows = theirs[f"{split}/{k}"].astype(np.int64)
+        if rows.shape[1] > width:
+            raise LongsynthError(f"--authors: their {split} rows have {rows.shape[1]} tokens, more than the "
+                                 f"{width} this task's rows hold")
+        out[k] = np.pad(rows, ((0, 0), (0, width - rows.shape[1])), constant_values=fill)
+    return out
+
+
 RUNNERS = {
+    "regbench": _regbench,
     "mqar": _mqar,
     "associative-recall": _safari("associative-recall"),
     "induction-head": _safari("induction-head"),

@@ -166,6 +166,9 @@ class Task:
     # (cfg, seed, counts {split: count}, split name) -> that split's rows (an Authors too); what
     # gen --authors-stream writes
     authors_pipeline: Callable | None = None
+    # config fields only the authors' stream reads (RegBench's hash_seed): set, they are refused for this task's own
+    # rows (``own_rows_problem``), which do not depend on them
+    authors_params: tuple = ()
     # tasks whose rows hold sequences of varying length (parity, modular arithmetic): cfg -> the offset k
     # of a row's length n from its last scored target's index t (n = t + k), read back by info, show
     # --stats and the harness's accuracy by length; the text says what n is
@@ -191,6 +194,14 @@ class Task:
             if self.show_dataset is None:
                 self.show_dataset = self._show_token_dataset
             self.keys = functools.partial(_token_bounds, self.keys, self.vocab_size)
+
+    def own_rows_problem(self, cfg):
+        """One line refusing ``cfg`` for this task's own rows (not the authors' stream), or None."""
+        for name in self.authors_params:
+            if getattr(cfg, name) is not None:
+                return (f"{name}: read by the authors' stream only (--authors-stream, longsynth.authors_dataset); "
+                        f"{self.name}'s own rows do not depend on it, got {getattr(cfg, name)!r}")
+        return None
 
     def _show_tokens(self, samples, cfg, path):
         from longsynth.generators._tokens import preview

@@ -424,12 +424,45 @@ class Pool:
             yield {"inputs": inp, "targets": tgt, "dfa": self.table[part]}
 
 
-def authors_regbench(cfg, seed, counts, hash_seed):
-    """{split: {"inputs", "targets", "dfa"}} of setup() (int64 rows padded to this task's width)."""
-    pool = Pool(cfg, seed, counts, hash_seed)
-    out = {}
-    for s in AUTHORS_ORDER:
-        if s in counts:
-            parts = list(pool.blocks(s, max(1, pool.rows[s].shape[0])))
-            out[s] = {k: np.concatenate([p[k] for p in parts]) if parts else None for k in ("inputs", "targets", "dfa")}
-    return out
+def _open(cfg, seed, counts, split):
+    from longsynth.generators._authors import Stream, block_rows
+    from longsynth.generators.regbench.regbench import tokens_per_row
+
+    if cfg.hash_seed is None:
+        raise LongsynthError("hash_seed: the authors' rows depend on the PYTHONHASHSEED their code ran under; give "
+                             "it (--hash-seed H: their rows in a Python started with PYTHONHASHSEED=H)")
+    split_counts(counts)
+    shape = (tokens_per_row(cfg) - 1,)
+    extra = {"dfa": (cfg.max_num_nodes, cfg.vocab_size - 2)}
+    pools = []  # drawn when the stream is first read
+
+    def blocks():
+        pools.append(Pool(cfg, seed, counts, cfg.hash_seed))
+        yield from pools[0].blocks(split, block_rows(shape))
+
+    total = sum(int(v) for v in counts.values())
+    side = total * (cfg.max_num_nodes + 1) * (cfg.vocab_size - 2) * 16 + total * cfg.max_num_nodes * cfg.vocab_size
+    return Stream(counts.get(split, 0), blocks(), shape, side_bytes=side, extra=extra,
+                  side_doc="every DFA of the data set: its edges and its table")
+
+
+def _pipeline(cfg, seed, counts, split):
+    """Split ``split`` of setup(num_examples=counts["train"], num_test_examples=counts["test"] + counts["val"])."""
+    return _open(cfg, seed, counts, split)
+
+
+def _stream(cfg, count, seed, split):
+    """The training rows of setup(num_examples=count, num_test_examples=0): its other splits come from the same
+    pool of DFAs, so they are made by ``authors_dataset`` (the pipeline) only."""
+    if split != "train":
+        raise LongsynthError(f"split: the authors' RegBench splits come from one pool of DFAs; {split} is made by "
+                             "authors_dataset (gen --authors-stream) with counts for train, test and val")
+    return _open(cfg, seed, {"train": count}, split)
+
+
+def authors():
+    """The task's (authors, authors_pipeline) records (generators/_authors.py)."""
+    from longsynth.generators._authors import Authors
+
+    return (Authors(_stream, "setup()'s training rows under PYTHONHASHSEED=hash_seed", splits=("train",)),
+            Authors(_pipeline, "setup()'s splits under PYTHONHASHSEED=hash_seed", splits=AUTHORS_ORDER))

@@ -38,6 +38,7 @@ import numpy as np
 from numba import njit, prange
 
 from longsynth.generators._tokens import IGNORE, REVISION, token_dtype
+from longsynth.generators.regbench.authors import authors
 from longsynth.rng import below, stream
 from longsynth.task import KeySpec, Task, param
 
@@ -62,6 +63,8 @@ class RegBenchConfig:
     max_outgoing_edges: int = param(4, "a state's edges stay below this (1..3 by default); also the fewest states "
                                        "and letters of a DFA", lo=2, hi=MAX_NODES)
     max_len_per_example: int = param(50, "a string's length stays below this (1..49 by default)", lo=2, hi=100_000)
+    hash_seed: int | None = param(None, "the authors' stream only (--authors-stream): the PYTHONHASHSEED their code "
+                                        "ran under, which their rows depend on", lo=0, hi=4294967295)
     input_seq_len: int = param(4096, "characters of a row's text, a space between tokens (the authors' cut): a row "
                                      "keeps its first (input_seq_len + 1) // 2 tokens", lo=3, hi=1 << 24)
 
@@ -234,11 +237,16 @@ def _keys(cfg):
 
 
 def _fill(cfg, seed, split, start, out, fixed):
+    if TASK.own_rows_problem(cfg):
+        from longsynth.errors import LongsynthError
+
+        raise LongsynthError(TASK.own_rows_problem(cfg))
     regbench_fill(seed, split, start, cfg.max_num_nodes, cfg.vocab_size - 2, cfg.min_num_in_context_examples,
                   cfg.max_num_in_context_examples, cfg.max_outgoing_edges, cfg.max_len_per_example,
                   tokens_per_row(cfg), out["inputs"], out["targets"], out["dfa"])
 
 
+_AUTHORS = authors()
 TASK = Task(
     name="regbench",
     config=RegBenchConfig,
@@ -251,6 +259,9 @@ TASK = Task(
     vocab_size=lambda cfg: cfg.vocab_size,
     vocab=lambda cfg: ["."] + [chr(97 + i) for i in range(cfg.vocab_size - 2)] + ["|"],
     citation=CITATION,
+    authors=_AUTHORS[0],
+    authors_pipeline=_AUTHORS[1],
+    authors_params=("hash_seed",),
     default_num_samples=5500,  # the authors' 5,000 training DFAs and 500 held out: --splits train=5000,val=250,test=250
     card="Each row holds 10-19 strings of one random DFA (4-12 states, an alphabet of 4-18 of the letters a..r, 1-3 "
          "edges a state, every state accepting), separated by '|'; strings are random walks of 1-49 letters from the "

@@ -87,6 +87,8 @@ def dry_run(root, task, params=None, *, seed=0, splits=None, num_samples=None, s
         raise LongsynthError("splits: counts must be >= 0 and sum to at least 1")
     if any(v > MAX_COUNT for v in splits.values()):
         raise LongsynthError(f"splits: at most {MAX_COUNT:,} samples per split (indices are 62-bit)")
+    if not authors_stream and t.own_rows_problem(cfg):
+        raise LongsynthError(t.own_rows_problem(cfg))
     if authors_stream:
         if t.authors is None:
             raise LongsynthError(f"authors_stream: {t.name} has no authors' stream")
