@@ -112,9 +112,14 @@ def test_no_import_cycle():
 
 
 # Each module is imported in a process of its own, forked from one that has imported only
-# third-party libraries (none of ours): a fresh interpreter per module cost 1-2 s each, most of
-# it importing torch again. A name a module uses without importing it still fails there: a
-# library in sys.modules binds no name in the module that forgot it.
+# third-party libraries (none of ours) and the packages that hold the module: a fresh
+# interpreter per module cost 1-2 s each, most of it importing torch again. Importing a.b.c in
+# any process first imports a, whole, then a.b, so the fork that imports a goes on to fork one
+# process per module inside it (the same state: a fork per module from one that had imported
+# only third-party libraries cost 25 s, most of it importing longsynth's __init__ 188 times).
+# A package that fails fails every module inside it, with its traceback. A name a module uses
+# without importing it still fails there: a library in sys.modules binds no name in the module
+# that forgot it.
 _ALONE = r"""
 import importlib, json, os, sys, traceback
 for lib in ("numpy", "numba", "scipy", "h5py", "click", "PIL", "torch", "matplotlib", "pydantic", "datasets",
@@ -126,30 +131,45 @@ for lib in ("numpy", "numba", "scipy", "h5py", "click", "PIL", "torch", "matplot
 import numba
 numba.njit(lambda: 0)  # numba loads its compiler on the first decorator: once here, not in each of the forks
 assert not [m for m in sys.modules if m == "longsynth" or m.startswith("longsynth.")]
-results = {}
-for name in json.loads(sys.argv[1]):
-    r, w = os.pipe()
+
+
+def inside(base, names):  # {module: [exit code, traceback]} of each of names (modules inside package base, which
+    groups = {}              # this process has imported; "": top-level ones), each imported in a fork of this process
+    for name in names:
+        head = name[len(base) + 1 if base else 0:].split(".")[0]
+        groups.setdefault(f"{base}.{head}" if base else head, []).append(name)
+    results = {}
+    for head, group in groups.items():
+        results.update(forked(head, [name for name in group if name != head]))
+    return results
+
+
+def forked(name, below):  # module name imported in a fork of this process; there, once it imported, below (the
+    r, w = os.pipe()         # modules inside it) each in a fork of that one
     pid = os.fork()
     if pid == 0:
         os.close(r)
         try:
             importlib.import_module(name)
-            code, text = 0, ""
         except BaseException:
-            code, text = 1, traceback.format_exc()
-        os.write(w, text.encode()[-4000:])
-        os._exit(code)
+            text = traceback.format_exc()[-4000:]
+            out = {n: [1, text] for n in (name, *below)}
+        else:
+            out = {name: [0, ""], **inside(name, below)}
+        with os.fdopen(w, "wb") as fh:
+            fh.write(json.dumps(out).encode())
+        os._exit(0)
     os.close(w)
-    chunks = []
-    while True:
-        chunk = os.read(r, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(r)
+    with os.fdopen(r, "rb") as fh:
+        data = fh.read()
     _, status = os.waitpid(pid, 0)
-    results[name] = [os.waitstatus_to_exitcode(status), b"".join(chunks).decode(errors="replace")]
-print(json.dumps(results))
+    code = os.waitstatus_to_exitcode(status)
+    if code or not data:  # the fork died on its way (a module that ends the process as it imports)
+        return {n: [code or 1, f"the process importing {name} ended with exit code {code}"] for n in (name, *below)}
+    return json.loads(data)
+
+
+print(json.dumps(inside("", json.loads(sys.argv[1]))))
 """
 ALONE = sorted(m for m in modules() if not m.endswith(".__main__"))
 
@@ -177,17 +197,32 @@ def test_each_module_imports_alone(name, imported_alone):
 
 
 def test_a_module_that_fails_alone_is_caught(tmp_path):
-    """The forked import reports a module whose import raises, and one that uses a library it
-    never imported even though the parent imported that library."""
+    """The forked import reports a module whose import raises, one that uses a library it never
+    imported even though the parent imported that library, and one that uses a submodule that
+    only a sibling imported."""
     import json
 
     (tmp_path / "bad_alone.py").write_text("x = torch.zeros(1)\n")  # torch is in sys.modules, not bound here
     (tmp_path / "good_alone.py").write_text("import torch\nx = torch.zeros(1)\n")
-    r = subprocess.run([sys.executable, "-c", _ALONE, json.dumps(["bad_alone", "good_alone"])], capture_output=True,
+    # inside a package: a module imported before another in a sibling's fork leaves nothing behind for it, and a
+    # package that fails to import fails each module inside it
+    for folder, files in {"pkg_alone": {"__init__": "", "helper": "VALUE = 1\n", "a_uses": "import pkg_alone.helper\n",
+                                        "b_forgets": "import pkg_alone\nx = pkg_alone.helper.VALUE\n"},
+                          "broken_alone": {"__init__": "raise RuntimeError('broken package')\n", "child": ""}}.items():
+        (tmp_path / folder).mkdir()
+        for name, text in files.items():
+            (tmp_path / folder / f"{name}.py").write_text(text)
+    names = ["bad_alone", "broken_alone", "broken_alone.child", "good_alone", "pkg_alone", "pkg_alone.a_uses",
+             "pkg_alone.b_forgets", "pkg_alone.helper"]
+    r = subprocess.run([sys.executable, "-c", _ALONE, json.dumps(names)], capture_output=True,
                        text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(tmp_path)})
     res = json.loads(r.stdout.strip().splitlines()[-1])
-    assert res["good_alone"][0] == 0
+    assert sorted(res) == names
+    assert [res[n][0] for n in ("good_alone", "pkg_alone", "pkg_alone.a_uses", "pkg_alone.helper")] == [0, 0, 0, 0]
     assert res["bad_alone"][0] == 1 and "NameError: name 'torch' is not defined" in res["bad_alone"][1]
+    assert res["pkg_alone.b_forgets"][0] == 1 and "has no attribute 'helper'" in res["pkg_alone.b_forgets"][1]
+    for name in ("broken_alone", "broken_alone.child"):
+        assert res[name][0] == 1 and "RuntimeError: broken package" in res[name][1]
 
 
 def test_layers_stand_apart_from_the_harness():
