@@ -104,9 +104,12 @@ def _block_classic(cfg, seed, split, start, count, fixed):
 
 
 def _convolve(a, b, n):
-    from scipy.signal import fftconvolve
+    if n <= 2048:
+        c = np.convolve(a, b)
+    else:  # scipy.signal only here: importing it costs a second or two to every process that opens a ListOps set
+        from scipy.signal import fftconvolve
 
-    c = np.convolve(a, b) if n <= 2048 else fftconvolve(a, b)
+        c = fftconvolve(a, b)
     return np.clip(c[:n], 0.0, None)
 
 
