@@ -8,7 +8,9 @@ CHECKOUT is a checkout of berlino/seq_icl (9b9223d): its ``src/dataloaders/dfa.p
 stand-in for ``src.dataloaders.base`` (which needs torchvision and einops, and gives the data module
 only its base class), and ``ICLDFADataModule(...).setup()`` is timed alone: DFAs drawn, minimised,
 trimmed, split, their strings drawn, tokenised and padded. Ours: ``longsynth.batch("regbench", ...)``
-for the same number of rows, Numba on one thread, after a warm-up batch. Best of three each. Then
+for the same number of rows, Numba on one thread, after a warm-up batch; and their own rows replayed
+(``longsynth.authors_dataset(..., hash_seed=0)``: the script runs itself under PYTHONHASHSEED=0), checked
+equal to the rows their setup() made in this process. Best of three each. Then
 the two laws' statistics over the same number of rows: states of the minimal DFA, edges a state,
 strings a row, letters a string, tokens a row.
 """
@@ -56,6 +58,31 @@ def ours(n):
     t = time.perf_counter()
     b = longsynth.batch("regbench", 0, n, seed=0)
     return time.perf_counter() - t, b
+
+
+def ours_authors(n, seed=0):
+    """(seconds, rows) of longsynth's replay of ``theirs(dfa, n, seed)`` under this process's hash seed."""
+    import os
+
+    from longsynth.generators.regbench import authors
+
+    authors._POOLS.clear()  # each run draws its DFAs anew (a data set's splits share them)
+    t = time.perf_counter()
+    rows = longsynth.authors_dataset("regbench", {"train": n - n // 10, "test": n // 10 // 2,
+                                                  "val": n // 10 - n // 10 // 2},
+                                     seed=seed, hash_seed=int(os.environ["PYTHONHASHSEED"]), **DEFAULTS)
+    return time.perf_counter() - t, rows
+
+
+def same_rows(dm, rows):
+    """Their setup()'s splits equal our replay's, ours wider only by padding."""
+    for s in ("train", "test", "val"):
+        x, y = dm.dataset[s].inputs.numpy(), dm.dataset[s].targets.numpy()
+        w = x.shape[1]
+        if not (np.array_equal(rows[s]["inputs"][:, :w], x) and np.array_equal(rows[s]["targets"][:, :w], y)
+                and (rows[s]["inputs"][:, w:] == 0).all()):
+            return False
+    return True
 
 
 def their_stats(dm):
@@ -132,6 +159,10 @@ def main():
                          "regbench_law.json and regbench_ngram.json, which tests/test_regbench.py reads)")
     ap.add_argument("--ngram-rows", type=int, default=12, help="rows of ours their n-gram predicts (O(L^2) a row)")
     args = ap.parse_args()
+    import os
+
+    if os.environ.get("PYTHONHASHSEED") != "0":  # their rows depend on it: run under a declared one
+        os.execve(sys.executable, [sys.executable, *sys.argv], dict(os.environ, PYTHONHASHSEED="0"))
     from numba import set_num_threads
 
     set_num_threads(1)
@@ -140,10 +171,17 @@ def main():
     ours(8)  # compile (or load) the kernels
     t_theirs, dm = min((theirs(dfa, args.dfas) for _ in range(3)), key=lambda r: r[0])
     t_ours, b = min((ours(args.dfas) for _ in range(3)), key=lambda r: r[0])
+    ours_authors(8)
+    t_auth, rows = min((ours_authors(args.dfas) for _ in range(3)), key=lambda r: r[0])
+    same = same_rows(dm, rows)
     results.update(theirs_s=t_theirs, ours_s=t_ours, theirs_per_dfa_ms=1e3 * t_theirs / args.dfas,
-                   ours_per_dfa_us=1e6 * t_ours / args.dfas, ratio=t_theirs / t_ours)
+                   ours_per_dfa_us=1e6 * t_ours / args.dfas, ratio=t_theirs / t_ours, authors_s=t_auth,
+                   authors_per_dfa_us=1e6 * t_auth / args.dfas, authors_ratio=t_theirs / t_auth,
+                   authors_identical=same)
     print(f"{args.dfas} rows: their setup {t_theirs:.3f} s ({1e3 * t_theirs / args.dfas:.2f} ms a DFA), ours "
           f"{t_ours * 1e3:.2f} ms ({1e6 * t_ours / args.dfas:.1f} us a DFA): {t_theirs / t_ours:,.0f}x")
+    print(f"their rows replayed (PYTHONHASHSEED=0): {t_auth * 1e3:.1f} ms ({1e6 * t_auth / args.dfas:.1f} us a DFA): "
+          f"{t_theirs / t_auth:,.0f}x; {'identical to' if same else 'DIFFERENT from'} their setup()'s rows")
     # the laws side by side, over more rows than the timing
     n = max(args.dfas, 3000)
     _, dm = theirs(dfa, n, seed=1)

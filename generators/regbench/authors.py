@@ -424,6 +424,17 @@ class Pool:
             yield {"inputs": inp, "targets": tgt, "dfa": self.table[part]}
 
 
+_POOLS = {}  # the last data set's Pool: its splits' streams share one
+
+
+def _pool_of(cfg, seed, counts):
+    key = (cfg, seed, tuple(sorted((s, int(n)) for s, n in counts.items())))
+    if key not in _POOLS:
+        _POOLS.clear()
+        _POOLS[key] = Pool(cfg, seed, counts, cfg.hash_seed)
+    return _POOLS[key]
+
+
 def _open(cfg, seed, counts, split):
     from longsynth.generators._authors import Stream, block_rows
     from longsynth.generators.regbench.regbench import tokens_per_row
@@ -434,11 +445,8 @@ def _open(cfg, seed, counts, split):
     split_counts(counts)
     shape = (tokens_per_row(cfg) - 1,)
     extra = {"dfa": (cfg.max_num_nodes, cfg.vocab_size - 2)}
-    pools = []  # drawn when the stream is first read
-
-    def blocks():
-        pools.append(Pool(cfg, seed, counts, cfg.hash_seed))
-        yield from pools[0].blocks(split, block_rows(shape))
+    def blocks():  # drawn when the stream is first read
+        yield from _pool_of(cfg, seed, counts).blocks(split, block_rows(shape))
 
     total = sum(int(v) for v in counts.values())
     side = total * (cfg.max_num_nodes + 1) * (cfg.vocab_size - 2) * 16 + total * cfg.max_num_nodes * cfg.vocab_size
