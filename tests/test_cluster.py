@@ -26,8 +26,9 @@ from longsynth.store import cluster
 P = {"L": 32}
 PF = {"size": 128}  # pathfinder-seg: 8-9 ms a sample on one core (2026-11-28), 35 kB on disk: shards slow enough
 # to kill mid-way. Shards of 300 take 2-3 s; at ~2 ms a sample (the kernel of the time), shards of 150 (0.3 s) let
-# a warm worker finish every shard between two looks of the killer, which then killed nothing
-PF_SPLITS = dict(seed=5, splits={"train": 1200}, shard_size=300)
+# a warm worker finish every shard between two looks of the killer, which then killed nothing. Two shards: both
+# are being made at the killer's first look, as the first two of four were (the reference is made on one core)
+PF_SPLITS = dict(seed=5, splits={"train": 600}, shard_size=300)
 
 
 def tree_bytes(root):
