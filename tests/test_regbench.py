@@ -234,8 +234,19 @@ def test_evaluate_reports_the_dfa_accuracy(tmp_path):
     assert ngram > 0.85 and 0.05 < letter < 0.2
     cert = report["runs"][0]
     assert cert["dfa_levels"]["ngram"] == pytest.approx(ngram, abs=5e-4)  # the report reads the certificate's
+    # report.png draws both levels across the row's bars, where a reader compares the model's bar with them
+    from longsynth.certificate import read_report
+    from longsynth.models_ref.reports.report import Report
+
+    data = read_report(str(tmp_path / "ev"))
+    ax = Report(identity=data["model"], suite=data["suite"], scale=data["scale"], settings=data.get("settings") or {},
+                runs=data["runs"]).figure().axes[0]
+    drawn = {c.get_label(): c.get_segments()[0][0][0] for c in ax.collections
+             if c.get_label().startswith(("the authors", "a uniformly"))}
+    assert drawn == {"the authors' in-context 3-gram (never trained)": pytest.approx(ngram, abs=5e-4),
+                     "a uniformly random letter": pytest.approx(letter, abs=5e-4)}
     # a stranger's report whose levels are no fractions is one line naming the field
-    from longsynth.certificate import CertificateError, read_report
+    from longsynth.certificate import CertificateError
 
     cert["dfa_levels"]["ngram"] = 2.0
     (tmp_path / "ev" / "report.json").write_text(json.dumps(report))

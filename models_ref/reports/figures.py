@@ -204,9 +204,11 @@ class ReportFigures:
             found = self._own_shown(r)
             if found is not None and not found[2]:
                 marks.append((found[1], f"paper: {r['own']['name']}\n(the verdict's figure)"))
+            levels = next((run["dfa_levels"] for run in self.runs if run.get("task") == r["task"]
+                           and isinstance(run.get("dfa_levels"), dict)), None)
             items.append({"label": label, "value": r["test_mean"] if r["test_mean"] is not None else 0.0,
                           "std": r["test_std"], "chance": r["chance"], "paper": [self._cell(r, h) for h in headers],
-                          "marks": marks, "plateau": r["plateau"], "content": self.content_free(r)})
+                          "marks": marks, "plateau": r["plateau"], "content": self.content_free(r), "dfa": levels})
             for c in r.get("by_set") or []:  # flip-flop's dense and sparse sets: a glitch hides in no mean
                 if c["set"] != "test":
                     items.append({"label": f"{r['task']}: {c['set']} test set\n({c['count'] - c['correct']:,} "
@@ -256,6 +258,13 @@ class ReportFigures:
             ax.vlines([c[0] for _, c in free], [i - 0.45 for i, _ in free], [i + 0.45 for i, _ in free],
                       colors=CONTENT_COLOR, linestyles=(0, (5, 2, 1, 2)), linewidth=1.6, zorder=4,
                       label="a content-free guess (majority or position prior)")
+        dfa = [(i, it["dfa"]) for i, it in enumerate(items) if it.get("dfa")]
+        for key, style, label in (("ngram", (0, (5, 2, 1, 2)), "the authors' in-context 3-gram (never trained)"),
+                                  ("letter", (0, (4, 2)), "a uniformly random letter")):
+            if dfa:  # RegBench: the DFA accuracy has no uniform chance; two untrained predictors' levels instead
+                ax.vlines([lv[key] for _, lv in dfa], [i - 0.45 for i, _ in dfa], [i + 0.45 for i, _ in dfa],
+                          colors=CONTENT_COLOR if key == "ngram" else CHANCE_COLOR, linestyles=style, linewidth=1.6,
+                          zorder=4, label=label)
         y0 = -(len(series) - 1) / 2 * h  # the model's own bar
         marks = {}
         for i, it in enumerate(items):
