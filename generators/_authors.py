@@ -87,9 +87,10 @@ class Authors:
     ``Task(authors_pipeline=...)`` with that field's arguments): ``open(*args)`` gives the
     ``Stream``; calling it gives the whole split, what the authors' function returns."""
 
-    def __init__(self, opener, doc=None, splits=("train", "val", "test")):
+    def __init__(self, opener, doc=None, splits=("train", "val", "test"), card=None):
         self.open = opener
         self.splits = tuple(splits)  # the splits the authors' code makes (the others are refused by open)
+        self.card = card  # how a dataset of it was drawn, for its cards, where the generic sentence would be wrong
         self.__doc__ = doc or opener.__doc__
 
     def __call__(self, *args):

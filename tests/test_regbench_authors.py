@@ -183,6 +183,8 @@ def test_gen_writes_them_and_verify_deep_draws_them_again(tmp_path):
     assert r.exit_code == 0, r.output
     m = json.load(open(out / "manifest.json"))
     assert m["stream"] == "authors-pipeline" and m["params"]["hash_seed"] == case["hash_seed"]
+    card = (out / "README.md").read_text()  # what the rows are: not MAD's one stream through train, val, test
+    assert "PYTHONHASHSEED set to the `hash_seed`" in card and "order train, val, test" not in card
     ds = longsynth.open(str(out))
     for s in c:
         want = z[f"2/{s}/inputs"]

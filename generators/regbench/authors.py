@@ -473,4 +473,12 @@ def authors():
     from longsynth.generators._authors import Authors
 
     return (Authors(_stream, "setup()'s training rows under PYTHONHASHSEED=hash_seed", splits=("train",)),
-            Authors(_pipeline, "setup()'s splits under PYTHONHASHSEED=hash_seed", splits=AUTHORS_ORDER))
+            Authors(_pipeline, "setup()'s splits under PYTHONHASHSEED=hash_seed", splits=AUTHORS_ORDER, card=CARD))
+
+
+CARD = ("The samples are the authors' own data set (`longsynth.authors_dataset`): what berlino/seq_icl's "
+        "`ICLDFADataModule.setup()` returns for this seed in a Python started with PYTHONHASHSEED set to the "
+        "`hash_seed` parameter, whose value their rows depend on. One pool of DFAs is drawn from one generator, "
+        "ordered by a Python set and shuffled, then cut into train, test and val, whose strings are drawn split "
+        "after split from the same generator; each row depends on every draw before it. The same command "
+        "regenerates them bit for bit, but no row can be drawn alone (docs/tasks/regbench.md).")

@@ -333,6 +333,11 @@ def law_text(manifest):
                 f"the SHA-256 the Hub recorded. No seed regenerates them: `verify --deep` checks every row against "
                 f"the task's definition instead.")
     if stream == "authors-pipeline":
+        from longsynth import registry
+
+        own = getattr(registry.get(manifest["task"]).authors_pipeline, "card", None)
+        if own:  # a pipeline that is not one stream through train, val, test says what it is (RegBench's pool)
+            return own
         return ("The samples are the authors' own data set for this seed (`longsynth.authors_dataset`): one "
                 "sequential stream through the splits in the order train, val, test, each split continuing where "
                 "the one before stopped and each row depending on every row before it, as the authors' pipeline "
