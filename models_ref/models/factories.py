@@ -11,6 +11,9 @@ A factory is ``factory(spec: longsynth.ModelSpec) -> torch.nn.Module`` (docs/eva
   blocks run causal on every protocol: they have no bidirectional form); ``zoology-attention``,
   zoology's Figure 2 attention model (models_ref/models/zoology.py), and the same LanguageModel with Figure 2's
   ``base-conv``, ``hyena``, ``h3`` mixers (models_ref/models/zoology_mixers.py), on the ``mqar`` protocols only;
+  Akyürek et al.'s RegBench models as their berlino/seq_icl builds them, ``seq-icl-transformer`` (the same
+  LanguageModel with seq_icl's MLP block) and ``seq-icl-lstm`` (models_ref/models/seq_icl.py), on ``regbench``
+  only;
   the Chomsky-hierarchy paper's ``rnn``, ``lstm``, ``stack-rnn``, ``tape-rnn`` and Transformer encoder
   ``chomsky-transformer`` (models_ref/models/chomsky.py) on the ``chomsky-*`` protocols only;
 - ``path/to/file.py:function``: a function in a Python file (the user's code, run as the
@@ -32,6 +35,7 @@ import sys
 from longsynth.errors import LongsynthError
 from longsynth.models_ref.models.stack import Model, ModelConfig
 from longsynth.models_ref.protocols.registry import VARIANTS, architecture, preset_lr
+from longsynth.models_ref.models.seq_icl import SeqIclLSTM, SeqIclLSTMConfig
 from longsynth.models_ref.models.zoology import ZoologyAttention, ZoologyConfig
 
 
@@ -107,6 +111,27 @@ class Zoology(Reference):
         return ZoologyAttention(self.config(spec))
 
 
+class SeqIcl(Reference):
+    """``seq-icl-lstm``: RegBench's LSTM row as berlino/seq_icl builds it (models_ref/models/seq_icl.py), its preset
+    (models_ref/protocols/regbench.py) at lstm.yaml's sizes; causal token protocols whose outputs are the
+    vocabulary only (the head is tied to E), like ``Zoology``."""
+
+    def config(self, spec):
+        row = self.preset(spec)  # refuses, in one line, a protocol without a preset
+        if not spec.causal or spec.vocab_size is None or spec.d_output != spec.vocab_size:
+            raise LongsynthError(f"model: {self.name} is a causal language model over token ids (its head is "
+                                 f"tied to the word embeddings); {spec.protocol} is not such a protocol")
+        arch = dict(row["arch"])
+        if spec.d_model is not None:
+            arch["d_model"] = spec.d_model
+        if spec.n_layers is not None:
+            arch["n_layers"] = spec.n_layers
+        return SeqIclLSTMConfig(vocab_size=spec.vocab_size, **arch)
+
+    def __call__(self, spec):
+        return SeqIclLSTM(self.config(spec))
+
+
 class Chomsky(Reference):
     """``rnn``, ``lstm``, ``stack-rnn``, ``tape-rnn``, ``chomsky-transformer``: the Chomsky-hierarchy paper's
     models (models_ref/models/chomsky.py), on the ``chomsky-*`` protocols only (their preset refuses the others).
@@ -149,8 +174,9 @@ BUILTIN = {name: Reference(name) for name in ("dlr", "dss", "s4", "s4d", "essm",
                                                "dlr-d1", "attention", "attention-ff", "local-attention", "s6",
                                                "s6-signed", "gru", "deltanet", "deltanet-signed", "s6-nogate",
                                                "s4d-nogate")}
-for _name in ("zoology-attention", "base-conv", "hyena", "h3"):
+for _name in ("zoology-attention", "base-conv", "hyena", "h3", "seq-icl-transformer"):
     BUILTIN[_name] = Zoology(_name)
+BUILTIN["seq-icl-lstm"] = SeqIcl("seq-icl-lstm")
 for _name in ("rnn", "lstm", "stack-rnn", "tape-rnn", "chomsky-transformer"):
     BUILTIN[_name] = Chomsky(_name)
 

@@ -24,6 +24,27 @@ The same LanguageModel with Figure 2's gated convolutions as ``sequence_mixer`` 
 (configs.py 142: ``max_position_embeddings=0`` but for attention, model.py 69-74, 117), the mixers' l_max
 the input length (configs.py 65, 71, 76, 85), every Linear inside the mixers initialised as above too
 (model.py 144-150 apply to every module; Hyena's ``out_proj`` is the depth-scaled one, 172-177).
+
+``state_mixer="mlp"`` is the transformer of Akyürek et al.'s RegBench (berlino/seq_icl @ 9b9223d, the built-in
+``seq-icl-transformer``): their ``SimpleLMHeadModel`` (src/models/sequence/simple_lm.py 505-545) is the same safari
+LanguageModel, with flash-attn's prenorm ``Block`` (258-340) whose second mixer is ``Mlp`` (236-256; ``create_mlp_cls``
+383-390: d_inner hidden units, GELU with the tanh approximation) where zoology's figure has Identity:
+
+    block i (simple_lm.py 314-337):  r = drop_i(h) + r,  r = MHA(LN1(r)) + r,  h = fc2(gelu_tanh(fc1(LN2(r))))
+
+so no normalised h is added twice. The rest is the model above, line for line: ``GPT2Embeddings`` (195-234: E[x] +
+P[t], positions 0..T-1 from their ``position_id`` encoder), ``MHA``/``SelfAttention`` (102-193, 26-100: Wqkv and
+out_proj with biases, scale 1/sqrt(head_dim), -10000 above the diagonal, dropout on A), block 0's dropout1 the
+embed_dropout and every other dropout resid_dropout (``LMBackbone`` 463-475), LayerNorms of eps
+``layer_norm_epsilon`` 1e-5 (``create_block`` 407, ln_f 475), ``_init_weights`` (415-444, applied by the backbone
+and again by the head, 477-478 and 533-534: the same law) with ``out_proj.weight`` and ``fc2.weight`` (exact names,
+module by module) N(0, 0.02 / sqrt(2 n_layers)), lm_head ``Linear(D, V, bias=False)`` tied to E after init (530,
+535-538). Their ``configs/experiment/dfa/transformer.yaml``: d_model 128, n_layer 8, d_inner 512, attn_cfg
+num_heads 2 and dropout 0.1, embed_dropout 0.1, resid_dropout 0, max_position_embeddings ``__l_max`` =
+input_seq_len + 2 = 4098 (configs/dataset/icl_dfa.yaml), vocab_size 20. Their optimizer is
+``AdamW(self.parameters(), weight_decay=0.1)`` whole: no ``optimizer_param_grouping`` in the DFA configs
+(train.py 756-786 only splits parameters that carry ``_optim``, which none of these does), hence
+``decays_every_parameter`` here too.
 """
 from __future__ import annotations
 
@@ -39,6 +60,7 @@ from longsynth.errors import LongsynthError
 from longsynth.models_ref.models.zoology_mixers import make_mixer
 
 MIXERS = ("attention", "base-conv", "hyena", "h3")
+STATE_MIXERS = ("identity", "mlp")  # zoology's Figure 2 (Identity); seq_icl's transformer (Mlp, simple_lm.py 236-256)
 
 
 @dataclass
@@ -54,11 +76,17 @@ class ZoologyConfig:
     layer_norm_epsilon: float = 1e-5  # config.py 109 (ln_f's; norm1 and norm2 keep LayerNorm's 1e-5)
     sequence_mixer: str = "attention"  # MIXERS: MHA, or Figure 2's BaseConv, Hyena, H3 (configs.py 54-89)
     l_max: int = 0  # the mixers' l_max: the input length (configs.py 65, 71, 76, 85); attention: unused
+    state_mixer: str = "identity"  # STATE_MIXERS: zoology's Identity, or seq_icl's Mlp (simple_lm.py 236-256)
+    d_inner: int | None = None  # the Mlp's hidden width; None: 4 d_model (simple_lm.py 383-386)
     layer: str = "zoology-attention"  # what trainer.load_model rebuilds: zoology's LanguageModel, any mixer
 
     def __post_init__(self):
         if self.sequence_mixer not in MIXERS:
             raise LongsynthError(f"sequence_mixer: must be one of {MIXERS}, got {self.sequence_mixer!r}")
+        if self.state_mixer not in STATE_MIXERS:
+            raise LongsynthError(f"state_mixer: must be one of {STATE_MIXERS}, got {self.state_mixer!r}")
+        if self.d_inner is not None and self.d_inner < 1:
+            raise LongsynthError(f"d_inner: must be >= 1, got {self.d_inner}")
         attention = self.sequence_mixer == "attention"
         for name in ("vocab_size", "d_model", "n_layers", "num_heads") + (
                 ("max_position_embeddings",) if attention else ("l_max",)):
@@ -101,8 +129,21 @@ class MHA(nn.Module):
         return self.out_proj(y.reshape(B, T, D))  # [B, T, D]
 
 
+class Mlp(nn.Module):
+    """seq_icl's second mixer (simple_lm.py 236-256, 383-390): fc2(gelu_tanh(fc1(u))), both Linears with biases."""
+
+    def __init__(self, D, d_inner):
+        super().__init__()
+        self.fc1 = nn.Linear(D, d_inner)  # [d_inner, D] + [d_inner]  simple_lm.py 248
+        self.fc2 = nn.Linear(d_inner, D)  # [D, d_inner] + [D]  simple_lm.py 250
+
+    def forward(self, u):  # u [B, T, D]
+        return self.fc2(F.gelu(self.fc1(u), approximate="tanh"))  # [B, T, D]  simple_lm.py 252-256, 387-388
+
+
 class Block(nn.Module):
-    """zoology's TransformerBlock (model.py 185-215) with the Identity state mixer: (h, r) -> (h, r)."""
+    """zoology's TransformerBlock (model.py 185-215) with the Identity state mixer, or seq_icl's Block (simple_lm.py
+    258-340, prenorm) with its Mlp: (h, r) -> (h, r)."""
 
     def __init__(self, cfg: ZoologyConfig, i):
         super().__init__()
@@ -111,12 +152,14 @@ class Block(nn.Module):
         self.mixer = (MHA(cfg.d_model, cfg.num_heads, cfg.attn_dropout) if cfg.sequence_mixer == "attention"
                       else make_mixer(cfg.sequence_mixer, cfg.d_model, cfg.l_max, i))  # model.py 190-193
         self.drop2 = nn.Dropout(cfg.resid_dropout)  # model.py 201 (drop_path 0: StochasticDepth is the identity)
+        self.state_mixer = (Mlp(cfg.d_model, cfg.d_inner or 4 * cfg.d_model) if cfg.state_mixer == "mlp"
+                            else nn.Identity())  # zoology configs.py 145; seq_icl simple_lm.py 297, 405-406
 
     def forward(self, h, r):  # h [B, T, D], r [B, T, D] or None
         r = self.drop1(h) if r is None else self.drop1(h) + r  # [B, T, D]  model.py 206-207
         h = self.mixer(self.norm1(r))  # [B, T, D]  model.py 208-209
         r = self.drop2(h) + r  # [B, T, D]  model.py 211-212
-        return self.norm2(r), r  # [B, T, D], [B, T, D]  model.py 213-215: norm2 feeds the next block
+        return self.state_mixer(self.norm2(r)), r  # [B, T, D], [B, T, D]  model.py 213-215, simple_lm.py 329-337
 
 
 class ZoologyAttention(nn.Module):
@@ -138,7 +181,8 @@ class ZoologyAttention(nn.Module):
                 nn.init.normal_(module.weight, std=0.02)
             if isinstance(module, nn.Linear) and module.bias is not None:
                 nn.init.zeros_(module.bias)
-        for name, p in self.named_parameters():  # model.py 172-177: "out_proj.weight" (MHA's, Hyena's), scaled
+        for name, p in self.named_parameters():  # model.py 172-177: "out_proj.weight" (MHA's, Hyena's), "fc2.weight"
+            # (the Mlp's: simple_lm.py 431-434), scaled
             if "out_proj.weight" in name or "fc2.weight" in name:
                 nn.init.normal_(p, std=0.02 / math.sqrt(2 * cfg.n_layers))
 

@@ -218,6 +218,10 @@ def _model_of(config):
         from longsynth.models_ref.models.zoology import ZoologyAttention, ZoologyConfig
 
         return ZoologyAttention(ZoologyConfig.from_dict(config))
+    if kind == "seq-icl-lstm":
+        from longsynth.models_ref.models.seq_icl import SeqIclLSTM, SeqIclLSTMConfig
+
+        return SeqIclLSTM(SeqIclLSTMConfig.from_dict(config))
     if kind == "chomsky":
         from longsynth.models_ref.models.chomsky import ChomskyConfig, ChomskyModel
 
