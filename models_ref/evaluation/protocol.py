@@ -56,6 +56,7 @@ class Protocol:
     widths: tuple | None = None  # its model-width grid (zoology's d_model), told to the model as spec.d_model
     depths: tuple | None = None  # its depth grid (Merrill et al.'s layers), told to the model as spec.n_layers
     min_lr: float | None = None  # where the schedule ends (MAD, Grazzi et al.: 1e-6); None: 0
+    warmup_lr_init: float | None = None  # the "timm-cosine" warmup's first lr (seq_icl's 1e-6); None: 0
     grad_clip: float | None = None  # max global gradient norm (the Chomsky hierarchy's 1.0); None: no clipping
     score_test_sets: bool = False  # the verdict reads the mean over the test sets (the Chomsky hierarchy's score)
     length_per_batch: bool = False  # every batch one length, uniform in data's min_length..max_length (``ByLength``)
@@ -94,6 +95,7 @@ class Protocol:
                            schedule=self.schedule, warmup_steps=min(warmup, n - 1),
                            eval_every=every, eval_batches=self.eval_batches, seed=seed, amp=amp,
                            min_lr_ratio=0.0 if self.min_lr is None else min(1.0, self.min_lr / lr),
+                           warmup_init_ratio=0.0 if self.warmup_lr_init is None else min(1.0, self.warmup_lr_init / lr),
                            compile=compile, checkpoint_activations=checkpoint_activations,
                            checkpoint_every=checkpoint_every, grad_clip=self.grad_clip, trim=self.trims,
                            string_metrics=self.string_metrics, dfa_metric=self.dfa_metric)

@@ -17,7 +17,7 @@ from longsynth.errors import LongsynthError
 OBJECTIVES = ("regression", "tokens", "segmentation")
 READOUTS = ("rightmost", "positions", "mean", "pool")  # longsynth.spec: which outputs meet the targets
 PRIMARY = {"regression": "r2", "tokens": "accuracy", "segmentation": "macro_f1"}
-SCHEDULES = ("constant", "cosine", "linear")
+SCHEDULES = ("constant", "cosine", "linear", "timm-cosine")
 
 
 @dataclass
@@ -28,9 +28,11 @@ class TrainConfig:
     readout: str = "rightmost"  # "rightmost" (last y.shape[1] outputs) | "positions" (all) | "mean" | "pool"
     num_classes: int = 3  # segmentation only
     weight_decay: float = 0.0  # matrices only (not norms, biases, embeddings); SSM parameters carry their own (0)
-    schedule: str = "constant"  # "constant" | "cosine" | "linear" (linear warmup, then decay to min_lr_ratio)
+    schedule: str = "constant"  # "constant" | "cosine" | "linear" (linear warmup, then decay to min_lr_ratio) |
+    # "timm-cosine" (timm's CosineLRScheduler stepped per update, as seq_icl runs it: ``lr_factor``)
     warmup_steps: int = 0
     min_lr_ratio: float = 0.0
+    warmup_init_ratio: float = 0.0  # timm-cosine: the factor the warmup starts from (timm's warmup_lr_init / lr)
     grad_clip: float | None = None  # max global grad norm
     eval_every: int = 100
     eval_batches: int | None = None  # cap on val/test batches per evaluation
@@ -64,7 +66,19 @@ def primary_metric(cfg: TrainConfig):
 
 
 def lr_factor(step, cfg: TrainConfig):
-    """Learning-rate multiplier at ``step`` (0-based): a pure function of the step."""
+    """Learning-rate multiplier at ``step`` (0-based): a pure function of the step.
+
+    "timm-cosine" is timm's ``CosineLRScheduler`` (timm/scheduler/cosine_lr.py ``_get_lr``) with ``t_in_epochs``
+    False, ``warmup_prefix`` False and one cycle of ``t_initial`` = ``steps``, as seq_icl's
+    ``TimmCosineLRScheduler`` (src/utils/optim/schedulers.py 65-87) steps it once an update from 0: the warmup
+    rises linearly from ``warmup_init_ratio`` (step 0) towards 1 (step ``warmup_steps``, never reached), then the
+    cosine runs from step 0, not from the warmup's end, so it starts below 1 (0.978 at seq_icl's 3,140 of 31,400,
+    floor 0.1) and ends at ``min_lr_ratio``."""
+    if cfg.schedule == "timm-cosine":
+        if step < cfg.warmup_steps:
+            return cfg.warmup_init_ratio + step * (1 - cfg.warmup_init_ratio) / cfg.warmup_steps
+        t = min(1.0, step / cfg.steps)
+        return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t))
     if cfg.warmup_steps and step < cfg.warmup_steps:
         return (step + 1) / cfg.warmup_steps
     if cfg.schedule == "constant":
