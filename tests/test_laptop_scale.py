@@ -1,11 +1,12 @@
 """The laptop scale (docs/evaluate.md, "Scales"): the papers' lengths, test lengths, widths and batch
 with the steps of about an hour a run, for the recall, state-tracking, selective-copying,
-induction-heads and Chomsky suites; each row's source says what was cut."""
+induction-heads, Chomsky and RegBench suites; each row's source says what was cut."""
 import pytest
 
 from longsynth.models_ref.protocols.registry import ARCHITECTURES, PROTOCOLS, SUITES, protocol_row
 
-LAPTOP_SUITES = ("mqar", "h3-synthetics", "state-tracking", "selective-copying", "induction-heads", "chomsky")
+LAPTOP_SUITES = ("mqar", "h3-synthetics", "state-tracking", "selective-copying", "induction-heads", "chomsky",
+                 "regbench")
 MEMBERS = sorted({p for suite in LAPTOP_SUITES for p, _ in SUITES[suite]})
 # what a laptop row may change beside the steps and their schedule (the sources say why)
 CHANGED = {"selective-copying": {"data"}, "induction-heads": {"test_sets"}}

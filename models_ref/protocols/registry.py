@@ -153,8 +153,8 @@ def protocol_row(name, scale, task=None):
     if (key, scale) not in PROTOCOLS:
         scales = [s for s in SCALES if (key, s) in PROTOCOLS]
         if scales:
-            hint = (" (the laptop scale is for the recall, state-tracking, selective-copying, induction-heads and "
-                    "Chomsky suites)") if scale == "laptop" else ""
+            hint = (" (the laptop scale is for the recall, state-tracking, selective-copying, induction-heads, "
+                    "Chomsky and RegBench suites)") if scale == "laptop" else ""
             raise LongsynthError(f"--scale: {name} has no {scale} scale; it has {' and '.join(scales)}{hint}")
         raise LongsynthError(f"suite: no protocol {name!r}")
     row = dict(PROTOCOLS[(key, scale)])
