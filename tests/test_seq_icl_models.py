@@ -284,7 +284,7 @@ def test_checkpoint_rebuilds_them(tmp_path, make):
 
 
 def test_regbench_paper_and_laptop_rows():
-    """The paper row is seq_icl's base.yaml; the laptop row the same with 400 steps; only their two models have
+    """The paper row is seq_icl's base.yaml; the laptop row the same with 300 steps; only their two models have
     presets there (our other built-ins' blocks are not theirs)."""
     from longsynth.models_ref.protocols.registry import ARCHITECTURES, PAPER_MISSING, protocol_row
 
@@ -295,7 +295,7 @@ def test_regbench_paper_and_laptop_rows():
         warmup_lr_init=1e-6, min_lr=5e-5, eval_every=157, eval_batches=8, train_samples=5000)
     assert paper["dfa_metric"] and paper["data"] == {} and "Differs:" in paper["source"]
     _, laptop = protocol_row("regbench", "laptop")
-    assert (laptop["steps"], laptop["warmup_steps"], laptop["eval_every"]) == (400, 40, 40)
+    assert (laptop["steps"], laptop["warmup_steps"], laptop["eval_every"]) == (300, 30, 30)
     assert {k for k in paper if paper[k] != laptop[k]} == {"steps", "warmup_steps", "eval_every", "source"}
     for scale in ("paper", "laptop"):
         assert sorted(m for p, s, m in ARCHITECTURES if (p, s) == ("regbench", scale)) == [

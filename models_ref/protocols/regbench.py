@@ -67,4 +67,9 @@ for (_name, _scale), _row in list(PROTOCOLS.items()):
                                                       source=f"{_source}, lr {_row['lr']:g} ({_row['source']})")
 
 # ----------------------------------------------------------------- the laptop scale (laptop.py)
-LAPTOP = {"regbench": dict(steps=400, why="10 validations where the paper has 200 (one an epoch)")}
+# seq-icl-transformer is the slowest: evaluate --dry-run says 6.2-7.6 s a step at batch 32 (45-54 min for 400
+# steps), but it times batches of 1 and 3 rows, each cut after its own last scored position (~300-400), where a
+# batch of 32 is cut after its widest row's (~500-580): the first real batches of 32 took 13-22 s a step here
+# (a shared machine, load 4-4.6 on 2 cores). 300 steps: 35-40 min by the dry run, about 80 min at those rates.
+# seq-icl-lstm: 0.05-0.07 s a step (the paper's 31,400 steps: 24 min by the dry run)
+LAPTOP = {"regbench": dict(steps=300, why="10 validations where the paper has 200 (one an epoch)")}
