@@ -33,9 +33,8 @@ _SEQ_ICL = ("berlino/seq_icl configs/experiment/dfa/base.yaml, configs/pipeline/
             "Differs: each of our epochs is 156 batches of 32 in a seeded shuffle (their DataLoader keeps a last "
             "batch of 8: 157 a epoch); 256 validation and 256 test rows (8 batches of 32, the first of each split) "
             "where theirs are 250 each; the test is of the weights of the best validation DFA accuracy where theirs "
-            "is of the best validation loss (ckpt_path='best', monitor val/loss); the DFA accuracy is counted over "
-            "all rows where theirs averages each batch's; the rows are this task's stream (their law; their own "
-            "rows depend on Python's hash seed: docs/tasks/regbench.md)")
+            "is of the best validation loss (ckpt_path='best', monitor val/loss); the rows are this task's stream "
+            "(their law; their own rows depend on Python's hash seed: docs/tasks/regbench.md)")
 PROTOCOLS[("regbench", "paper")] = dict(
     TOKENS, task="regbench", data={}, train_samples=5000, batch_size=32, steps=31_400, lr=5e-4, weight_decay=0.1,
     schedule="timm-cosine", warmup_steps=3140, warmup_lr_init=1e-6, min_lr=5e-5, eval_every=157, eval_batches=8,
