@@ -179,7 +179,9 @@ def train_step(ours, theirs, x, y, seed=5):
                for po, pt in zip(ours.parameters(), _theirs_in_our_order(ours, theirs)))
     opt_o.step()
     opt_t.step()
-    after = max(float((po - pt).abs().max()) for po, pt in zip(ours.parameters(), _theirs_in_our_order(ours, theirs)))
+    with torch.no_grad():
+        after = max(float((po - pt).abs().max())
+                    for po, pt in zip(ours.parameters(), _theirs_in_our_order(ours, theirs)))
     return {"loss_ours": losses[0], "loss_theirs": losses[1], "max_abs_grad_diff": grad,
             "max_abs_weight_diff_after_step": after, "our_optimizer_groups": groups,
             "their_optimizer_groups": [(len(g["params"]), g["weight_decay"]) for g in opt_t.param_groups]}
@@ -296,9 +298,9 @@ def main():
         for g, s in rec["init"].items():
             print(f"    init {g:18s} std ours {s['ours_std']:.5f} theirs {s['theirs_std']:.5f}   mean ours "
                   f"{s['ours_mean']:+.5f} theirs {s['theirs_mean']:+.5f}   ({s['numel']:,}; {s['law']})")
-    L, D = PAPER_TRANSFORMER["n_layer"], PAPER_TRANSFORMER["d_model"]
-    print(f"laws at 128 x 8: out_proj/fc2 std {0.02 / math.sqrt(2 * L):.5f}; LSTM d 32: weight_ih "
-          f"{math.sqrt(2 / (5 * 32)):.5f}, weight_hh {1 / math.sqrt(4 * 32):.5f} (D {D})")
+    L, D = PAPER_TRANSFORMER["n_layer"], PAPER_LSTM["d_model"]
+    print(f"laws at their settings: out_proj/fc2 std {0.02 / math.sqrt(2 * L):.5f}; the LSTM's weight_ih "
+          f"{math.sqrt(2 / (5 * D)):.5f}, weight_hh {1 / math.sqrt(4 * D):.5f}")
     if fixtures is not None:
         fixtures.update({f"sha256/{f}": np.array(h) for f, h in results["sha256"].items()})
         np.savez_compressed(args.fixtures, **fixtures)
