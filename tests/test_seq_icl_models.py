@@ -262,7 +262,7 @@ def test_builtins_at_their_settings():
 
 @pytest.mark.parametrize("name", ["seq-icl-transformer", "seq-icl-lstm"])
 @pytest.mark.parametrize("change", [dict(task="parity", protocol="parity"), dict(causal=False),
-                                    dict(task="mqar", protocol="mqar-64", scale="tiny")])
+                                    dict(task="mqar", protocol="mqar-64", scale="tiny"), dict(scale="tiny")])
 def test_builtins_refuse_in_one_line(name, change):
     from longsynth.models_ref.models.factories import BUILTIN
 
@@ -300,4 +300,5 @@ def test_regbench_paper_and_laptop_rows():
     for scale in ("paper", "laptop"):
         assert sorted(m for p, s, m in ARCHITECTURES if (p, s) == ("regbench", scale)) == [
             "seq-icl-lstm", "seq-icl-transformer"]
+    assert not any(m.startswith("seq-icl") for p, s, m in ARCHITECTURES if (p, s) == ("regbench", "tiny"))
     assert "not entered" in PAPER_MISSING["regbench"] and "seq-icl-transformer" in PAPER_MISSING["regbench"]
