@@ -99,7 +99,7 @@ class ESSM(SSMLayer):
     def forward(self, u):
         with torch.autocast(u.device.type, enabled=False):  # kernel and FFT in full precision
             x = u.to(self.B.dtype).transpose(1, 2)  # [B, H, L]
-            y = self.ssm(x).transpose(1, 2).to(u.dtype)  # [B, L, H]
+            y = self.ssm(x).transpose(1, 2).to(u.dtype).contiguous()  # [B, L, H]  (GELU's backward on a view: slow)
         y = self.out(y)  # [B, L, H]  eq. 15: W Concat(heads) + b (several heads)
         g = F.gelu(y)  # [B, L, H]
         return g * torch.sigmoid(self.gate(g))  # [B, L, H]
