@@ -15,14 +15,15 @@ def test_jobs_2_jobs_1_and_a_local_cluster_give_identical_metrics(tmp_path):
     distributed = pytest.importorskip("distributed")
     path = _user_model(tmp_path)
     # two runs (one task, two learning rates): two jobs train one each; a run's metrics landing in the other's
-    # folder would differ from one process's
-    common = [f"{path}:build", "--suite", "cumsum", "--steps", "6", "--lr", "1e-3,3e-3", "--seeds", "1"]
+    # folder would differ from one process's (two steps part them: the metrics are asserted distinct)
+    common = [f"{path}:build", "--suite", "cumsum", "--steps", "2", "--lr", "1e-3,3e-3", "--seeds", "1"]
     one = tmp_path / "one"
     assert _evaluate([*common, "--out", str(one)]).exit_code == 0
     two = tmp_path / "two"
     r = _evaluate([*common, "--jobs", "2", "--out", str(two)])
     assert r.exit_code == 0, r.output
     assert len(_metrics(one)) == 2 and _metrics(one) == _metrics(two)
+    assert len({m[3:] for m in _metrics(one)}) == 2  # the two runs' R^2 differ: a swap would show
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
         dk = tmp_path / "dask"
         r = _evaluate([*common, "--dask", c.scheduler_address, "--out", str(dk)])
@@ -66,6 +67,6 @@ def test_a_killed_evaluate_resumes_and_a_changed_config_starts_fresh(tmp_path):
     assert len(hist["train"]) == 60  # the first 10 steps come from the checkpoint
     r = _evaluate([*args, "--out", str(out)])
     assert "all 1 run(s) already finished" in r.output
-    r = _evaluate([f"{path}:build", "--suite", "cumsum", "--steps", "20", "--out", str(out)])
+    r = _evaluate([f"{path}:build", "--suite", "cumsum", "--steps", "2", "--out", str(out)])
     assert r.exit_code == 0 and "1 run(s) changed config" in r.output
     assert len(list(out.glob("runs/cumsum/*"))) == 2
