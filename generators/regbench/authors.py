@@ -177,13 +177,13 @@ def _minimise(n, alpha, sym, tgt, deg, letter_hash, sink_hash, out_deg, out_lett
             cs.remove(ck, chs, cm, gone[j], pair_hash[gone[j]])
             inz[gone[j] // N, gone[j] % N] = False
     # classes: keyed in the order their first state appears in the relation, a set of frozensets
-    canon = np.full(N, -1, dtype=np.int64)
+    seen = np.zeros(N, dtype=np.bool_)
     firsts = np.empty(N, dtype=np.int64)
     nf = 0
     for e in cs.elements(ck):
         s = e // N
-        if canon[s] < 0:
-            canon[s] = s
+        if not seen[s]:
+            seen[s] = True
             firsts[nf] = s
             nf += 1
     members = np.empty(N, dtype=np.int64)
@@ -198,6 +198,7 @@ def _minimise(n, alpha, sym, tgt, deg, letter_hash, sink_hash, out_deg, out_lett
                 c += 1
         cids[j] = members[0]  # one id per class: its smallest state
         chash[j] = cs.frozenset_hash(members, c)
+    canon = np.empty(N, dtype=np.int64)  # a state's class id: its smallest member
     for s in range(N):
         for t in range(N):
             if inz[s, t]:
