@@ -14,7 +14,7 @@ def test_local_attention_runs_a_stored_pathfinder_protocol_from_data(tmp_path):
     local attention is built not causal, the report shows the paper's LOCALATTENTION figure."""
     data = tmp_path / "data"
     generate(str(data / "pathfinder-seg-128"), "pathfinder-seg", {"size": 128}, seed=0,
-             splits={"train": 8, "val": 4, "test": 4}, workers=1)
+             splits={"train": 4, "val": 4, "test": 4}, workers=1)
     out = tmp_path / "rep"
     r = _evaluate(["local-attention", "--suite", "pathfinder-seg-128", "--steps", "1", "--data", str(data),
                    "--out", str(out)])
