@@ -31,9 +31,10 @@ def run_evaluate(*args):
     return r
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def report(tmp_path_factory):
-    """A finished evaluate folder; tests copy it before they change anything in it."""
+    """A finished evaluate folder; tests copy it before they change anything in it (one per session, not per
+    module: three files read it)."""
     pytest.importorskip("torch")
     out = tmp_path_factory.mktemp("rep") / "out"
     r = run_evaluate("--out", out)
