@@ -16,8 +16,11 @@ SCRIPT_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}
 @pytest.mark.slow  # a tiny evaluate run in a subprocess: about 15 s
 def test_smoke_plan_writes_each_cells_report(tmp_path):
     out = tmp_path / "gpu"
+    # run from tmp_path: its `python -m longsynth evaluate` then imports the longsynth this test imports, where from
+    # the checkout it imported the source tree, another copy with a Numba cache of its own (on CI's clean clone the
+    # cumsum kernels compiled again), as conftest.py's PYTHONSAFEPATH keeps the other tests' subprocesses from doing
     r = subprocess.run([sys.executable, BENCH, "--smoke", "--out", str(out), "--only", "dlr-t1-cumsum"],
-                       capture_output=True, text=True, timeout=600, env=SCRIPT_ENV)
+                       capture_output=True, text=True, timeout=600, env=SCRIPT_ENV, cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     summary = json.loads((out / "gpu.json").read_text())
     assert [c["name"] for c in summary["cells"]] == ["dlr-t1-cumsum"]
