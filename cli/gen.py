@@ -109,7 +109,9 @@ def gen_options(task=None):
         click.Option(["--num-samples", "-n"], type=int, default=None, help=n_help),
         click.Option(["--splits"], default=None, help="explicit counts, e.g. train=960,val=20,test=20"),
         click.Option(["--seed"], type=int, default=0, show_default=True, help="root seed (0 <= seed < 2**63)"),
-        click.Option(["--workers", "-j"], type=int, default=None, help="worker processes [default: all cores]"),
+        click.Option(["--workers", "-j"], type=int, default=None,
+                     help="worker processes [default: all cores; a dataset this process writes in under a second: "
+                          "this process]"),
         click.Option(["--shard-size"], type=int, default=None,
                      help="samples per shard [default: about 128 MB per shard]"),
         click.Option(["--compression"], type=click.Choice(store.COMPRESSIONS), default="none", show_default=True,

@@ -58,6 +58,32 @@ def test_same_bytes_for_any_workers_and_digests_for_any_shard_size(tmp_path):
     assert len(c["splits"]["train"]["shards"]) == 3 and len(a["splits"]["train"]["shards"]) == 8
 
 
+def test_without_workers_a_small_job_is_written_here_and_the_asked_workers_are_a_pool(tmp_path, monkeypatch):
+    """Without --workers, a job one process writes faster than a pool starts stays in this process; a
+    given --workers is kept; the bytes are the same either way. A sample timed at 0.1 s is a large job."""
+    from longsynth.store import pool
+
+    pools = []
+    run_pool = pool._run_pool
+    monkeypatch.setattr(pool, "_run_pool", lambda *a, **k: pools.append(1) or run_pool(*a, **k))
+    splits = {"train": 40, "val": 8, "test": 8}
+    here = store.generate(str(tmp_path / "here"), "cumsum", {"L": 8}, splits=splits, shard_size=8)
+    assert pools == []
+    two = store.generate(str(tmp_path / "two"), "cumsum", {"L": 8}, splits=splits, shard_size=8, workers=2)
+    assert pools == ([1] if (os.cpu_count() or 1) > 1 else [])
+    assert tree_bytes(tmp_path / "here") == tree_bytes(tmp_path / "two")
+    assert {s: i["digest"] for s, i in here["splits"].items()} == {s: i["digest"] for s, i in two["splits"].items()}
+    job = store.ShardJob(str(tmp_path / "x"), "cumsum", {"L": 8}, 0, "train", 0, 0, 1, "none")
+    default, asked = pool.LocalPool(4), pool.LocalPool(4, asked=4)
+    for p in (default, asked):
+        p.estimate(job, 56)
+    assert default.small and not asked.small
+    monkeypatch.setattr(pool.shards, "warm", lambda job: time.sleep(0.1))
+    slow = pool.LocalPool(4)
+    slow.estimate(job, 56)
+    assert not slow.small
+
+
 def test_split_digest_changes_with_content(tmp_path):
     a = gen(tmp_path / "a")
     b = store.generate(str(tmp_path / "b"), "cumsum", P, seed=12, num_samples=300, shard_size=40, workers=1)

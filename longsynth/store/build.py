@@ -266,8 +266,9 @@ def _generate_locked(root, t, cfg, cparams, seed, splits, shard_size, compressio
             note(f"resuming: {kept:,} of {total:,} samples already written")
         if kept < total and manifest.get("stream", "longsynth") == "longsynth" and executor.compiles_here:
             first = next(s for s, n in splits.items() if n)
-            _warm_kernels(ShardJob(root, t.name, cparams, seed, first, 0, 0, 1, compression, manifest["generation"]),
-                          note)
+            job = ShardJob(root, t.name, cparams, seed, first, 0, 0, 1, compression, manifest["generation"])
+            _warm_kernels(job, note)
+            executor.estimate(job, total - kept)  # a small job is written here: a pool takes longer to start
         if progress is not None:  # the bar and its rate start after the kernels are compiled
             progress(None, total=total, done=kept)
         timings, written = [], [time.monotonic()]

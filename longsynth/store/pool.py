@@ -19,24 +19,44 @@ from longsynth.errors import DiskFullError, LongsynthError, os_reason
 from longsynth.store import shards
 
 
+# A spawned worker needs one to two seconds to start (a fresh interpreter importing longsynth, h5py and Numba and
+# loading the task's kernels): without --workers, a dataset that one process writes in less than this is written
+# here, not by a pool (20 CumSum samples: 0.02 s, against 3.7 s for a pool of two)
+SMALL_JOB_S = 1.0
+
+
 class LocalPool:
     """Runs shard jobs on ``workers`` processes of this machine (in-process for one).
 
     ``asked`` is the --workers the user gave (None: all cores); it is capped by the cores
-    and the shards left, and ``note`` says so when the cap bites.
+    and the shards left, and ``note`` says so when the cap bites. Without it, a job that
+    ``estimate`` finds shorter than SMALL_JOB_S in this process is written here.
     """
 
     compiles_here = True  # the shards' kernels run on this machine: generate compiles them first, once
 
     def __init__(self, workers, asked=None, note=None):
         self.workers, self.asked, self.note = workers, asked, note or (lambda line: None)
+        self.small = False
+
+    def estimate(self, job, samples):
+        """Time one sample of ``job`` (its kernels already compiled or loaded: generate warmed them) and
+        decide whether ``samples`` of them are a small job for this process; only without --workers."""
+        if self.asked is not None or self.workers == 1:
+            return
+        t0 = time.perf_counter()
+        try:
+            shards.warm(job)
+        except Exception:  # noqa: BLE001 - the same failure comes again where the shards are written, in context
+            return
+        self.small = (time.perf_counter() - t0) * samples < SMALL_JOB_S  # one sample alone costs more than one of many
 
     def run(self, jobs, n_jobs, progress, done):
         """Write every job of the iterator ``jobs`` (``n_jobs`` of them); ``done(job, record,
         timing)`` is called here, in the caller's thread, as each shard is renamed into place,
         and ``progress(n)`` with samples finished."""
         cores = os.cpu_count() or 1
-        workers = max(1, min(self.workers, cores, n_jobs))
+        workers = 1 if self.small else max(1, min(self.workers, cores, n_jobs))
         if self.asked is not None and workers < self.workers:
             self.note(f"--workers {self.workers} capped to {workers} ({cores} cores, {n_jobs} shards to write)")
         if workers > 1 and n_jobs > 1:
