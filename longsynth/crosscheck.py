@@ -408,7 +408,7 @@ def _regbench(path, cfg, seed, counts, split, stream):
     import subprocess
 
     from longsynth.generators.regbench.authors import split_counts
-    from longsynth.generators.regbench.regbench import tokens_per_row
+    from longsynth.generators.regbench.config import tokens_per_row
 
     n, m = split_counts(counts)
     key = (os.path.realpath(path), cfg, seed, n, m)

@@ -197,7 +197,8 @@ def test_authors_stream_of_no_rows_has_the_row_shape():
     for name, t in registry.all_tasks().items():
         if t.authors is not None and t.authors_arrays is None:  # the Chomsky tasks return the authors' arrays:
             # their shapes are tests/test_chomsky_authors_*.py's
-            got = longsynth.authors_stream(name, 0, seed=0, split=t.authors.splits[0])
+            params = {k: 0 for k in t.authors_params}  # RegBench's hash seed: the authors' rows need one
+            got = longsynth.authors_stream(name, 0, seed=0, split=t.authors.splits[0], **params)
             L = t.keys(t.make_config())["inputs"].shape[0]
             assert got["inputs"].shape == (0, L) and got["targets"].shape == (0, L), name
 

@@ -40,6 +40,7 @@ from longsynth.errors import LongsynthError
 from longsynth.generators._tokens import IGNORE
 from longsynth.generators.regbench import cpython_sets as cs
 from longsynth.generators.regbench import numpy_draws as nd
+from longsynth.generators.regbench.config import tokens_per_row
 
 AUTHORS_ORDER = ("train", "test", "val")  # setup()'s dict: the order its rows are drawn
 HASH_SEEDS = 4294967295  # PYTHONHASHSEED's largest value
@@ -404,7 +405,6 @@ class Pool:
 
     def blocks(self, split, block):
         """{"inputs", "targets", "dfa"} blocks of ``split``'s rows, in order (the splits before it drawn first)."""
-        from longsynth.generators.regbench.regbench import tokens_per_row
 
         cfg = self.cfg
         main = self.main.copy()
@@ -438,7 +438,6 @@ def _pool_of(cfg, seed, counts):
 
 def _open(cfg, seed, counts, split):
     from longsynth.generators._authors import Stream, block_rows
-    from longsynth.generators.regbench.regbench import tokens_per_row
 
     if cfg.hash_seed is None:
         raise LongsynthError("hash_seed: the authors' rows depend on the PYTHONHASHSEED their code ran under; give "

@@ -32,15 +32,15 @@ Worked example (vocab_size 6: letters a b c d as 1 2 3 4, ``|`` 5): a DFA with s
     dfa      [[ 1, -1, -1, -1],
               [-1,  0, -1, -1], ...]   (rows past the states: -1)
 """
-from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange
 
 from longsynth.generators._tokens import IGNORE, REVISION, token_dtype
 from longsynth.generators.regbench.authors import authors
+from longsynth.generators.regbench.config import RegBenchConfig, check, tokens_per_row
 from longsynth.rng import below, stream
-from longsynth.task import KeySpec, Task, param
+from longsynth.task import KeySpec, Task
 
 CITATION = """@inproceedings{akyurek2024icll,
   title     = {In-Context Language Learning: Architectures and Algorithms},
@@ -48,49 +48,6 @@ CITATION = """@inproceedings{akyurek2024icll,
   booktitle = {ICML},
   year      = {2024}
 }"""
-MAX_NODES = 100  # the dfa table is int8
-MAX_VOCAB = 28  # '.', the letters a..z, '|'
-
-
-@dataclass(frozen=True)
-class RegBenchConfig:
-    vocab_size: int = param(20, "tokens: padding '.', the letters, '|' (the authors' 20: 18 letters a..r)", lo=4,
-                            hi=MAX_VOCAB)
-    max_num_nodes: int = param(12, "most states of a drawn DFA, before minimising (inclusive)", lo=2, hi=MAX_NODES)
-    min_num_in_context_examples: int = param(10, "fewest strings a row (inclusive)", lo=1, hi=10_000)
-    max_num_in_context_examples: int = param(20, "strings a row stay below this (the authors' exclusive bound: "
-                                                 "10..19 by default)", lo=2, hi=10_001)
-    max_outgoing_edges: int = param(4, "a state's edges stay below this (1..3 by default); also the fewest states "
-                                       "and letters of a DFA", lo=2, hi=MAX_NODES)
-    max_len_per_example: int = param(50, "a string's length stays below this (1..49 by default)", lo=2, hi=100_000)
-    hash_seed: int | None = param(None, "the authors' stream only (--authors-stream): the PYTHONHASHSEED their code "
-                                        "ran under, which their rows depend on", lo=0, hi=4294967295)
-    input_seq_len: int = param(4096, "characters of a row's text, a space between tokens (the authors' cut): a row "
-                                     "keeps its first (input_seq_len + 1) // 2 tokens", lo=3, hi=1 << 24)
-
-
-def _check(cfg):
-    from longsynth.errors import LongsynthError
-
-    if cfg.max_num_in_context_examples <= cfg.min_num_in_context_examples:
-        raise LongsynthError("max_num_in_context_examples: must exceed min_num_in_context_examples (an exclusive "
-                             f"bound), got {cfg.max_num_in_context_examples} <= {cfg.min_num_in_context_examples}")
-    if cfg.max_outgoing_edges > cfg.max_num_nodes:
-        raise LongsynthError(f"max_outgoing_edges: at most max_num_nodes ({cfg.max_num_nodes}: a DFA has at least "
-                             f"max_outgoing_edges states), got {cfg.max_outgoing_edges}")
-    if cfg.max_outgoing_edges > cfg.vocab_size - 2:
-        raise LongsynthError(f"max_outgoing_edges: at most vocab_size - 2 ({cfg.vocab_size - 2} letters: an alphabet "
-                             f"has at least max_outgoing_edges letters), got {cfg.max_outgoing_edges}")
-    if tokens_per_row(cfg) - 1 > 1 << 24:
-        raise LongsynthError("max_num_in_context_examples * max_len_per_example: rows of more than 2^24 tokens")
-
-
-def tokens_per_row(cfg):
-    """The most tokens a row can hold: the most strings of the longest length, their separators, the cut."""
-    most = (cfg.max_num_in_context_examples - 1) * (cfg.max_len_per_example - 1) + cfg.max_num_in_context_examples - 2
-    return min(most, (cfg.input_seq_len + 1) // 2)
-
-
 @njit(cache=True)
 def _draw_dfa(s, max_nodes, n_letters, max_edges, delta):
     """Steps 1-2: the number of states n; delta [max_nodes + 1, n_letters] <- the drawn edges, n (the sink)
@@ -250,7 +207,7 @@ _AUTHORS = authors()
 TASK = Task(
     name="regbench",
     config=RegBenchConfig,
-    check=_check,
+    check=check,
     summary="Akyürek et al.'s in-context language learning: strings of one random DFA a row, learn its language",
     keys=_keys,
     fill=_fill,
