@@ -15,9 +15,8 @@ from longsynth.progress import Bar, Samples, count
 def list_tasks():
     """List the tasks, one line each: family, the default number of samples and its size
     on disk, a summary and the default parameters."""
-    tasks = registry.all_tasks()
-    width = max(map(len, tasks))  # the longest name: the columns stay aligned
-    for name, t in tasks.items():
+    rows = []
+    for name, t in registry.all_tasks().items():
         resolved = t.make_config()
         params = " ".join(f"{f.name}={getattr(resolved, f.name)}{'*' if f.default is None else ''}"
                           for f in dataclasses.fields(t.config))
@@ -26,7 +25,11 @@ def list_tasks():
         size = store.estimate_bytes(t, resolved, store.default_splits(n, t.split_percent), 0,
                                     store.default_shard_size(t, resolved), draw=False)
         size = ("<= " if ragged else "") + store.human(size)
-        click.echo(f"{name:{width}s} {t.family:10s} {count(n):>7s} samples {size:>11s}  {t.summary} ({params})")
+        rows.append((name, t.family, count(n), size, f"{t.summary} ({params})"))
+    # every column as wide as its widest entry (a name, a family, a count or a size): the summaries start at one offset
+    w = [max(len(r[i]) for r in rows) for i in range(4)]
+    for name, family, n, size, text in rows:
+        click.echo(f"{name:{w[0]}s} {family:{w[1]}s} {n:>{w[2]}s} samples {size:>{w[3]}s}  {text}")
     click.echo("\nsamples: gen's default --num-samples (split train/val/test by the task's shares), with its size "
                "on disk uncompressed (<=: at most, for variable-length samples; gen --dry-run measures it).\n"
                "*: a value the task's preset derives from other parameters (pathfinder-seg "

@@ -45,6 +45,27 @@ def test_list(runner):
     assert len({row.index(" samples ") for row in rows}) == 1, rows
 
 
+def test_list_columns_fit_the_widest_entry(runner):
+    """A name, a family, a count or a size wider than today's tasks' moves every row's columns with it: each
+    line's description starts at the same offset."""
+    import dataclasses
+
+    from registered import registered
+
+    from longsynth import registry
+
+    wide = dataclasses.replace(registry.get("cumsum"), name="a-task-name-of-forty-two-characters-or-so",
+                               family="a-long-family", default_num_samples=123_456_789_012)
+    with registered(wide):
+        r = runner.invoke(cli, ["list"])
+        tasks = registry.all_tasks()
+    assert r.exit_code == 0, r.output
+    rows = r.output.split("\n\n")[0].splitlines()
+    assert rows[-1].startswith(wide.name) and "123,456,789,012 samples" in rows[-1]
+    starts = {row.index(f"  {tasks[row.split()[0]].summary} (") for row in rows}
+    assert len(starts) == 1, rows
+
+
 def test_gen_info_verify(runner, dataset):
     m = json.load(open(dataset / "manifest.json"))
     assert m["counts"] == {"train": 480, "val": 10, "test": 10} and m["complete"]
