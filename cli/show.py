@@ -1,5 +1,6 @@
 """``show``: figures of fresh samples of a task (``show TASK``) or of a stored dataset
 (``show DIR``, ``--stats`` for the dataset-level figure)."""
+import collections.abc
 import functools
 import os
 
@@ -13,6 +14,30 @@ from longsynth.progress import Samples
 MAX_SHOW = 64  # samples per `show` figure
 
 
+class Drawn(collections.abc.Sequence):
+    """The ``count`` samples of a figure, each drawn (or read) when the figure asks for it and
+    let go when it moves on: 64 rows of 2^24 tokens are 2 GB together, one row 32 MB, and a
+    figure keeps only what it draws of a row (1 position in 4,096 of a token row). The last
+    sample asked for is kept, so a figure that reads one sample's keys in turn draws it once."""
+
+    def __init__(self, count, draw):
+        self._count, self._draw, self._last = int(count), draw, (None, None)
+
+    def __len__(self):
+        return self._count
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(self._count))]
+        k = k + self._count if k < 0 else k
+        if not 0 <= k < self._count:
+            raise IndexError(k)
+        if self._last[0] != k:
+            self._last = (None, None)  # the sample before is let go before the next is drawn
+            self._last = (k, self._draw(k))
+        return self._last[1]
+
+
 def _make_show(task):
     @friendly
     def run(index, count, seed, split, out, **values):
@@ -21,7 +46,7 @@ def _make_show(task):
             raise click.ClickException(f"{task.name} has no preview")
         cfg = task.make_config(**params)
         _check_text_out(task, out)
-        samples = [api.sample(task.name, i, seed=seed, split=split, **params) for i in range(index, index + count)]
+        samples = Drawn(count, lambda k: api.sample(task.name, index + k, seed=seed, split=split, **params))
         _emit(task.show(samples, cfg, out), out)
 
     params = task_options(task) + _show_options(task.name)
@@ -91,7 +116,7 @@ def _show_dir(root, split, index, count, out, stats):
     sp = ds[split]
     if not 0 <= index < len(sp):
         raise click.ClickException(f"--index: {index} is outside the {len(sp)} samples of {split}")
-    samples = [sp[i] for i in range(index, min(index + count, len(sp)))]
+    samples = Drawn(min(index + count, len(sp)) - index, lambda k: sp[index + k])
     _emit(_drawn(root, ds.task.show, samples, ds.config, out), out)
 
 

@@ -83,17 +83,20 @@ def _columns(row, step):
     return ids, scored, np.flatnonzero(hit)
 
 
-def preview(samples, cfg, path, vocab_size):
+def preview(samples, cfg, path, vocab_size, length=None):
     """Rows of token ids (one row per sample, a colour per id) over a row of their targets;
     scored positions (targets != -100) are ringed in black. Rows longer than MAX_COLUMNS
     show every k-th position (the title says so); a column with a scored target shows it.
-    Returns a one-line summary."""
+    ``length``: the rows' length where every row has it (a task's fixed shape), so that
+    ``samples`` is read once; None: the longest row's. Returns a one-line summary."""
     from matplotlib.patches import Rectangle
 
     from longsynth.plot import _figure, _finish
 
     n = len(samples)
-    L = max(s["inputs"].shape[0] for s in samples)
+    # each sample is looked at once, and only its drawn columns are kept: ``samples`` may draw
+    # them one at a time (show's Drawn), so 64 rows of 2^24 tokens never lie in memory together
+    L = int(length) if length is not None else max(s["inputs"].shape[0] for s in samples)
     step = max(1, -(-L // MAX_COLUMNS))  # the picture is sized before any colour is made
     fig = _figure(1200, min(900, 120 + 70 * n))
     ax = fig.add_subplot(1, 1, 1)
@@ -101,6 +104,7 @@ def preview(samples, cfg, path, vocab_size):
     for r, s in enumerate(samples):
         x = np.asarray(s["inputs"])[::step].astype(np.int64)
         y, count, marked = _columns(s["targets"], step)
+        del s  # the row itself: its drawn columns are x and y
         top, bottom = 2 * r, 2 * r + 1
         ax.imshow(_palette(x, vocab_size)[None], extent=(-0.5, x.size * step - 0.5, top + 0.9, top), aspect="auto",
                   interpolation="nearest")

@@ -206,7 +206,8 @@ class Task:
     def _show_tokens(self, samples, cfg, path):
         from longsynth.generators._tokens import preview
 
-        return preview(samples, cfg, path, self.vocab_size(cfg))
+        spec = self.keys(cfg)["inputs"]  # a fixed shape: the rows' length, known before any row is drawn
+        return preview(samples, cfg, path, self.vocab_size(cfg), None if spec.ragged else spec.shape[0])
 
     def _show_token_dataset(self, dataset, split, path, progress=None):
         from longsynth.generators._tokens import show_dataset

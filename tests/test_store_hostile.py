@@ -364,6 +364,34 @@ def test_the_token_picture_is_sized_before_its_colours(monkeypatch):
     assert ids[0] == 3 and ids[4095] == samples[0]["inputs"][15] and ids[1] == -100
 
 
+@pytest.mark.parametrize("stored", [False, True])
+def test_show_holds_one_row_at_a_time(tmp_path, stored):
+    """`show selective-copying --L 2^24 --count 64` held all 64 rows at once (2 GB; peak 2.3 GiB): the figure
+    draws 4,096 columns a row, so it reads one row at a time, fresh (show TASK) or stored (show DIR)."""
+    import tracemalloc
+
+    L, count = 1 << 20, 64  # 64 rows of 2 MB (inputs and targets): 128 MB together
+    args = ["show", "selective-copying", "--L", L - 32, "--M", 16, "--seed", 3]
+    if stored:
+        root = tmp_path / "d"
+        r = invoke("gen", "selective-copying", "--L", L - 32, "--M", 16, "--splits", f"train={count}", "-j", 1,
+                   "--shard-size", 16, "--out", root)
+        assert r.exit_code == 0, r.output
+        args = ["show", root]
+    invoke(*args, "--count", 1, "--out", tmp_path / "warm.png")  # Numba and matplotlib warm
+    peaks = {}
+    for n in (1, count):  # what a figure of one row costs (opening a stored shard included), and of 64
+        tracemalloc.start()
+        try:
+            r = invoke(*args, "--count", n, "--out", tmp_path / "p.png")
+            peaks[n] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert r.exit_code == 0, r.output
+    assert f"{count} samples, {16 * count} scored positions" in r.output and (tmp_path / "p.png").exists()
+    assert peaks[count] < peaks[1] + (16 << 20), peaks  # all 64 rows at once: 126 MB more
+
+
 # ---------------------------------------------------------------- 9, 10. parameters that mean no task
 
 
