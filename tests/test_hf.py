@@ -77,13 +77,14 @@ def exported(tmp_path_factory):
     return out
 
 
-def as_stored(row, specs):
+def as_stored(row, specs, derived=()):
     """A row of `with_format("numpy")` as the stored sample: same values, stored dtypes.
 
     `datasets`' numpy formatter widens integer arrays to int64; the values must survive
     that exactly, and the columns' own Arrow types are checked against the stored dtypes
-    through the features."""
-    assert set(row) == set(specs)
+    through the features. ``derived``: the columns an export adds to the stored keys
+    (hf.LENGTH where the rows vary in length), left out."""
+    assert set(row) == set(specs) | set(derived)
     sample = {}
     for k, spec in specs.items():
         v = np.asarray(row[k])
@@ -93,14 +94,17 @@ def as_stored(row, specs):
     return sample
 
 
-def check_split(rows, sp, digest):
+def check_split(rows, sp, digest, lengths=None):
     """Every row equals the stored sample of the same index, and the rows' longsynth split
-    digest equals the manifest's."""
+    digest equals the manifest's. ``lengths``: hf.row_lengths_of's function where the export
+    adds a LENGTH column, which must hold the row's length as info counts it."""
     h, n = hashlib.sha256(), 0
     for i, row in enumerate(rows):
-        got, want = as_stored(row, sp.specs), sp[i]
+        got, want = as_stored(row, sp.specs, [hf.LENGTH] if lengths else []), sp[i]
         for k in want:
             assert got[k].shape == want[k].shape and np.array_equal(got[k], want[k]), (sp.name, i, k)
+        if lengths:
+            assert row[hf.LENGTH] == lengths(want["targets"][None])[0], (sp.name, i)
         h.update(store.sample_digest(got))
         n += 1
     assert n == len(sp)
@@ -113,9 +117,11 @@ def test_load_dataset_gives_every_stored_sample(exported, name, tmp_path):
     ds = longsynth.open(root)
     got = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "cache"))
     assert list(got) == ["train", "validation", "test"]
-    assert got["train"].features == hf.features(ds.task, ds.task.keys(ds.config))
+    assert got["train"].features == hf.features(ds.task, ds.task.keys(ds.config), ds.config)
+    lengths = hf.row_lengths_of(ds.task, ds.config, ds.task.keys(ds.config))
+    assert (lengths is not None) == (name == "parity")  # the rows of the others have one length (or store it)
     for split, sp in ds.splits.items():
-        check_split(got[HF_SPLITS[split]].with_format("numpy"), sp, ds.manifest["splits"][split]["digest"])
+        check_split(got[HF_SPLITS[split]].with_format("numpy"), sp, ds.manifest["splits"][split]["digest"], lengths)
     first = got["train"][0]  # the default (Python) format: lists, and PIL images for Pathfinder
     for k, v in ds["train"][0].items():
         if isinstance(got["train"].features[k], datasets.Image):
@@ -144,7 +150,7 @@ def test_card_parses_and_describes_the_dataset(exported, name):
     assert data["configs"] == [{"config_name": "default", "data_files": [
         {"split": s, "path": f"data/{s}-*.parquet"} for s in ("train", "validation", "test")]}]
     info = DatasetInfosDict.from_dataset_card_data(card.data)["default"]
-    assert info.features == hf.features(ds.task, ds.task.keys(ds.config))
+    assert info.features == hf.features(ds.task, ds.task.keys(ds.config), ds.config)
     assert {s: v.num_examples for s, v in info.splits.items()} == {HF_SPLITS[s]: n for s, n in m["counts"].items()}
     assert info.download_size == sum(os.path.getsize(p) for p in (out / "data").iterdir())
     text = card.text
@@ -166,6 +172,31 @@ def test_card_parses_and_describes_the_dataset(exported, name):
     if m["fixed"]:  # the dataset-level draws travel in longsynth.json; those stored as keys are on the card
         assert mark["dataset"]["fixed"] == m["fixed"]
         assert all(f"`{k}`" in text for k in m["fixed"] if k in ds.task.keys(ds.config))
+
+
+def test_chomsky_export_has_a_length_column(tmp_path):
+    """A Chomsky dataset's test split is at lengths never trained on (41-500 by default): its export carries
+    each row's length, as `info` counts it, and the card gives each split's shortest and longest."""
+    root = tmp_path / "ch"
+    store.generate(str(root), "chomsky-parity-check", {"test_max_length": 60}, seed=2,
+                   splits={"train": 40, "val": 4, "test": 12}, workers=1)
+    r = CliRunner().invoke(cli, ["export", str(root), "--format", "hf", "--out", str(tmp_path / "hf")])
+    assert r.exit_code == 0, r.output
+    got = datasets.load_dataset(str(tmp_path / "hf"), cache_dir=str(tmp_path / "cache")).with_format("numpy")
+    assert got["test"].features[hf.LENGTH] == datasets.Value("int64")
+    ds = longsynth.open(root)
+    lengths = hf.row_lengths_of(ds.task, ds.config, ds.task.keys(ds.config))
+    info = store.info(str(root))["lengths"]
+    card = (tmp_path / "hf" / "README.md").read_text()
+    assert "| `length` | Value('int64') | (derived) | scalar | the row's length, n, the input's length" in card
+    for split, sp in ds.splits.items():
+        check_split(got[HF_SPLITS[split]], sp, ds.manifest["splits"][split]["digest"], lengths)
+        col = np.asarray(got[HF_SPLITS[split]][hf.LENGTH])
+        assert (col.min(), col.max()) == (info[split]["min"], info[split]["max"])
+        assert re.search(rf"\| {HF_SPLITS[split]} \| {split} \| {len(sp)} \| 1 \| `[0-9a-f]{{64}}` \| "
+                         rf"{col.min()}-{col.max()} \|", card), card
+    train, test = (np.asarray(got[s][hf.LENGTH]) for s in ("train", "test"))
+    assert train.max() <= 40 < 41 <= test.min() and test.max() <= 60
 
 
 def test_pathfinder_images_are_png_features(exported):

@@ -13,6 +13,9 @@ ready for ``huggingface-cli upload REPO OUT --repo-type dataset``. Rows are the 
 samples in index order, one column per stored key, typed as stored (docs/export.md):
 fixed-shape arrays as ``Array2D``..``Array5D`` or fixed-length lists, variable-length keys
 as lists, and Pathfinder's image and label mask as ``Image`` (PNG), which the Hub previews.
+Where the rows vary in length (the Chomsky tasks, parity, modular arithmetic) a ``length``
+column (int64) follows: each row's length as ``info`` counts it, so that the test split's
+lengths (the Chomsky tasks' 41-500) are told from train's; it is derived, no stored key.
 
 Files hold about FILE_BYTES of Arrow data (``push_to_hub``'s default shard size), so a
 large split has several that workers and nodes stream in parallel; row groups hold about
@@ -34,16 +37,17 @@ from dataclasses import dataclass
 from longsynth import safe
 from longsynth._version import __version__
 from longsynth.errors import LongsynthError
-from longsynth.exports.hf.arrow import _batch, _parquet_options, feature, features, png_gray8
+from longsynth.exports.hf.arrow import (LENGTH, _batch, _parquet_options, feature, features, png_gray8,
+                                        row_lengths_of, with_lengths)
 from longsynth.exports.hf.card import LICENSE, citations, dataset_card
 from longsynth.exports.hf.layout import _OWN_RE, _TEMP_RE, MARK, SPLIT_NAMES
 from longsynth.exports.hf.parquet import _write_files
 from longsynth.files import PendingFiles
 from longsynth.outdir import LOCK
 
-__all__ = ["FILE_BYTES", "LICENSE", "MARK", "MIN_FILES", "MIN_FILE_BYTES", "PREVIEW_SAMPLES", "ROW_GROUP_BYTES",
-           "ROW_GROUP_ROWS", "SPLIT_NAMES", "citations", "dataset_card", "feature", "features", "plan",
-           "png_gray8", "write"]
+__all__ = ["FILE_BYTES", "LENGTH", "LICENSE", "MARK", "MIN_FILES", "MIN_FILE_BYTES", "PREVIEW_SAMPLES",
+           "ROW_GROUP_BYTES", "ROW_GROUP_ROWS", "SPLIT_NAMES", "citations", "dataset_card", "feature", "features",
+           "plan", "png_gray8", "row_lengths_of", "write"]
 
 FILE_BYTES = 500_000_000
 MIN_FILES, MIN_FILE_BYTES = 8, 32 << 20
@@ -69,8 +73,8 @@ def _row_bytes(dataset, feats, schema):
     sp = next((s for s in dataset.splits.values() if len(s)), None)
     if sp is None:
         return 1
-    _, block = next(sp.iter_blocks(list(feats), chunk=16))
-    batch = _batch(feats, schema, block, None)
+    _, block = next(sp.iter_blocks([k for k in feats if k in sp.specs], chunk=16))
+    batch = _batch(feats, schema, with_lengths(block, row_lengths_of(dataset.task, dataset.config, sp.specs)), None)
     return max(1, batch.nbytes // batch.num_rows)
 
 
@@ -154,7 +158,7 @@ def write(dataset, out, progress, workers=None):
     if found:
         raise LongsynthError(f"{dataset.root}: {found[0]}; run `longsynth verify {dataset.root}`")
     old = _previous_files(out)
-    feats = features(dataset.task, dataset.task.keys(dataset.config))
+    feats = features(dataset.task, dataset.task.keys(dataset.config), dataset.config)  # LENGTH where rows vary
     schema = feats.arrow_schema
     group, files = plan(dataset, _row_bytes(dataset, feats, schema))
     shown = next((s for s in dataset.splits.values() if len(s)), None) if dataset.task.show else None
@@ -178,7 +182,9 @@ def write(dataset, out, progress, workers=None):
             with open(pending.path(os.path.join(out, MARK)), "w", encoding="utf-8") as f:
                 json.dump(mark, f, indent=1, sort_keys=True)
                 f.write("\n")
-            card = dataset_card(dataset, feats, files, nbytes, sizes, shown is not None)
+            derived = LENGTH in feats and LENGTH not in dataset.task.keys(dataset.config)
+            card = dataset_card(dataset, feats, files, nbytes, sizes, shown is not None,
+                                _length_ranges(files, paths) if derived else None)
             with open(pending.path(os.path.join(out, "README.md")), "w", encoding="utf-8") as f:
                 f.write(card)
     except BaseException:
@@ -187,6 +193,22 @@ def write(dataset, out, progress, workers=None):
         raise
     for rel in set(old) - set(written):  # what the replaced export had and this one does not
         _remove_own(out, rel)
+
+
+def _length_ranges(files, paths):
+    """{longsynth split: (shortest, longest)} of the LENGTH column, read from the written
+    files' row-group statistics (no row is read again)."""
+    import pyarrow.parquet as pq
+
+    out = {}
+    for f in files:
+        meta = pq.ParquetFile(paths[f.rel]).metadata
+        at = next(j for j in range(meta.num_columns) if meta.schema.column(j).path == LENGTH)
+        for g in range(meta.num_row_groups):
+            st = meta.row_group(g).column(at).statistics
+            lo, hi = out.get(f.split, (st.min, st.max))
+            out[f.split] = (min(lo, st.min), max(hi, st.max))
+    return out
 
 
 def _preview(dataset, split, path):

@@ -37,8 +37,34 @@ def _fixed_feature(dtype, shape):
     return datasets.List(_fixed_feature(dtype, shape[1:]), length=shape[0])
 
 
-def features(task, specs):
-    return datasets.Features({k: feature(task, k, spec) for k, spec in specs.items()})
+LENGTH = "length"  # the column of the rows' lengths, where they vary (the Chomsky tasks, parity, modular arithmetic)
+
+
+def row_lengths_of(task, cfg, specs):
+    """``lengths(targets [n, L]) -> int64 [n]`` of the export's LENGTH column, or None: for the
+    tasks whose rows vary in length (longsynth.stats.row_lengths, what ``info`` and ``show
+    --stats`` count; -1 for a row without a scored target), unless a stored key has the name
+    (ListOps stores its own ``length``). None for ``cfg`` None: the stored keys only."""
+    from longsynth.stats import row_lengths
+
+    if cfg is None or LENGTH in specs:
+        return None
+    return row_lengths(task, cfg)
+
+
+def features(task, specs, cfg=None):
+    """The stored keys' features, then (``cfg`` given) the derived LENGTH column where
+    ``row_lengths_of`` has one: not a stored key, and so no part of a sample's digest."""
+    feats = {k: feature(task, k, spec) for k, spec in specs.items()}
+    if row_lengths_of(task, cfg, specs) is not None:
+        feats[LENGTH] = datasets.Value("int64")
+    return datasets.Features(feats)
+
+
+def with_lengths(block, lengths):
+    """``block`` with the LENGTH column that ``lengths`` (row_lengths_of) computes from its
+    targets; ``block`` itself for None."""
+    return block if lengths is None else {**block, LENGTH: lengths(block["targets"])}
 
 
 # ---------------------------------------------------------------- PNG

@@ -9,6 +9,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from longsynth._version import __version__
 from longsynth.escape import markdown, visible
+from longsynth.exports.hf.arrow import LENGTH
 from longsynth.exports.hf.layout import MARK, SPLIT_NAMES
 from longsynth.store.manifest import law_text
 
@@ -77,8 +78,9 @@ def _shape_text(spec):
     return f"[{', '.join(dims)}]" if dims else "scalar"
 
 
-def dataset_card(dataset, feats, files, nbytes, sizes, preview):
-    """README.md: the YAML that ``datasets`` and the Hub read, then the definition."""
+def dataset_card(dataset, feats, files, nbytes, sizes, preview, lengths=None):
+    """README.md: the YAML that ``datasets`` and the Hub read, then the definition.
+    ``lengths``: {longsynth split: (shortest, longest)} of the LENGTH column, where it has one."""
     task, m = dataset.task, dataset.manifest
     specs = task.keys(dataset.config)
     counts = {SPLIT_NAMES[s]: len(sp) for s, sp in dataset.splits.items() if len(sp)}
@@ -104,9 +106,20 @@ def dataset_card(dataset, feats, files, nbytes, sizes, preview):
     v = m["versions"]
     keys = "\n".join(f"| `{k}` | {_feature_text(feats[k])} | {spec.dtype} | {_shape_text(spec)} | {spec.doc} |"
                      for k, spec in specs.items())
+    derived = LENGTH in feats and LENGTH not in specs
+    if derived:
+        keys += (f"\n| `{LENGTH}` | {_feature_text(feats[LENGTH])} | (derived) | scalar | the row's length, "
+                 f"{markdown(task.row_length_definition or 'n')}; computed from `targets` as `longsynth info` counts "
+                 f"it (-1: a row without a scored target), not stored, so no part of the digest |")
+    lengths = lengths or {}
+    length_head = " lengths |\n|---|---|---|---|---|---|" if derived else "\n|---|---|---|---|---|"
+    length_note = (f" (the stored columns: `{LENGTH}` is derived). Lengths: the shortest and longest `{LENGTH}` "
+                   "of the split; a test split longer than train's measures lengths never trained on." if derived
+                   else ".")
     params = "\n".join(f"| `{k}` | {markdown(val)} |" for k, val in m["params"].items())
     split_rows = "\n".join(
         f"| {SPLIT_NAMES[s]} | {s} | {len(sp):,} | {len(split_files[SPLIT_NAMES[s]])} | `{m['splits'][s]['digest']}` |"
+        + (f" {'-'.join(map(str, lengths[s])) if s in lengths else ''} |" if derived else "")
         for s, sp in dataset.splits.items() if len(sp))
     empty = [s for s, sp in dataset.splits.items() if not len(sp)]
     if empty:
@@ -164,10 +177,9 @@ Row i of a split is sample i of that split (longsynth's `val` is `validation`).
 
 The digest is longsynth's: SHA-256 over the SHA-256 of every sample in index order (keys
 sorted, each as `key|dtype|shape|` and its bytes; `longsynth.store.sample_digest`), so it
-can be recomputed from these rows.
+can be recomputed from these rows{length_note}
 
-| split | longsynth split | samples | files | digest |
-|---|---|---|---|---|
+| split | longsynth split | samples | files | digest |{length_head}
 {split_rows}
 
 Versions that generated the samples: longsynth {markdown(v['longsynth'])}, Python {markdown(v['python'])}, NumPy

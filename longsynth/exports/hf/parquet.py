@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from longsynth import values
-from longsynth.exports.hf.arrow import _batch, _parquet_options, features
+from longsynth.exports.hf.arrow import _batch, _parquet_options, features, row_lengths_of, with_lengths
 from longsynth.store.read import Dataset
 
 
@@ -22,14 +22,16 @@ def _write_file(dataset, f, path, feats, schema, options, group, pool, done, sto
     file's Arrow bytes. ``done(n)`` counts rows; ``stop`` (an Event) ends it early when
     another file failed."""
     sp = Dataset(dataset.root, dataset.manifest)[f.split]  # its own HDF5 handles
+    lengths = row_lengths_of(dataset.task, dataset.config, sp.specs)  # the derived LENGTH column, or None
     nbytes, buffered, rows = 0, [], 0
     try:
         with pq.ParquetWriter(path, schema, **options) as writer:
-            for first, block in sp.iter_blocks(list(feats), chunk=group, start=f.start, stop=f.stop):
+            for first, block in sp.iter_blocks([k for k in feats if k in sp.specs], chunk=group, start=f.start,
+                                               stop=f.stop):
                 if stop.is_set():
                     return nbytes
                 values.check(sp.specs, block, f"{f.split}[{first}..]", dataset.root)
-                batch = _batch(feats, schema, block, pool)
+                batch = _batch(feats, schema, with_lengths(block, lengths), pool)
                 nbytes += batch.nbytes
                 buffered.append(batch)
                 rows += batch.num_rows
@@ -123,7 +125,7 @@ def _pool_write_file(root, manifest, f, path, group, threads):
     """_write_file in a pool worker, on the dataset's own handles and features."""
     ds = Dataset(root, manifest)
     try:
-        feats = features(ds.task, ds.task.keys(ds.config))
+        feats = features(ds.task, ds.task.keys(ds.config), ds.config)
         schema = feats.arrow_schema
         with ThreadPoolExecutor(threads) as pool:
             return _write_file(ds, f, path, feats, schema, _parquet_options(schema), group, pool, _pool_count, _STOP)
