@@ -15,12 +15,12 @@ a dataset, and by the report writer before it writes one, so what it writes alwa
 """
 from __future__ import annotations
 
-import math
 import os
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, model_validator
 
+from longsynth import fields
 from longsynth.errors import LongsynthError
 
 MAX_BYTES = 4 << 20  # a certificate holds configs and a few metric tables; its history is beside it
@@ -213,14 +213,7 @@ class Report(BaseModel):
 
 
 def _checked(schema, raw, what, whole):
-    if not isinstance(raw, dict):
-        raise CertificateError(f"{what}: expected a JSON object, got {type(raw).__name__}")
-    try:
-        schema.model_validate(raw)
-    except ValidationError as e:
-        err = e.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in err["loc"]) or whole
-        raise CertificateError(f"{what}: {where}: {_reason(err)}") from None
+    fields.parse(schema, raw, what, whole, error=CertificateError)
     return raw
 
 
@@ -233,18 +226,6 @@ def check(raw, what):
 def check_report(raw, what):
     """``raw`` (parsed JSON) as a report dict (``Report``); CertificateError otherwise."""
     return _checked(Report, raw, what, "report")
-
-
-def _reason(err):
-    msg = " ".join(str(err["msg"]).split())
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
-    value = err.get("input")
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{msg} (got {value})"
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return f"{msg} (got {str(value)[:60]!r})"
-    return msg
 
 
 def read(folder, name="metrics.json", what=None):

@@ -31,15 +31,15 @@ def _deep(n):
 
 # the hostile test's edits (a traceback each before), and what the one line names
 EDITS = {
-    "lr is text": (lambda c: c.update(lr="abc"), "lr: Input should be a valid number"),
-    "test is a list": (lambda c: c.update(test=[1, 2]), "test: Input should be a valid dictionary"),
-    "no primary metric": (lambda c: c.pop("primary_metric"), "primary_metric: Field required"),
-    "best is a number": (lambda c: c.update(best=3), "best: Input should be a valid dictionary"),
-    "seed is a float": (lambda c: c.update(seed=0.5), "seed: Input should be a valid integer"),
+    "lr is text": (lambda c: c.update(lr="abc"), "lr: expected a number, got a string"),
+    "test is a list": (lambda c: c.update(test=[1, 2]), "test: expected an object, got a list"),
+    "no primary metric": (lambda c: c.pop("primary_metric"), "primary_metric: missing"),
+    "best is a number": (lambda c: c.update(best=3), "best: expected an object, got an integer"),
+    "seed is a float": (lambda c: c.update(seed=0.5), "seed: expected an integer, got a number"),
     "renamed task": (lambda c: c.update(task="cumsum-renamed"), "task: 'cumsum-renamed' is not a longsynth task"),
-    "r2 is NaN": (lambda c: c["test"].update(r2=float("nan")), "test.r2: Input should be a finite number"),
-    "wall time negative": (lambda c: c.update(wall_time_s=-1), "wall_time_s: Input should be greater than or equal"),
-    "unknown metric": (lambda c: c.update(primary_metric="bleu"), "primary_metric: Input should be 'r2'"),
+    "r2 is NaN": (lambda c: c["test"].update(r2=float("nan")), "test.r2: must be a finite number, got nan"),
+    "wall time negative": (lambda c: c.update(wall_time_s=-1), "wall_time_s: must be at least 0.0, got -1"),
+    "unknown metric": (lambda c: c.update(primary_metric="bleu"), "primary_metric: must be one of 'r2'"),
 }
 
 
@@ -89,8 +89,7 @@ def test_info_checks_a_validation_certificate(tmp_path):
             "wall_time_s": 1.0, "train_tokens_per_s": 2.0}
     run.write_json("metrics.json", {**cert, "lr": "abc"})
     r = CliRunner().invoke(cli, ["info", str(root)])
-    assert r.exit_code == 1 and r.output.strip().endswith("metrics.json: lr: Input should be a valid number "
-                                                          "(got 'abc')"), r.output
+    assert r.exit_code == 1 and r.output.strip().endswith("metrics.json: lr: expected a number, got a string"), r.output
     run.write_json("metrics.json", cert)
     r = CliRunner().invoke(cli, ["info", str(root)])
     assert r.exit_code == 0 and 'validation: {"r2": 0.5}' in r.output, r.output
@@ -98,14 +97,17 @@ def test_info_checks_a_validation_certificate(tmp_path):
 
 # report.json read back (longsynth.read_report): the same schema rules, its rows and every run
 REPORT_EDITS = {
-    "test mean is NaN": (lambda r: r["rows"][0].update(test_mean=float("nan")), "rows.0.test_mean: Input should be a "
-                                                                                   "finite number"),
-    "unknown metric": (lambda r: r["rows"][0].update(metric="bleu"), "rows.0.metric: Input should be 'r2'"),
-    "a run's lr is text": (lambda r: r["runs"][0].update(lr="abc"), "runs.0.lr: Input should be a valid number"),
-    "a run's task renamed": (lambda r: r["runs"][0].update(task="nope"), "runs.0.task: 'nope' is not a longsynth task"),
-    "paper figure is text": (lambda r: r["rows"][0]["paper"].update(dlr="1.0"), "rows.0.paper.dlr: Input should be"),
-    "rows is a dict": (lambda r: r.update(rows={}), "rows: Input should be a valid list"),
-    "unknown scale": (lambda r: r.update(scale="huge"), "scale: Input should be 'tiny', 'laptop' or 'paper'"),
+    "test mean is NaN": (lambda r: r["rows"][0].update(test_mean=float("nan")), "rows[0].test_mean: must be a finite "
+                                                                                   "number, got nan"),
+    "unknown metric": (lambda r: r["rows"][0].update(metric="bleu"), "rows[0].metric: must be one of 'r2'"),
+    "a run's lr is text": (lambda r: r["runs"][0].update(lr="abc"), "runs[0].lr: expected a number, got a string"),
+    "a run's task renamed": (lambda r: r["runs"][0].update(task="nope"),
+                             "runs[0].task: 'nope' is not a longsynth task"),
+    "paper figure is text": (lambda r: r["rows"][0]["paper"].update(dlr="1.0"),
+                             "rows[0].paper.dlr: expected a number, got a string"),
+    "rows is a dict": (lambda r: r.update(rows={}), "rows: expected a list, got an object"),
+    "unknown scale": (lambda r: r.update(scale="huge"),
+                      "scale: must be one of 'tiny', 'laptop' or 'paper', got 'huge'"),
 }
 
 

@@ -406,14 +406,14 @@ def _foreign_lr(ck):
 
 CHECKPOINT_EDITS = {
     "wrong shape": (lambda ck: ck["model"].update(weight=torch.zeros(5, 5)), "its weights do not fit the model"),
-    "text step": (lambda ck: ck.update(step="4"), "is not a step of this run"),
-    "negative step": (lambda ck: ck.update(step=-1), "is not a step of this run"),
-    "huge step": (lambda ck: ck.update(step=10 ** 12), "is not a step of this run"),
+    "text step": (lambda ck: ck.update(step="4"), "step: expected an integer, got a string"),
+    "negative step": (lambda ck: ck.update(step=-1), "step: must be at least 0, got -1"),
+    "huge step": (lambda ck: ck.update(step=10 ** 12), "step: 1,000,000,000,000 is not a step of this run"),
     "short history": (lambda ck: ck["history"]["train"].pop(), "one training record per step"),
     "bad RNG state": (lambda ck: ck["rng"].update(torch=torch.zeros(3, dtype=torch.uint8)), "RNG state"),
     "foreign optimizer state": (_foreign_optimizer, "optimizer state is not this run's"),
     "foreign optimizer settings": (_foreign_lr, "optimizer state is not this run's"),
-    "not a checkpoint": (lambda ck: ck.clear(), "not a training checkpoint"),
+    "not a checkpoint": (lambda ck: ck.clear(), "model_config: missing"),
     "a tensor in the history": (lambda ck: ck["history"]["train"][0].update(lr=torch.zeros(3)),
                                 "something other than numbers and text"),
     "a tensor in a val record": (lambda ck: ck["history"]["val"][0].update(extra={"x": torch.ones(1)}),

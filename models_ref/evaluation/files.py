@@ -4,6 +4,11 @@ finishes, and a later evaluate tells which files changed since.
 """
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import model_validator
+
+from longsynth import fields
 from longsynth.errors import LongsynthError
 
 
@@ -11,6 +16,18 @@ RECORD = "files.json"  # the SHA-256 of every file of a finished run (docs/evalu
 RUN_FILES = ("metrics.json", "history.json", "curves.png", "predictions.png", "checkpoints/last.pt",
              "checkpoints/best.pt")
 CHECKPOINTS = ("checkpoints/last.pt", "checkpoints/best.pt")
+
+
+class FilesRecord(fields.Record):
+    """files.json: the SHA-256 of each file the run wrote, its certificate among them."""
+
+    sha256: dict[Literal[RUN_FILES], fields.Hex64]
+
+    @model_validator(mode="after")
+    def _has_certificate(self):
+        if "metrics.json" not in self.sha256:
+            raise fields.Bad("sha256", "has no metrics.json")
+        return self
 
 
 def _place(out_dir, name):
@@ -47,17 +64,14 @@ def changed_files(out_dir):
     """The files of a finished run that are not as files.json records them: changed, gone,
     or added where the run wrote none ([] when all are as recorded); None when the run has
     no record. An unreadable or malformed record is itself changed."""
-    import re
-
     try:
         raw = out_dir.read_json(RECORD, limit=1 << 16)
     except FileNotFoundError:
         return None
     except LongsynthError:  # a link, too large, not JSON
         return [RECORD]
-    digests = raw.get("sha256") if isinstance(raw, dict) else None
-    if (not isinstance(digests, dict) or "metrics.json" not in digests
-            or any(k not in RUN_FILES or not isinstance(v, str) or not re.fullmatch(r"[0-9a-f]{64}", v)
-                   for k, v in digests.items())):
+    try:
+        digests = fields.parse(FilesRecord, raw, RECORD, "files").sha256
+    except LongsynthError:
         return [RECORD]
     return [name for name in RUN_FILES if _digest(out_dir, name) != digests.get(name)]

@@ -9,11 +9,13 @@ import math
 import os
 import pickle
 import re
+from typing import Any, Optional
 
 import numpy as np
 import torch
+from pydantic import ConfigDict, Field, JsonValue, model_validator
 
-from longsynth import safe
+from longsynth import fields, safe
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
 from longsynth.models_ref.models.stack import Model, ModelConfig
@@ -75,55 +77,76 @@ class CheckpointError(LongsynthError):
     ``evaluate`` then starts the run over or stops (``--edited``, docs/evaluate.md)."""
 
 
-_CHECKPOINT_KEYS = ("model_config", "train_config", "manifest_digest", "step", "model", "optimizer", "rng", "history",
-                    "best")
+Plain = JsonValue  # numbers, text, booleans, null, and lists and str-keyed objects of them: what a report reads
+
+
+class History(fields.Record):
+    """A run's records so far: one a training step, one a validation."""
+
+    train: list[dict[str, Plain]]
+    val: list[dict[str, Plain]]
+
+
+class Checkpoint(fields.Record):
+    """last.pt (save_checkpoint): what a resume reads, each field checked before anything is loaded.
+    Validated with the run's own ``identity``, ``manifest_digest`` and ``cfg`` as context, against
+    which ``_this_run`` checks it."""
+
+    model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True, protected_namespaces=())
+    config: dict[str, Plain] = Field(alias="model_config")
+    train_config: dict[str, Plain]
+    manifest_digest: Plain
+    step: fields.Int(0)
+    model: dict[str, torch.Tensor]
+    optimizer: dict[str, Any]
+    rng: Any
+    history: History
+    best: Optional[dict[str, Plain]]
+
+    @model_validator(mode="after")
+    def _this_run(self, info):
+        run = info.context
+        cfg = run["cfg"]
+        if self.config != run["identity"]:
+            raise fields.Bad("model_config", "holds a different model config")
+        if self.manifest_digest != run["manifest_digest"]:
+            raise fields.Bad("manifest_digest", f"was trained on data with manifest digest "
+                                                f"{str(self.manifest_digest)[:80]}")
+        if self.train_config != dataclasses.asdict(cfg):
+            raise fields.Bad("train_config", "was trained with another configuration (steps, learning rate, "
+                                             "schedule or seed)")
+        if self.step > cfg.steps:
+            raise fields.Bad("step", f"{self.step:,} is not a step of this run (0 to {cfg.steps:,})")
+        if len(self.history.train) != self.step:
+            raise fields.Bad("history.train", f"{len(self.history.train):,} records, where a run at step "
+                                              f"{self.step:,} has one training record per step")
+        for i, r in enumerate(self.history.train):
+            if not isinstance(r.get("loss"), float) or not math.isfinite(r["loss"]):
+                raise fields.Bad(f"history.train[{i}].loss", "not a finite number")
+        primary = primary_metric(cfg)
+        evals = [(f"history.val[{i}]", r) for i, r in enumerate(self.history.val)]
+        for where, r in evals + ([] if self.best is None else [("best", self.best)]):
+            step = r.get("step")
+            if (not finite(r) or not isinstance(r.get(primary), float) or isinstance(step, bool)
+                    or not isinstance(step, int) or not 0 < step <= self.step):
+                raise fields.Bad(where, f"is not an evaluation of this run (with a finite {primary} at a step up to "
+                                        f"{self.step:,})")
+        return self
+
+
+class Weights(fields.Record):
+    """What load_model reads of any checkpoint: the model's config (plain data) and its named tensors."""
+
+    model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True, protected_namespaces=())
+    config: dict[str, Plain] = Field(alias="model_config")
+    model: dict[str, torch.Tensor]
 
 
 def _check_checkpoint(ck, path, identity, manifest_digest, cfg):
     """Refuse, in one line (CheckpointError), a checkpoint that is not this run's at a step
-    it could have reached: every field read on resume is checked before anything is loaded."""
-    def bad(why):
-        return CheckpointError(f"resume: {path}: {why}")
-
-    if not isinstance(ck, dict) or any(k not in ck for k in _CHECKPOINT_KEYS):
-        missing = next((k for k in _CHECKPOINT_KEYS if k not in ck), None) if isinstance(ck, dict) else None
-        raise bad(f"not a training checkpoint ({f'no {missing!r}' if missing else type(ck).__name__})")
-    if ck["model_config"] != identity:
-        raise bad("holds a different model config")
-    if ck["manifest_digest"] != manifest_digest:
-        raise bad(f"was trained on data with manifest digest {str(ck['manifest_digest'])[:80]}")
-    if ck["train_config"] != dataclasses.asdict(cfg):
-        raise bad("was trained with another configuration (steps, learning rate, schedule or seed)")
-    step = ck["step"]
-    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= cfg.steps:
-        raise bad(f"step {str(step)[:40]!r} is not a step of this run (0 to {cfg.steps:,})")
-    history = ck["history"]
-    if (not isinstance(history, dict) or not isinstance(history.get("train"), list)
-            or not isinstance(history.get("val"), list) or len(history["train"]) != step):
-        raise bad(f"its history does not hold one training record per step up to step {step:,}")
-    if not all(_plain(r) for r in history["train"] + history["val"] + [ck["best"]]):
-        raise bad("its history holds something other than numbers and text (a record the report cannot read)")
-    if not all(isinstance(r, dict) and isinstance(r.get("loss"), float) and math.isfinite(r["loss"])
-               for r in history["train"]):
-        raise bad("its history holds a training record without a finite loss")
-    primary = primary_metric(cfg)
-    for r in history["val"] + ([] if ck["best"] is None else [ck["best"]]):
-        if (not isinstance(r, dict) or not finite(r) or not isinstance(r.get(primary), float)
-                or isinstance(r.get("step"), bool) or not isinstance(r.get("step"), int) or not 0 < r["step"] <= step):
-            raise bad(f"its history or best record is not an evaluation of this run (with a finite {primary} at a "
-                      f"step up to {step:,})")
-
-
-def _plain(x, depth=4):
-    """Whether ``x`` is plain data a report reads: None, a bool, a number, text, or lists and str-keyed
-    dicts of them, nested at most ``depth`` deep (no tensor, array or other object)."""
-    if x is None or isinstance(x, (bool, int, float, str)):
-        return True
-    if depth and isinstance(x, list):
-        return all(_plain(v, depth - 1) for v in x)
-    if depth and isinstance(x, dict):
-        return all(isinstance(k, str) and _plain(v, depth - 1) for k, v in x.items())
-    return False
+    it could have reached (``Checkpoint``): every field read on resume is checked before anything is loaded."""
+    context = {"identity": identity, "manifest_digest": manifest_digest, "cfg": cfg}
+    fields.parse(Checkpoint, ck, f"resume: {path}", "checkpoint", error=CheckpointError, context=context)
 
 
 def _restore(path, ck, model, opt):
@@ -156,8 +179,7 @@ def _restore(path, ck, model, opt):
 def _best_weights(ck, path, model, identity, manifest_digest, best):
     """best.pt's weights, checked against the model (names and shapes) and the run's record
     of its best evaluation."""
-    if not isinstance(ck, dict) or not isinstance(ck.get("model"), dict):
-        raise CheckpointError(f"resume: {path}: not a best-weights checkpoint")
+    fields.parse(Weights, ck, f"resume: {path}: not a best-weights checkpoint", "checkpoint", error=CheckpointError)
     if ck.get("model_config") != identity or ck.get("manifest_digest") != manifest_digest or \
             ck.get("step") != best.get("step"):
         raise CheckpointError(f"resume: {path}: is not the best checkpoint of this run (its model, data or step "
@@ -235,11 +257,8 @@ def load_model(path, map_location="cpu"):
     implies is built without memory first (on torch's meta device) and refused where it would hold more
     numbers than the weights stored beside it, before anything is allocated; one line otherwise."""
     ck = load_checkpoint(path, map_location)
-    config, weights = ck.get("model_config") if isinstance(ck, dict) else None, ck.get("model") \
-        if isinstance(ck, dict) else None
-    if not isinstance(config, dict) or not isinstance(weights, dict) or \
-            not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()):
-        raise CheckpointError(f"{path}: not a model checkpoint (a model_config dict and a model of named tensors)")
+    parsed = fields.parse(Weights, ck, f"{path}: not a model checkpoint", "checkpoint", error=CheckpointError)
+    config, weights = parsed.config, parsed.model
     stored = sum(v.numel() for v in weights.values())
     for name in LAYER_COUNTS:  # a layer holds a tensor at least: the build's time is bounded before it starts
         layers = config.get(name)
