@@ -382,6 +382,25 @@ def test_what_must_fit_is_the_rows_for_the_api_and_the_side_arrays_for_gen(tmp_p
     assert longsynth.authors_stream("mqar", 3, seed=0, input_seq_len=64)["inputs"].shape == (3, 64)
 
 
+def test_the_word_problem_estimate_counts_its_cayley_table(tmp_path, monkeypatch):
+    """S7's Cayley table (5040 x 5040 int32, 96 MiB; 290 MiB while it is built) was left out of the word-problem
+    stream's estimate, so a set that fit by the estimate ran out of memory building the table (under a 4 GB
+    address-space limit, 1,300 rows of S7 at k 65536: 3.4 GB estimated, 3.57 GB available, an out-of-memory
+    line after 3.5 GB were allocated). Two rows (5 MB of set) with 200 MB available are refused before a draw."""
+    monkeypatch.setattr(api, "memory_available", lambda: 200 << 20)
+    with pytest.raises(LongsynthError, match=r"^count: 2 rows of word-problem's authors' stream need about 312\.2 MB "
+                                             r"of memory \(2\.1 MB for the rows \(int64\) and 310\.1 MB that its draws "
+                                             r"keep\), 209\.7 MB "
+                                             r"available now"):
+        longsynth.authors_stream("word-problem", 2, seed=0, group="S7", k=65536)
+    r = CliRunner().invoke(cli, ["gen", "word-problem", "--authors-stream", "--group", "S7", "--k", "65536",
+                                 "--splits", "train=2", "-j", "1", "--out", str(tmp_path / "d")])
+    line = one_error_line(r)
+    assert line.startswith("Error: splits: train (2 rows) of word-problem's authors' stream keeps about 310.1 MB") and \
+        "S7's Cayley table), 209.7 MB available now; lower its count" in line, line
+    assert not (tmp_path / "d").exists()
+
+
 def test_memory_available_is_a_plausible_number():
     got = api.memory_available()
     assert got is None or 1 << 20 < got < 1 << 50
