@@ -155,6 +155,35 @@ def test_validate_device_cuda_without_cuda_is_one_line(tmp_path, monkeypatch):
     assert not out.exists() and not os.path.exists("validation")
 
 
+def test_validate_refuses_a_batch_that_cannot_fit_before_drawing_it(tmp_path, monkeypatch):
+    """`validate cumsum --batch-size 1048576` (the documented maximum) ended in an out-of-memory error after
+    allocating gigabytes ([1048576, 512, 3] float32 for its first validation batch), and a batch of 16,384, whose
+    data fit, trained into 23.9 GB. Both are refused up front, in one line naming the need, the memory available
+    and the largest batch that fits: the data the run holds (measured on one sample), then, before training,
+    the autograd graph of a step (measured on one and two samples)."""
+    from click.testing import CliRunner
+
+    from longsynth import api
+    from longsynth.cli.main import cli
+
+    monkeypatch.setattr(api, "memory_available", lambda: 2 << 30)
+    out = tmp_path / "report"
+    r = CliRunner().invoke(cli, ["validate", "cumsum", "--batch-size", str(1 << 20), "--steps", "1",
+                                 "--report-dir", str(out)])
+    assert r.exit_code == 1 and r.output.count("\n") == 1, r.output
+    assert r.output.startswith("Error: --batch-size: batches of 1,048,576 samples of cumsum need about 85.9 GB of "
+                               "memory for the data alone (10,485,760 samples of 8.2 kB held at once"), r.output
+    fits = int(r.output.split("at most ")[1].split(" fits")[0].replace(",", ""))
+    assert "2.1 GB available now" in r.output and 20_000 < fits < 30_000, r.output
+    r = CliRunner().invoke(cli, ["validate", "cumsum", "--batch-size", "4096", "--steps", "1",
+                                 "--report-dir", str(out)])
+    assert r.exit_code == 1 and r.output.count("\n") == 1, r.output
+    assert r.output.startswith("Error: --batch-size: training dlr on batches of 4,096 samples of cumsum needs about "
+                               "7.") and "2.1 GB available now; a --batch-size of at most 1," in r.output, r.output
+    assert "--checkpoint-activations" in r.output and not out.exists()
+    torch.set_num_threads(1)
+
+
 @pytest.mark.parametrize("splits", [{"train": 10}, {"train": 40, "val": 0, "test": 0}])
 def test_validate_too_few_samples_is_one_line(tmp_path, splits):
     from click.testing import CliRunner

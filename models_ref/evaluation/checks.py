@@ -93,6 +93,37 @@ def _check_longest(module, spec, x):
                              f"spec.max_seq_len), the contract is [B, T, d_output] = {want}")
 
 
+def graph_bytes(module, x):
+    """(bytes the autograd graph of a training step keeps per sample, bytes it keeps whatever the batch):
+    the tensors autograd saves for the backward pass (each storage once) in a train-mode forward and
+    backward on the first sample of ``x``, and on its first two (the difference is a sample's). The
+    torch RNG is left as it was (a dropout draws from it), so training starts from the same state; the
+    module's gradients are cleared again."""
+    def saved(n):
+        storages = {}
+
+        def pack(t):
+            st = t.untyped_storage()
+            storages[st.data_ptr()] = st.nbytes()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = module(x[:n])
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            out.float().square().mean().backward()
+        return sum(storages.values())
+
+    was_training = module.training
+    module.train()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            one, two = saved(1), saved(2)
+    finally:
+        module.zero_grad(set_to_none=True)
+        module.train(was_training)
+    return max(0, two - one), max(0, 2 * one - two)
+
+
 def build(factory, spec):
     """factory(spec), its failure one line (LONGSYNTH_DEBUG=1 shows the traceback)."""
     try:

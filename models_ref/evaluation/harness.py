@@ -28,13 +28,14 @@ from longsynth import plot, registry
 from longsynth.errors import LongsynthError
 from longsynth.outdir import Folder
 from longsynth.models_ref.models import factories
-from longsynth.models_ref.evaluation.checks import build, check_model
+from longsynth.models_ref.evaluation.checks import build, check_model, graph_bytes
 from longsynth.models_ref.reports.curves import curves, prediction_figure
 from longsynth.models_ref.evaluation.baselines import dfa_levels
 from longsynth.models_ref.evaluation.baselines import levels as content_free_levels
 from longsynth.models_ref.evaluation.files import record_files
-from longsynth.models_ref.evaluation.protocol import (manifest_digest, on_the_fly_sources, protocol_for_dataset,
-                                                      resolve, longest_test_input, stored_sources, test_set_sources)
+from longsynth.models_ref.evaluation.protocol import (data_bytes, manifest_digest, on_the_fly_sources,
+                                                      protocol_for_dataset, resolve, longest_test_input,
+                                                      stored_sources, test_set_sources)
 from longsynth.models_ref.protocols.registry import (PAPER_SOURCE, TOLERANCE, own_figures, paper_figures, paper_split)
 from longsynth.models_ref.reports.records import display_name
 from longsynth.models_ref.training.trainer import train
@@ -109,6 +110,57 @@ def _check_counts(root, counts, B, world, scale):
             f"--splits train={max(10 * B, 100)},val={B},test={B} (or pass a smaller --batch-size)")
 
 
+def _check_data_memory(proto, B, rank, world):
+    """One line, before any batch is drawn, when the batches a run of global batch ``B`` holds at once
+    (protocol.data_bytes) exceed the memory available now (longsynth.api.memory_available), naming the
+    largest batch that fits."""
+    from longsynth.api import memory_available
+    from longsynth.store.manifest import human
+
+    avail = memory_available()
+    if avail is None:
+        return
+    per_sample, per_batch, fixed = data_bytes(proto, B, rank, world)
+    held = B // world * per_batch + fixed
+    if per_sample * held <= avail:
+        return
+    fits = max(0, avail // per_sample - fixed) // per_batch * world  # the largest global batch that fits
+    hint = f"a --batch-size of at most {fits:,} fits" if fits else "no batch fits"
+    raise LongsynthError(f"--batch-size: batches of {B:,} samples of {proto.task} need about "
+                         f"{human(per_sample * held)} of memory for the data alone ({held:,} samples of "
+                         f"{human(per_sample)} held at once: the validation and test batches, the training batch and "
+                         f"its source arrays), {human(avail)} available now; {hint}")
+
+
+GRAPH_FACTOR = 2  # a training step's peak over its saved tensors: measured 1.9 for DLR on cumsum, 0.8 for S6
+
+
+def _check_graph_memory(module, x, B, world, task, model):
+    """One line, before training, when a training step on batches of global batch ``B`` would hold more than
+    the memory available now: GRAPH_FACTOR times the tensors the module's autograd graph saves, measured on
+    one and two samples (checks.graph_bytes). Measured, validate cumsum (DLR) peaked at 4.0 GB for a batch of
+    2,048 and 23.9 GB for 16,384; the data check (``_check_data_memory``) does not see them."""
+    from longsynth.api import memory_available
+    from longsynth.store.manifest import human
+
+    avail = memory_available()
+    if avail is None:
+        return
+    try:
+        per_sample, fixed = graph_bytes(module, x)
+    except Exception:  # a model whose training forward fails on one sample: training itself says how, in one line
+        return
+    need = GRAPH_FACTOR * (per_sample * (B // world) + fixed)
+    if need <= avail:
+        return
+    fits = max(0, avail // GRAPH_FACTOR - fixed) // max(1, per_sample) * world
+    hint = f"a --batch-size of at most {fits:,} fits" if fits else "no batch fits"
+    raise LongsynthError(f"--batch-size: training {os.path.basename(model)} on batches of {B:,} samples of {task} "
+                         f"needs about {human(need)} of memory (its autograd graph keeps {human(per_sample)} a sample; "
+                         f"a step holds about {GRAPH_FACTOR}x that), {human(avail)} available now; {hint}, or "
+                         f"--checkpoint-activations keeps less")
+
+
 def prepare(job, rank=0, world=1, fresh=False):
     """The protocol, data and spec of a job (one line for data that cannot serve it); ``fresh``:
     fresh training samples where the protocol has a fixed training set (the dry run's timing)."""
@@ -142,6 +194,8 @@ def prepare(job, rank=0, world=1, fresh=False):
             # one embedding row more than the vocabulary: pad_collate pads with PAD_ID = len(vocab)
             vocab_size = max(len(vocab(ds.task.name, **ds.manifest["params"])), PAD_ID) + 1
     else:
+        if not fresh:  # the dry run draws one batch at a time
+            _check_data_memory(proto, B, rank, world)
         *sources, params = on_the_fly_sources(proto, B, rank=rank, world=world, fresh=fresh)
         data_info = {"task": proto.task, "params": params, "seed": 0, "on_the_fly": True,
                      "train_samples": proto.train_samples}
@@ -225,8 +279,11 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
                               checkpoint_activations=job.checkpoint_activations, checkpoint_every=job.checkpoint_every,
                               weight_decay=job.weight_decay)
     torch.manual_seed(tcfg.seed)
-    causal = check_model(build(factory, spec), factories.checked_spec(factory, spec), p.sources[0](0)[0][:2].to(dev),
-                         whole_row=proto.whole_row)
+    module, x2 = build(factory, spec), p.sources[0](0)[0][:2].to(dev)
+    causal = check_model(module, factories.checked_spec(factory, spec), x2, whole_row=proto.whole_row)
+    if dev.type == "cpu" and not tcfg.checkpoint_activations:  # the graph lives in this process's memory
+        _check_graph_memory(module, x2, p.batch_size, world, proto.task, job.model)
+    del module
     if isinstance(factory, factories.Reference):
         model_config = factory.config(spec).to_dict()  # the reference model's config, as validate always recorded
     else:

@@ -296,6 +296,35 @@ def on_the_fly_sources(protocol, batch_size, seed=0, rank=0, world=1, fresh=Fals
     return train, val, test, params
 
 
+def _batch_bytes(batch):
+    """Bytes of the tensors of a batch (x, y and its extras' tensors)."""
+    x, y, *rest = batch
+    tensors = [x, y] + [v for extra in rest for v in (extra.values() if isinstance(extra, dict) else [extra])]
+    return sum(t.nelement() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+
+def data_bytes(protocol, batch_size, rank=0, world=1):
+    """(bytes a sample of the longest rows takes, samples held per sample of a rank's batch, samples held
+    whatever the batch) of an on-the-fly run of ``protocol``, measured on batches of one sample a rank, so that
+    a batch that cannot fit is refused before any is drawn: a rank holds about
+    ``per_sample * (batch_size / world * per_batch + fixed)`` bytes of data. Held together (measured:
+    ``validate cumsum --batch-size 1048576`` failed allocating its first validation batch, [1048576, 512, 3]
+    float32, 6 GiB): the validation and test batches (``eval_batches`` each, kept for the whole run), the
+    training batch and the generator's arrays it is encoded from, ``eval_batches`` more per
+    length-generalisation test set (drawn at the end, beside the others), and a fixed training set
+    (``train_samples``). Rows are sized at the longest length the protocol draws (its task's key width, its
+    test sets'); the model's activations come on top."""
+    params = _task_params(protocol)
+    train, val, test, _ = on_the_fly_sources(protocol, world, rank=rank, world=world, fresh=True)
+    probes = [train(0), next(iter(val())), next(iter(test()))]
+    task = registry.get(protocol.task)
+    longest = max([b[0].shape[1] for b in probes] + [longest_test_input(protocol) or 0]
+                  + [task.keys(task.make_config(**params))["inputs"].shape[0]])
+    per_sample = int(max(_batch_bytes(b) / b[0].shape[0] / b[0].shape[1] for b in probes) * longest)
+    per_batch = protocol.eval_batches * (2 + len(protocol.test_sets or {})) + 2
+    return per_sample, per_batch, protocol.train_samples or 0
+
+
 def _scored(protocol, params, seed, batch_size, split, rank, world, kind=OnTheFly):
     """An evaluation source of ``kind`` as the protocol scores it: its batches carry the breakdown groups, or
     (RegBench) the letters each row's DFA allows next."""
