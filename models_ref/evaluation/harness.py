@@ -125,7 +125,7 @@ def _check_data_memory(proto, B, rank, world):
     if per_sample * held <= avail:
         return
     fits = max(0, avail // per_sample - fixed) // per_batch * world  # the largest global batch that fits
-    hint = f"a --batch-size of at most {fits:,} fits" if fits else "no batch fits"
+    hint = f"the data of a --batch-size of at most {fits:,} fits (training needs more)" if fits else "no batch fits"
     raise LongsynthError(f"--batch-size: batches of {B:,} samples of {proto.task} need about "
                          f"{human(per_sample * held)} of memory for the data alone ({held:,} samples of "
                          f"{human(per_sample)} held at once: the validation and test batches, the training batch and "
