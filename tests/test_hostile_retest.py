@@ -66,8 +66,6 @@ def edit_manifest(root, change):
 # ---------------------------------------------------------------- the house
 
 
-@pytest.mark.xfail(strict=True, reason="docs/validation.md imports OnTheFly and _eval_list from "
-                                       "models_ref.evaluation.validate; they live in evaluation.protocol")
 def test_every_name_the_docs_import_is_importable_there():
     import importlib
 
@@ -84,8 +82,6 @@ def test_every_name_the_docs_import_is_importable_there():
     assert not missing, missing
 
 
-@pytest.mark.xfail(strict=True, reason="docs/models.md names trainer_checkpoints.load_model and "
-                                       "trainer_checkpoints.load_checkpoint, a module the regrouping renamed")
 def test_the_docs_name_no_module_the_regrouping_renamed():
     old = ("trainer_checkpoints", "trainer_config", "trainer_eval", "trainer_forward", "harness_checks",
            "harness_files", "harness_figures", "evaluate_dry_run", "evaluate_plan", "report_figures",
@@ -99,7 +95,6 @@ def test_the_docs_name_no_module_the_regrouping_renamed():
     assert not found, found
 
 
-@pytest.mark.xfail(strict=True, reason="bench/gpu.py cites two tracker numbers in its docstring")
 def test_no_tracker_numbers_in_code_or_tests():
     pattern = re.compile(r"\bissues? ?#?[0-9]+\b|\(#[0-9]+\)", re.I)
     me = os.path.abspath(__file__)
@@ -117,8 +112,6 @@ def test_no_tracker_numbers_in_code_or_tests():
 # ---------------------------------------------------------------- one schema language
 
 
-@pytest.mark.xfail(strict=True, reason="format_version is compared with ==, so 1.0 and true pass where every other "
-                                       "integer field refuses a number or a boolean")
 @pytest.mark.parametrize("value", [1.0, True])
 def test_format_version_is_the_integer_one(ds, value):
     edit_manifest(ds, lambda m: m.update(format_version=value))

@@ -263,6 +263,7 @@ def parse_manifest(raw, where):
         raise LongsynthError(f"{where}: manifest: expected an object, got {kind(raw)}")
     if raw.get("format") != FORMAT:
         raise LongsynthError(f"{where}: not a longsynth manifest")
-    if raw.get("format_version") != FORMAT_VERSION:
-        raise LongsynthError(f"{where}: format version {str(raw.get('format_version'))[:20]} is not {FORMAT_VERSION}")
+    version = raw.get("format_version")
+    if type(version) is not int or version != FORMAT_VERSION:  # 1.0 and true equal 1, and are not it
+        raise LongsynthError(f"{where}: format version {str(version)[:20]} is not {FORMAT_VERSION}")
     return parse(Manifest, raw, where, "manifest").to_dict()
