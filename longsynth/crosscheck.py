@@ -420,7 +420,7 @@ def _regbench(path, cfg, seed, counts, split, stream):
               "max_outgoing_edges", "max_len_per_example", "input_seq_len")
         args = [str(a) for k in kw for a in (k, getattr(cfg, k))]
         env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
-        env["PYTHONHASHSEED"] = str(cfg.hash_seed)
+        pass
         run = subprocess.run([sys.executable, "-c", _REGBENCH_CHILD, source, str(n), str(m), str(seed), *args],
                              env=env, capture_output=True)
         if run.returncode != 0:
@@ -508,7 +508,7 @@ def compare(root, checkout, progress=None):
                 theirs = RUNNERS[ds.task.name](checkout, cfg, m["seed"], counts, split, stream)
             except LongsynthError:
                 raise
-            except Exception as e:  # their code, or a missing dependency of it
+            except (Exception, SystemExit) as e:  # their code, a missing dependency of it, or an exit() in it
                 raise LongsynthError(f"--authors: the authors' code failed on {split}: {type(e).__name__}: "
                                      f"{' '.join(str(e).split())[:200]}") from e
             short = _short(theirs, len(sp))

@@ -230,8 +230,6 @@ def copied(finished, tmp_path):
     return model, tmp_path / "out", run
 
 
-@pytest.mark.xfail(strict=True, reason="only links are refused up front: a folder named files.json makes evaluate "
-                                       "drop the run's checkpoints, retrain it and then fail, on every rerun")
 def test_a_folder_in_place_of_files_json_is_refused_before_the_run_is_redone(copied):
     model, out, run = copied
     (run / "files.json").unlink()
@@ -345,8 +343,6 @@ STAND_IN = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.xfail(strict=True, reason="crosscheck.compare catches Exception: the checkout's SystemExit(0) ends "
-                                       "verify with status 0 and no verdict")
 def test_a_checkout_that_exits_is_not_a_passing_verify(tmp_path):
     data = tmp_path / "mqar"
     r = invoke("gen", "mqar", "--input-seq-len", "32", "--num-kv-pairs", "2", "--vocab-size", "64", "--seed", "100",
@@ -374,8 +370,6 @@ KILLED = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.xfail(strict=True, reason="after the one Error line, multiprocessing's resource_tracker prints a "
-                                       "UserWarning about leaked semaphores (its file path and source line)")
 def test_a_killed_jobs_worker_ends_in_exactly_one_line(tmp_path):
     (tmp_path / "k.py").write_text(KILLED)
     r = subprocess.run([sys.executable, "-m", "longsynth", "evaluate", f"{tmp_path / 'k.py'}:build", "--suite",

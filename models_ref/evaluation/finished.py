@@ -9,7 +9,7 @@ import os
 
 from longsynth import certificate
 from longsynth.errors import LongsynthError
-from longsynth.models_ref.evaluation.files import CHECKPOINTS, RECORD, changed_files
+from longsynth.models_ref.evaluation.files import CHECKPOINTS, RECORD, RUN_FILES, changed_files
 
 
 EDITED = ("redo", "refuse")  # what a rerun does with a run whose files changed (--edited)
@@ -27,11 +27,15 @@ def _finished(job, run_dir, notify, edited="redo", hash_files=True):
     (evaluate --dry-run, which only counts what is left) trusts a valid certificate without hashing the run's
     files, its checkpoints included; the run itself checks them."""
     path = run_dir.join("metrics.json")
-    for name in ("metrics.json", RECORD, "checkpoints", *CHECKPOINTS):  # before anything is read, dropped or trained
+    for name in (*RUN_FILES, RECORD, "checkpoints"):  # before anything is read, dropped or trained
         where = os.path.join(run_dir.path, *name.split("/"))
         if os.path.islink(where):  # the run's end would write through it and fail
             raise LongsynthError(f"{where}: is a symbolic link inside the output folder; remove it (longsynth never "
                                  f"reads or writes through one)")
+        folder = name == "checkpoints"
+        if os.path.lexists(where) and os.path.isdir(where) != folder:  # the same: its end could not replace it
+            raise LongsynthError(f"{where}: is {'not a folder' if folder else 'a folder'} where the run writes "
+                                 f"{'its checkpoints' if folder else 'a file'}; remove it")
     try:
         cert = certificate.read(run_dir)
     except FileNotFoundError:

@@ -219,6 +219,7 @@ def _run_all(todo, factory, settings, progress):
             yield execute(job, d, factory, settings.threads, progress, settings.edited)
         return
     ctx = multiprocessing.get_context("spawn")  # Numba and torch threads are not fork-safe
+    _quiet_resource_tracker()
     # the workers die with this process, as gen's do (longsynth.store.pool): a killed evaluate
     # leaves no run training and writing into a folder it no longer locks
     with SpawnableMain(), concurrent.futures.ProcessPoolExecutor(
@@ -242,3 +243,14 @@ def _run_all(todo, factory, settings, progress):
                 fut.cancel()
             stop_workers(pool)
             raise
+
+
+TRACKER_WARNING = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
+def _quiet_resource_tracker():
+    """A worker killed mid-run leaves its pool's semaphores behind, and multiprocessing's resource tracker (a
+    process of its own, started with this interpreter's -W options) frees them at exit with a warning of its
+    path and source line after our one line saying the worker died: it is told to free them quietly."""
+    if TRACKER_WARNING not in sys.warnoptions:
+        sys.warnoptions.append(TRACKER_WARNING)
