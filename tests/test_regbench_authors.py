@@ -219,46 +219,65 @@ def test_gen_of_our_rows_refuses_a_hash_seed_before_writing(tmp_path):
 
 
 FAKE = r'''
+import json
 import os
+
 import numpy as np
-import torch
-import longsynth
+
+HERE = os.path.dirname(__file__)
+
+
+class _Tensor:
+    def __init__(self, a):
+        self.a = a
+
+    def numpy(self):
+        return self.a
 
 
 class _Split:
-    def __init__(self, rows):
-        keep = max(1, int((rows["inputs"] != 0).any(axis=0).nonzero()[0].max(initial=0)) + 1)
-        self.inputs = torch.tensor(rows["inputs"][:, :keep])
-        self.targets = torch.tensor(rows["targets"][:, :keep])
+    def __init__(self, inputs, targets):
+        keep = max(1, int((inputs != 0).any(axis=0).nonzero()[0].max(initial=0)) + 1)  # padded to the longest
+        self.inputs, self.targets = _Tensor(inputs[:, :keep]), _Tensor(targets[:, :keep])
 
 
 class ICLDFADataModule:
-    """A stand-in for their data module: our replay under this process's hash seed, one row changed on request."""
+    """A stand-in for their data module: the rows of the call the test expects (our replay under its hash seed,
+    precomputed by the test beside this file), other rows for any other arguments or PYTHONHASHSEED; one row
+    changed on request. It imports neither torch nor longsynth: a child Python that did took seconds a run."""
 
     def __init__(self, num_examples, num_test_examples, seed, **kw):
-        self.n, self.m, self.seed, self.kw = num_examples, num_test_examples, seed, kw
+        self.call = dict(kw, num_examples=num_examples, num_test_examples=num_test_examples, seed=seed)
 
     def setup(self):
-        counts = {"train": self.n, "test": self.m // 2, "val": self.m - self.m // 2}
-        hash_seed = int(os.environ["PYTHONHASHSEED"])
-        rows = longsynth.authors_dataset("regbench", counts, seed=self.seed, hash_seed=hash_seed, **self.kw)
-        if os.path.exists(os.path.join(os.path.dirname(__file__), "CHANGE")):
-            rows["val"]["inputs"][1, 2] += 1
-        self.dataset = {s: _Split(rows[s]) for s in counts}
+        with open(os.path.join(HERE, "expected.json")) as f:
+            expected = json.load(f)
+        rows = dict(np.load(os.path.join(HERE, "rows.npz")))
+        if self.call != expected["call"] or os.environ.get("PYTHONHASHSEED") != expected["hash_seed"]:
+            rows = {k: np.where(v > 0, v % 18 + 1, v) for k, v in rows.items()}  # as another hash seed would
+        if os.path.exists(os.path.join(HERE, "CHANGE")):
+            rows["val/inputs"][1, 2] += 1
+        self.dataset = {s: _Split(rows[s + "/inputs"], rows[s + "/targets"]) for s in ("train", "test", "val")}
 '''
 
 
 def test_verify_authors_runs_their_setup_under_the_manifests_hash_seed(tmp_path):
     """verify --authors runs the checkout's setup() in a child Python started with the dataset's hash seed (a
-    stand-in checkout here, whose rows are our replay under the hash seed it was started with): equal, then a
-    changed row found."""
+    stand-in checkout here, whose rows are our replay under hash seed 77 for the dataset's arguments only if it
+    was started with PYTHONHASHSEED=77 and called with them): equal, then a changed row found."""
     out = tmp_path / "d"
     r = CliRunner().invoke(cli, ["gen", "regbench", "--authors-stream", "--hash-seed", "77", "--splits",
                                  "train=6,test=2,val=2", "--out", str(out), "--max-len-per-example", "6"])
     assert r.exit_code == 0, r.output
+    params = json.loads((out / "manifest.json").read_text())["params"]
+    assert params.pop("hash_seed") == 77
+    rows = longsynth.authors_dataset("regbench", {"train": 6, "test": 2, "val": 2}, seed=0, hash_seed=77, **params)
     fake = tmp_path / "checkout" / "src" / "dataloaders"
     fake.mkdir(parents=True)
     (fake / "dfa.py").write_text(FAKE)
+    np.savez(fake / "rows.npz", **{f"{s}/{k}": v for s in rows for k, v in rows[s].items()})
+    call = dict(params, num_examples=6, num_test_examples=4, seed=0)  # their test and val: halves of it
+    (fake / "expected.json").write_text(json.dumps({"call": call, "hash_seed": "77"}))
     r = CliRunner().invoke(cli, ["verify", str(out), "--authors", str(tmp_path / "checkout")])
     assert r.exit_code == 0 and "all 10 rows equal" in r.output, r.output
     (fake / "CHANGE").write_text("")
