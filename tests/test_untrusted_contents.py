@@ -508,3 +508,32 @@ def test_a_compressed_checkpoint_record_is_refused_before_it_inflates(small_chec
     with pytest.raises(CheckpointError, match="not a readable checkpoint"):
         load_checkpoint(str(tmp_path / "plain.pt"))
     load_checkpoint(str(small_checkpoint))  # what longsynth writes loads
+
+
+def _chomsky_transformer_checkpoint(tmp_path, **arch):
+    torch = pytest.importorskip("torch")
+    from longsynth.models_ref.models.chomsky import ChomskyConfig, ChomskyModel
+
+    cfg = ChomskyConfig(core="chomsky-transformer", I=2, O=2, vocab_size=4,
+                        arch={"embedding_dim": 8, "num_layers": 1, "num_heads": 1})
+    config = cfg.to_dict()
+    config["arch"] = {**config["arch"], **arch}
+    path = tmp_path / "c.pt"
+    torch.save({"model_config": config, "model": ChomskyModel(cfg).state_dict()}, path)
+    return path
+
+
+def test_a_layer_count_nested_in_the_config_is_bounded_before_building(tmp_path, monkeypatch):
+    """A Chomsky transformer's arch.num_layers 10^6 (30,000 built in 39 s) is refused before one layer is built,
+    as a top-level n_layers is; the count sits under arch."""
+    from longsynth.models_ref.layers import chomsky_transformer as ct
+    from longsynth.models_ref.training.checkpoints import CheckpointError, load_model
+
+    path, built = _chomsky_transformer_checkpoint(tmp_path, num_layers=10 ** 6), []
+    monkeypatch.setattr(ct, "EncoderLayer", lambda *a, **k: built.append(1))
+    with pytest.raises(CheckpointError, match=r"arch\.num_layers 1,000,000, more than its \d+ weight tensors"):
+        load_model(str(path))
+    assert built == []
+    monkeypatch.undo()
+    load_model(str(_chomsky_transformer_checkpoint(tmp_path)))  # its own count loads
+

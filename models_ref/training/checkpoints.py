@@ -230,7 +230,23 @@ def load_checkpoint(path, map_location="cpu"):
         raise CheckpointError(f"{path}: not a readable checkpoint ({(str(e).splitlines() or [''])[0][:200]})") from None
 
 
-LAYER_COUNTS = ("n_layers", "num_layers")  # the config fields that count layers (stack, zoology, Chomsky)
+LAYER_COUNTS = ("n_layers", "num_layers", "ff_layers", "n_tapes")  # config fields that count modules built one by
+# one (stack, zoology, seq-icl, Chomsky's transformer under arch, the tape RNN's heads, the stack's feed-forwards)
+
+
+def _layer_counts(config):
+    """(dotted field, count) of every LAYER_COUNTS field in a config, at any depth (Chomsky's sit under arch);
+    walked with a stack, not recursion, so a deeply nested config is no RecursionError."""
+    todo = [("", config)]
+    while todo:
+        where, node = todo.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            field = f"{where}.{key}" if where else str(key)
+            if key in LAYER_COUNTS and isinstance(value, int) and not isinstance(value, bool):
+                yield field[:200], value
+            elif isinstance(value, (dict, list)):
+                todo.append((field[:200], value))
 
 
 def _model_of(config):
@@ -260,9 +276,8 @@ def load_model(path, map_location="cpu"):
     parsed = fields.parse(Weights, ck, f"{path}: not a model checkpoint", "checkpoint", error=CheckpointError)
     config, weights = parsed.config, parsed.model
     stored = sum(v.numel() for v in weights.values())
-    for name in LAYER_COUNTS:  # a layer holds a tensor at least: the build's time is bounded before it starts
-        layers = config.get(name)
-        if isinstance(layers, int) and not isinstance(layers, bool) and layers > len(weights):
+    for name, layers in _layer_counts(config):  # a layer holds a tensor at least: the build's time is bounded first
+        if layers > len(weights):
             raise CheckpointError(f"{path}: its model_config has {name} {layers:,}, more than its {len(weights):,} "
                                   f"weight tensors")
     try:
