@@ -537,3 +537,40 @@ def test_a_layer_count_nested_in_the_config_is_bounded_before_building(tmp_path,
     monkeypatch.undo()
     load_model(str(_chomsky_transformer_checkpoint(tmp_path)))  # its own count loads
 
+
+def test_weights_that_store_less_than_their_shape_are_refused_before_building(small_checkpoint, tmp_path,
+                                                                            monkeypatch):
+    """numel() counts an expanded (stride-0) view of one number as its whole shape: a 4 kB file passed for the
+    2.4e9 numbers its config implied. What is stored is counted instead, each storage once: an expanded weight,
+    and weights that share one storage where the model holds them apart, are refused before the real build."""
+    import torch
+
+    from longsynth.models_ref.models.stack import Model, ModelConfig
+    from longsynth.models_ref.training import checkpoints
+
+    real, calls = checkpoints._model_of, []
+
+    def model_of(config):  # the first build is on the meta device; a second one would allocate
+        calls.append(1)
+        assert len(calls) == 1, "the real model was built"
+        return real(config)
+
+    monkeypatch.setattr(checkpoints, "_model_of", model_of)
+    cfg = ModelConfig(d_input=2, d_output=2, H=8, N=2 ** 20, n_layers=1)
+    with torch.device("meta"):
+        shapes = Model(cfg).state_dict()
+    forged = {k: torch.zeros(1, dtype=v.dtype).expand(*v.shape) if v.ndim else torch.zeros((), dtype=v.dtype)
+              for k, v in shapes.items()}
+    torch.save({"model_config": cfg.to_dict(), "model": forged}, tmp_path / "expanded.pt")
+    with pytest.raises(checkpoints.CheckpointError, match=r"has shape .* but stores 1 \(an expanded"):
+        checkpoints.load_model(str(tmp_path / "expanded.pt"))
+
+    ck = torch.load(small_checkpoint, weights_only=True)  # two layers whose second is the first's weights again
+    ck["model_config"]["n_layers"] = 2
+    ck["model"].update({k.replace("blocks.0.", "blocks.1."): v for k, v in ck["model"].items() if "blocks.0." in k})
+    torch.save(ck, tmp_path / "shared.pt")
+    calls.clear()
+    with pytest.raises(checkpoints.CheckpointError, match="implies .* numbers, its weights store .* sharing"):
+        checkpoints.load_model(str(tmp_path / "shared.pt"))
+    monkeypatch.undo()
+    checkpoints.load_model(str(small_checkpoint))  # what longsynth writes loads

@@ -249,6 +249,22 @@ def _layer_counts(config):
                 todo.append((field[:200], value))
 
 
+def _stored_numbers(weights, path):
+    """The numbers a checkpoint's weights hold in what it stores: each storage counted once. A tensor whose storage
+    is smaller than its shape needs (an expanded, stride-0 view of one number; overlapping strides) is refused:
+    its numel() counts numbers the file does not hold."""
+    storages = {}
+    for key, v in weights.items():
+        size, st = v.element_size(), v.untyped_storage()
+        room = st.nbytes() - v.storage_offset() * size
+        if v.numel() * size > room:
+            raise CheckpointError(f"{path}: its weight {key[:80]!r} has shape {tuple(v.shape)} ({v.numel():,} "
+                                  f"numbers) but stores {max(room, 0) // size:,} (an expanded or overlapping view)")
+        ident = (str(st.device), st.data_ptr(), st.nbytes())
+        storages[ident] = min(storages.get(ident, size), size)
+    return sum(nbytes // size for (_, _, nbytes), size in storages.items())
+
+
 def _model_of(config):
     """The model a checkpoint's ``model_config`` (plain data) rebuilds: the reference stack or a built-in outside it."""
     kind = config.get("layer")
@@ -276,6 +292,7 @@ def load_model(path, map_location="cpu"):
     parsed = fields.parse(Weights, ck, f"{path}: not a model checkpoint", "checkpoint", error=CheckpointError)
     config, weights = parsed.config, parsed.model
     stored = sum(v.numel() for v in weights.values())
+    held = _stored_numbers(weights, path)
     for name, layers in _layer_counts(config):  # a layer holds a tensor at least: the build's time is bounded first
         if layers > len(weights):
             raise CheckpointError(f"{path}: its model_config has {name} {layers:,}, more than its {len(weights):,} "
@@ -284,12 +301,16 @@ def load_model(path, map_location="cpu"):
         with torch.device("meta"):
             shape = _model_of(config)
         implied = sum(v.numel() for v in shape.state_dict().values())
+        own = sum({id(v): v.numel() for v in shape.state_dict(keep_vars=True).values()}.values())  # tied: once
     except (LongsynthError, TypeError, ValueError, KeyError, AttributeError) as e:
         raise CheckpointError(f"{path}: its model_config does not build a model ({_first_line(e)})") from None
     except (RuntimeError, NotImplementedError):  # an init the meta device cannot run: the bound above holds
-        implied = None
+        implied = own = None
     if implied is not None and implied != stored:
         raise CheckpointError(f"{path}: its model_config implies {implied:,} numbers, its weights hold {stored:,}")
+    if implied is not None and own > held:
+        raise CheckpointError(f"{path}: its model_config implies {own:,} numbers, its weights store {held:,} (views "
+                              f"sharing their storage)")
     model = _model_of(config)
     try:
         model.load_state_dict(weights)
