@@ -2,7 +2,7 @@
 name, a manifest's ``command`` or ``versions`` (docs/format.md, "Trust"). ``visible`` makes it one
 line that moves no cursor (newlines and terminal escapes spelled out), for a terminal or a log;
 ``markdown`` also makes markdown render it as itself, so no heading, link, image, HTML, code span
-or table cell can start inside it.
+or table cell can start inside it; ``drawn`` makes a figure (matplotlib) draw it as itself.
 """
 from __future__ import annotations
 
@@ -23,3 +23,10 @@ def markdown(text):
     backslash-escaped (a `|` stays in its table cell, a `[` opens no link)."""
     line = visible(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _PUNCTUATION.sub(r"\\\1", line)
+
+
+def drawn(text):
+    """Text a matplotlib figure draws as itself: each line ``visible`` (a missing glyph's warning quotes the
+    character to the terminal: no escape reaches it) and every ``$`` escaped (two would start mathtext, which
+    may fail to draw). Newlines stay: a label's lines are its own."""
+    return "\n".join(visible(line).replace("$", r"\$") for line in str(text).split("\n"))

@@ -8,7 +8,7 @@
 ``lines``, ``bars`` and ``image_rows`` draw with matplotlib (imported when a figure is
 made, so generation never pays for it) and return the matplotlib Figure, saved as a PNG
 when ``path`` is given. Axes whose quantity is an integer (steps, heights, counts) get
-integer ticks; titles are words.
+integer ticks; titles are words (``escape.drawn``: a model file's name in a title draws as itself).
 """
 import functools
 import io
@@ -16,6 +16,8 @@ import os
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
+
+from longsynth.escape import drawn
 
 COLORS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189),
           (140, 86, 75), (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207)]
@@ -70,7 +72,7 @@ def _finish(fig, path, title, bottom=0.0, top=0.97):
     """Title, layout (``bottom``/``top``: the figure's share kept below and above the axes
     for a legend and the title) and the PNG when ``path`` is given."""
     if title:
-        fig.suptitle(title, fontsize=11, x=0.01, ha="left")
+        fig.suptitle(drawn(title), fontsize=11, x=0.01, ha="left")
     fig.tight_layout(rect=(0, bottom, 1, top if title else 1))
     if path is not None:
         save(fig, path)
@@ -127,7 +129,7 @@ def lines(panels, path=None, *, title=None, width=900, panel_height=120, robust=
             _integer_ticks(ax.xaxis)
             if T == 1:
                 ax.set_xlim(xs[0] - 1, xs[0] + 1)
-        ax.set_title(label, loc="left", fontsize=9)
+        ax.set_title(drawn(label), loc="left", fontsize=9)
         ax.grid(True, color="0.85", lw=0.6)
         ax.tick_params(labelsize=8)
     return _finish(fig, path, title)
@@ -149,7 +151,7 @@ def bars(panels, path=None, *, title=None, width=900, panel_height=140, ylabel="
         ax.yaxis.set_major_formatter(_thousands())
         ax.set_xlim(edges[0], edges[-1])
         ax.set_ylabel(ylabel, fontsize=8)
-        ax.set_title(label, loc="left", fontsize=9)
+        ax.set_title(drawn(label), loc="left", fontsize=9)
         ax.grid(True, axis="y", color="0.85", lw=0.6)
         ax.tick_params(labelsize=8)
     return _finish(fig, path, title)
@@ -173,11 +175,12 @@ def image_rows(rows, path=None, *, row_labels, captions=None, legend=None, title
             ax.set_xticks([])
             ax.set_yticks([])
             if c == 0:
-                ax.set_ylabel(row_labels[r], fontsize=10)
+                ax.set_ylabel(drawn(row_labels[r]), fontsize=10)
             if captions is not None and r == 0:
-                ax.set_title(captions[c], fontsize=9)
+                ax.set_title(drawn(captions[c]), fontsize=9)
     if legend:
-        fig.legend(handles=[Patch(facecolor=np.array(rgb) / 255, edgecolor="0.5", label=text) for rgb, text in legend],
+        fig.legend(handles=[Patch(facecolor=np.array(rgb) / 255, edgecolor="0.5", label=drawn(text))
+                            for rgb, text in legend],
                    loc="lower center", ncol=len(legend), fontsize=9, frameon=False)
     return _finish(fig, path, title, bottom=0.06 if legend else 0.0, top=0.95)
 

@@ -13,6 +13,8 @@ import sys
 
 from tqdm import tqdm
 
+from longsynth.escape import visible
+
 LOG_EVERY = 10.0  # seconds between lines in a log
 TTY_EVERY = 0.1  # seconds between redraws on a terminal
 
@@ -56,6 +58,7 @@ class Bar(tqdm):
         body = "{count}/{count_total} {unit} [{elapsed}" + eta + ", {rate_text}{postfix}]"
         fmt = ("{desc}: " + ("{percentage:3.0f}%|{bar:20}| " if total else "") + body if tty
                else "{desc}: " + pct + body)
+        desc = visible(desc)  # a model file's name, a user's --format: never a terminal escape
         super().__init__(total=total, desc=desc, unit=unit, initial=initial, file=f if tty else _Lines(f),
                          mininterval=TTY_EVERY if tty else LOG_EVERY, maxinterval=LOG_EVERY * 6,
                          bar_format=fmt, dynamic_ncols=tty, disable=disable, smoothing=0.1)

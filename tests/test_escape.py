@@ -1,8 +1,11 @@
 """Names and strings from a user or a stranger's folder, escaped where they are shown (docs/format.md,
 "Trust"): a model file's name in report.md and on the terminal, a manifest's command and versions in an
 exported dataset card."""
+import io
 import json
 import os
+import re
+import warnings
 
 import pytest
 
@@ -69,3 +72,43 @@ def test_a_strangers_manifest_writes_nothing_into_the_dataset_card(tmp_path):
     assert [line for line in card.splitlines() if "<img" in line] == [command]
     assert "<script>" not in card and "\x1b" not in card
     assert "[x](" not in card and "\\[x\\](https://x.example)" in card  # the link's brackets escaped
+
+
+RAW = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # a control character a terminal acts on
+
+
+def test_a_progress_bar_spells_out_a_hostile_description():
+    """evaluate's bar is named after the model file: its escapes reach the terminal spelled out."""
+    from longsynth.progress import Bar
+
+    for tty in (False, True):
+        f = io.StringIO()
+        f.isatty = lambda tty=tty: tty
+        with Bar(total=2, desc="train \x1b[2J\x1b]0;title\x07.py on cumsum", unit="steps", file=f) as bar:
+            bar.update(2)
+        assert not RAW.search(f.getvalue().replace("\r", "").replace("\x1b[A", "")), repr(f.getvalue())
+        assert "train \\x1b[2J\\x1b]0;title\\x07.py on cumsum" in f.getvalue()
+
+
+def test_a_hostile_model_name_draws_in_every_figure_with_no_control_character_in_a_warning():
+    """report.png and curves.png hold the model file's name: a missing glyph's warning would print its control
+    characters to the terminal, and two $ would start mathtext (``$x^$`` cannot be drawn: report.png failed)."""
+    pytest.importorskip("torch")
+    import matplotlib.pyplot as plt
+    from test_report_honesty import _cert, _report
+
+    from longsynth.models_ref.reports.curves import curves
+
+    name = "\x1b[2J\x1b]0;title\x07 $x^$.py:build"
+    report = _report([_cert("parity", 0.9)], model=f"/tmp/{name}", sha="ab" * 32)
+    history = {"train": [{"loss": 1.0}, {"loss": 0.5}], "val": [{"step": 2, "loss": 0.5, "accuracy": 0.9}]}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for fig in (report.figure(), curves(history, "accuracy", None, f"parity / {name} / tiny")):
+            try:
+                fig.savefig(io.BytesIO(), format="png")
+                texts = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
+            finally:
+                plt.close(fig)
+            assert any("\\x1b[2J" in t for t in texts) and not any(RAW.search(t) for t in texts)
+    assert not [w for w in caught if RAW.search(str(w.message))]

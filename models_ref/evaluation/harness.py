@@ -26,6 +26,7 @@ import torch.distributed as dist
 
 from longsynth import plot, registry
 from longsynth.errors import LongsynthError
+from longsynth.escape import visible
 from longsynth.outdir import Folder
 from longsynth.models_ref.models import factories
 from longsynth.models_ref.evaluation.checks import build, check_model, graph_bytes
@@ -294,7 +295,8 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
     t0 = time.time()
-    desc = f"train {os.path.basename(job.model)} on {proto.task} lr {lr:g} seed {job.seed}"  # apart under --jobs
+    # the run's name on its progress bar (apart under --jobs): a file's name spelled out, never a terminal escape
+    desc = f"train {visible(os.path.basename(job.model))} on {proto.task} lr {lr:g} seed {job.seed}"
     res = train(lambda: factory(spec), tcfg, *p.sources, device=job.device, manifest_digest=p.digest,
                 checkpoint_dir=ckdir, resume=resume, progress=progress and desc,
                 identity=model_config, notify=notify if rank == 0 else None)

@@ -4,7 +4,7 @@ lengths.png (accuracy against test length).
 """
 from __future__ import annotations
 
-from longsynth.escape import visible
+from longsynth.escape import drawn
 from longsynth.models_ref.protocols.mad import GROUP_NAMES
 from longsynth.models_ref.reports.records import METRIC_NAMES, _pct, binned
 
@@ -95,34 +95,34 @@ class ReportFigures:
         for r in rows:
             for kind, x, y, ranged in _series(r):
                 xs += x
-                line, = ax.plot(x, y, marker="o", label=f"{r['task']} (by {kind}"
-                                f"{', each point a range of lengths' if ranged else ''}"
-                                f"{': the share of answer tokens right' if _strings(r) else ''})")
+                label = (f"{r['task']} (by {kind}{', each point a range of lengths' if ranged else ''}"
+                         f"{': the share of answer tokens right' if _strings(r) else ''})")
+                line, = ax.plot(x, y, marker="o", label=drawn(label))
             if _strings(r):  # Repeat After Me's get_score: the share of rows with every answer token right
                 x, y = zip(*_strings(r))
                 ax.plot(x, y, marker="s", linestyle=":", color=line.get_color(),
-                        label=f"{r['task']}: the share of strings copied whole")
+                        label=drawn(f"{r['task']}: the share of strings copied whole"))
         levels = {}  # the chance of one scored answer: each point is the accuracy of answers of one length
         for r in rows:
             if r["answer_chance"] is not None:
                 levels.setdefault(round(r["answer_chance"], 4), (r["answer_chance"], []))[1].append(r["task"])
         for (level, tasks), style in zip(levels.values(), CHANCE_STYLES * len(levels)):
             ax.axhline(level, color=CHANCE_COLOR, linewidth=1.0, **style,
-                       label=f"chance {level:.3f}" + (f" ({', '.join(tasks)})" if len(levels) > 1 else ""))
+                       label=drawn(f"chance {level:.3f}" + (f" ({', '.join(tasks)})" if len(levels) > 1 else "")))
         trained = {}  # the longest training length -> the rows trained to it
         for r in rows:
             if r.get("trained_at"):
                 trained.setdefault(r["trained_at"], []).append(r["task"])
         for T, tasks in sorted(trained.items()):
             ax.axvline(T, color="grey", linestyle="--", linewidth=0.8)
-            ax.annotate(f"trained to {T:,}" + (f" ({', '.join(tasks)})" if len(trained) > 1 else ""), (T, 0.02),
+            ax.annotate(drawn(f"trained to {T:,}" + (f" ({', '.join(tasks)})" if len(trained) > 1 else "")), (T, 0.02),
                         xytext=(3, 0), textcoords="offset points", fontsize=8, color="grey", rotation=90,
                         va="bottom")
         _length_axis(ax, xs + list(trained))
         ax.set_ylim(-0.03, 1.03)
-        ax.set_xlabel(_x_label(rows))
+        ax.set_xlabel(drawn(_x_label(rows)))
         ax.set_ylabel("test accuracy")
-        ax.set_title(self._lengths_title(rows), fontsize=10)
+        ax.set_title(drawn(self._lengths_title(rows)), fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the data
         fig.tight_layout()
@@ -139,7 +139,7 @@ class ReportFigures:
             xs = []
             for _, x, y, _ in _series(r):
                 xs += x
-                ax.plot(x, y, marker="o", ms=3, lw=1.2, color=MODEL_COLOR, label=f"{self.name}: test accuracy")
+                ax.plot(x, y, marker="o", ms=3, lw=1.2, color=MODEL_COLOR, label=drawn(f"{self.name}: test accuracy"))
             if r["answer_chance"] is not None:
                 ax.axhline(r["answer_chance"], color=CHANCE_COLOR, linestyle=(0, (4, 3)), linewidth=1.0,
                            label="chance (a uniform guess)")
@@ -147,7 +147,7 @@ class ReportFigures:
                 ax.axvline(r["trained_at"], color="grey", linestyle="--", linewidth=0.8,
                            label="the longest training length")
             _length_axis(ax, xs + ([r["trained_at"]] if r.get("trained_at") else []))
-            ax.set_title(r["task"], fontsize=8)
+            ax.set_title(drawn(r["task"]), fontsize=8)
             ax.set_ylim(-0.03, 1.03)
             ax.grid(alpha=0.3)
             ax.tick_params(labelsize=7)
@@ -159,9 +159,9 @@ class ReportFigures:
                 legend.setdefault(label, handle)
         fig.legend(list(legend.values()), list(legend), loc="upper center",
                    bbox_to_anchor=(0.5, 1 - 0.45 / fig.get_figheight()), ncol=len(legend), fontsize=8, frameon=False)
-        fig.supxlabel(_x_label(rows), fontsize=9)
+        fig.supxlabel(drawn(_x_label(rows)), fontsize=9)
         fig.supylabel("test accuracy", fontsize=9)
-        fig.suptitle(self._lengths_title(rows), fontsize=10)
+        fig.suptitle(drawn(self._lengths_title(rows)), fontsize=10)
         fig.tight_layout(rect=(0, 0, 1, 1 - 0.75 / fig.get_figheight()))  # room for the title and the legend
         return fig
 
@@ -227,8 +227,8 @@ class ReportFigures:
 
         items, headers, xlabel = self._bars()
         n = len(items)
-        series = [(f"{self.name} (this run)", "#1f4e8c")] + [
-            (f"paper: {name}", LIGHT[i % len(LIGHT)]) for i, (_, name) in enumerate(headers)]
+        series = [(drawn(f"{self.name} (this run)"), "#1f4e8c")] + [
+            (drawn(f"paper: {name}"), LIGHT[i % len(LIGHT)]) for i, (_, name) in enumerate(headers)]
         per = max(0.62, 0.16 * len(series))
         fig, ax = plt.subplots(figsize=(11, 1.6 + per * n), dpi=110)
         h = 0.8 / len(series)
@@ -252,7 +252,7 @@ class ReportFigures:
         if flat:  # a known plateau (MQAR's copy plateau): a dotted line
             ax.vlines([p[0] for _, p in flat], [i - 0.45 for i, _ in flat], [i + 0.45 for i, _ in flat],
                       colors="#636363", linestyles=(0, (1, 1.5)), linewidth=1.6, zorder=4,
-                      label=f"{flat[0][1][1]} (a value of the context)")
+                      label=drawn(f"{flat[0][1][1]} (a value of the context)"))
         free = [(i, it["content"]) for i, it in enumerate(items) if it.get("content")]
         if free:  # the higher content-free level where it lies above chance: a dash-dot line
             ax.vlines([c[0] for _, c in free], [i - 0.45 for i, _ in free], [i + 0.45 for i, _ in free],
@@ -271,8 +271,8 @@ class ReportFigures:
             for x, label in it["marks"]:
                 marks.setdefault(label, []).append((x, i + y0))
         for (label, points), style in zip(marks.items(), MARKS * (1 + len(marks))):
-            ax.scatter([x for x, _ in points], [y for _, y in points], zorder=5, label=label, **style)
-        ax.set_yticks(range(n), [it["label"] for it in items], fontsize=8)
+            ax.scatter([x for x, _ in points], [y for _, y in points], zorder=5, label=drawn(label), **style)
+        ax.set_yticks(range(n), [drawn(it["label"]) for it in items], fontsize=8)
         ax.invert_yaxis()
         ax.set_xlim(max(lo, -1.0) - 0.05, 1.05)
         ax.axvline(0, color="black", linewidth=0.6)
@@ -280,7 +280,7 @@ class ReportFigures:
         cut = " (budget cut: not a verdict)" if any("budget cut" in it["label"] for it in items) else ""
         against = ", against the papers" if any(v is not None for it in items for v in it["paper"]) or any(
             it["marks"] for it in items) else " (no paper figure entered for these tasks)"
-        ax.set_title(f"{visible(self.name)} on {self.suite}, {self.scale} scale{against}{cut}", fontsize=10)
+        ax.set_title(drawn(f"{self.name} on {self.suite}, {self.scale} scale{against}{cut}"), fontsize=10)
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
         ax.grid(axis="x", alpha=0.3)
         fig.tight_layout()
