@@ -84,6 +84,7 @@ def batch(task, start, count, *, seed=0, split="train", out=None, **params):
     if not t.batchable:
         raise LongsynthError(f"task: {task} has variable-length samples; use sample() or a stored dataset")
     if out is None:
+        _check_batch_memory(t, cfg, count)
         out = t.allocate(cfg, count)
     else:
         want = t.allocate(cfg, 0)
@@ -100,6 +101,26 @@ def batch(task, start, count, *, seed=0, split="train", out=None, **params):
                 )
     t.fill(cfg, seed, code, start, out, fixed)
     return out
+
+
+_SMALL_BATCH = 16 << 20  # bytes: a batch this small is drawn without asking how much memory is left
+
+
+def _check_batch_memory(t, cfg, count):
+    """Refuse (one LongsynthError line) a batch whose arrays exceed ``memory_available()``, before they are
+    allocated: 2**62 rows were NumPy's ValueError ('array is too big'), 100,000 rows of length 65,536 its
+    _ArrayMemoryError."""
+    from longsynth.store.manifest import human
+
+    row = sum(int(np.prod(a.shape[1:], dtype=object)) * a.itemsize for a in t.allocate(cfg, 0).values())
+    need = count * row
+    if need <= _SMALL_BATCH:  # reading the system's memory costs 0.1 ms, more than a small batch's draw
+        return
+    avail = memory_available()
+    if avail is not None and need > avail:
+        fits = avail // row if row else count
+        raise LongsynthError(f"count: {count:,} rows of {t.name} need {human(need)} of memory ({human(row)} a row), "
+                             f"{human(avail)} available now; at most {fits:,} rows fit")
 
 
 def vocab(task, **params):

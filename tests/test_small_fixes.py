@@ -92,6 +92,24 @@ def test_batch_refuses_indices_sample_refuses():
     assert ls.batch("parity", 2**63 - 1, 1)["inputs"].shape[0] == 1  # the last index itself is a sample
 
 
+
+def test_a_batch_that_cannot_fit_in_memory_is_refused_before_it_is_allocated(monkeypatch):
+    """batch() validated its indices, not what it allocates: 2**62 rows of cumsum were NumPy's ValueError ('array
+    is too big') and 100,000 rows at L 65,536 its _ArrayMemoryError. Now one line naming the need, what is
+    available and the rows that fit, before anything is allocated."""
+    import longsynth as ls
+    from longsynth import api
+    from longsynth.errors import LongsynthError
+
+    with pytest.raises(LongsynthError, match=r"count: 4,611,686,018,427,387,904 rows of cumsum need .* TB of memory "
+                                             r"\(64 B a row\), .* available now; at most [\d,]+ rows fit"):
+        ls.batch("cumsum", 0, 2**62, L=8)
+    monkeypatch.setattr(api, "memory_available", lambda: 100 << 20)  # 100 MB left: 52 GB asked for
+    with pytest.raises(LongsynthError, match=r"100,000 rows of cumsum need 52.4 GB .* 104.9 MB available now; at "
+                                             r"most 200 rows fit"):
+        ls.batch("cumsum", 0, 100_000, L=65536)
+    assert ls.batch("cumsum", 0, 200, L=65536)["inputs"].shape == (200, 65536, 1)  # what fits is drawn
+
 def test_verify_deep_counts_the_samples_it_regenerated(tmp_path):
     """--samples 1000000000 on a 35-sample dataset said "1000000000 samples per split regenerated"."""
     from click.testing import CliRunner
