@@ -441,6 +441,29 @@ def test_onthefly_rejects_bad_arguments():
         OnTheFlyDataset("cumsum", length=4)  # the stream's count was once named length
 
 
+
+def test_onthefly_refuses_steps_past_the_last_index():
+    """start was checked >= 0 only: start 2**63 ended in Numba's TypingError, start 2**61 at batch_size 4 served
+    rows at index 2**63, which sample() and batch() refuse. Refused in one line as batch() refuses them, at
+    construction for the first step and at each step a rank or a longer run reaches."""
+    from longsynth.errors import LongsynthError
+
+    for start, batch_size in ((2**63, 2), (2**61, 4)):
+        with pytest.raises(LongsynthError, match=r"^start: step [\d,]+ at batch_size \d .* past the last index "
+                                                 r"9,223,372,036,854,775,807 \(2\^63 - 1\)$"):
+            OnTheFlyDataset("cumsum", L=8, start=start, batch_size=batch_size)
+    last = OnTheFlyDataset("cumsum", L=8, start=2**62 - 1, batch_size=2, extras=True)  # its first step is the last
+    x, y, extras = next(iter(last))
+    assert extras["index"].tolist() == [2**63 - 2, 2**63 - 1]
+    assert np.array_equal(x[1, :, :1].numpy(), longsynth.sample("cumsum", 2**63 - 1, L=8)["inputs"])
+    with pytest.raises(LongsynthError, match="^step: step 4,611,686,018,427,387,904 at batch_size 2"):
+        last.batch(2**62)
+    with pytest.raises(LongsynthError, match="^step: step 4,611,686,018,427,387,904 at batch_size 2"):
+        list(iter(last))  # the endless stream stops at the last index in one line, not past it
+    ranked = OnTheFlyDataset("cumsum", L=8, start=2**62 - 1, batch_size=2, rank=1, world_size=2)
+    with pytest.raises(LongsynthError, match=r"\(rank 1 of 2\) reads samples"):
+        next(iter(ranked))
+
 def test_a_chomsky_tasks_length_is_its_own_not_the_streams():
     """length= is the task's input length, as longsynth.batch reads it: rows of that length, the stream endless."""
     import longsynth

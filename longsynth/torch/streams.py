@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
-from longsynth.api import resolve
+from longsynth.api import MAX_SEED, resolve
 from longsynth.errors import LongsynthError
 from longsynth.rng import split_name
 from longsynth.torch.encodings import PRIMARY, _pick_encoding, _tensor
@@ -39,6 +39,19 @@ def _check_numba_fork():
             "parallel kernel (GNU OpenMP is not fork-safe); pass multiprocessing_context='spawn' "
             "(or 'forkserver') to the DataLoader, or use num_workers=0"
         )
+
+
+def _first_index(step, rank, world, batch_size, name="step"):
+    """The first sample index of ``step`` on rank ``rank`` of ``world``; one LongsynthError line where the step's
+    samples pass the last index sample() and batch() take (2^63 - 1): past it the kernels' int64 wraps."""
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
+        raise LongsynthError(f"{name}: must be an integer >= 0, got {step!r}")
+    first = (int(step) * world + rank) * batch_size
+    if first + batch_size - 1 > MAX_SEED:
+        raise LongsynthError(f"{name}: step {int(step):,} at batch_size {batch_size:,} (rank {rank} of {world}) reads "
+                             f"samples {first:,}..{first + batch_size - 1:,}, past the last index {MAX_SEED:,} "
+                             f"(2^63 - 1)")
+    return first
 
 
 class OnTheFlyDataset(IterableDataset):
@@ -82,6 +95,7 @@ class OnTheFlyDataset(IterableDataset):
                 raise LongsynthError(f"{name}: must be an integer >= {lo}, got {value!r}")
         if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < start):
             raise LongsynthError(f"steps: must be None or an integer >= start ({start}), got {steps!r}")
+        _first_index(start, 0, 1, batch_size, "start")  # its first step, rank 0 of 1, within what sample() takes
         # the resolved config: a resumed run that spells a default out is the same stream
         self.task, self.params, self.seed, self.split = t.name, dataclasses.asdict(cfg), seed, split_name(split)
         self.family = t.family
@@ -118,7 +132,7 @@ class OnTheFlyDataset(IterableDataset):
 
     def indices(self, step):
         """Sample indices of ``step`` on this rank: int64 [batch_size]."""
-        first = (step * self.world_size + self.rank) * self.batch_size
+        first = _first_index(step, self.rank, self.world_size, self.batch_size)
         return np.arange(first, first + self.batch_size, dtype=np.int64)
 
     def state_dict(self, step):
@@ -164,7 +178,7 @@ class OnTheFlyDataset(IterableDataset):
     def _make(self, resolved, step, rank, world):
         global _KERNEL_PID
         t, cfg, seed, code, fixed = resolved
-        first = (step * world + rank) * self.batch_size
+        first = _first_index(step, rank, world, self.batch_size)
         out = t.allocate(cfg, self.batch_size)  # fresh: yielded tensors share its memory
         t.fill(cfg, seed, code, first, out, fixed)
         _KERNEL_PID = os.getpid()
