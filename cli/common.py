@@ -17,8 +17,18 @@ def shown(text):
     """Text from a file (a manifest's command) as it may be printed: control characters
     and escapes shown as escapes (``\\x1b``), never sent to the terminal; at most 2,000
     characters."""
-    out = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text)[:2000])
-    return out + ("..." if len(str(text)) > 2000 else "")
+    return _spelled(str(text)[:2000]) + ("..." if len(str(text)) > 2000 else "")
+
+
+def shown_lines(text):
+    """Text of several lines made here around a path or a stored string (a plan, a report's table) as it
+    may be printed: its line breaks kept, every other control character shown as an escape (what each
+    path or string in it held, newlines too, is ``shown`` where the text is made)."""
+    return "\n".join(_spelled(line) for line in str(text).split("\n"))
+
+
+def _spelled(text):
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def friendly(fn):

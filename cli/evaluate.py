@@ -5,7 +5,7 @@ import os
 
 import click
 
-from longsynth.cli.common import friendly
+from longsynth.cli.common import friendly, shown, shown_lines
 from longsynth.models_ref.evaluation import limits  # evaluate and validate bound their options (no torch imported)
 from longsynth.escape import visible
 from longsynth.progress import count
@@ -83,7 +83,7 @@ def validate(target, model, scale, steps, device, report_dir, batch_size, amp, c
         else:
             from longsynth.models_ref.reports.report import summary
 
-            click.echo(summary(report))
+            click.echo(shown_lines(summary(report)))
         if (report.get("certificate") or {}).get("passed") is False:
             raise SystemExit(CERTIFICATE_FAILED)  # a CI job can gate on it (docs/validation.md)
 
@@ -182,14 +182,14 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
     if dry_run:
         from longsynth.models_ref.evaluation.sweep import dry_run as estimate
 
-        click.echo(estimate(model, suite, out=out, settings=settings,
-                            notify=lambda line: click.echo(visible(line), err=True)).text())
+        click.echo(shown_lines(estimate(model, suite, out=out, settings=settings,
+                                        notify=lambda line: click.echo(visible(line), err=True)).text()))
         return
     try:
         report = run(model, suite, out=out, settings=settings, notify=lambda line: click.echo(visible(line), err=True))
     except KeyboardInterrupt:
         click.echo(f"interrupted: finished runs keep their certificates and unfinished ones their last checkpoint "
-                   f"(saved at every evaluation) in {out}; rerun the same command to resume", err=True)
+                   f"(saved at every evaluation) in {shown(out)}; rerun the same command to resume", err=True)
         raise SystemExit(130) from None
-    click.echo(report.table())
-    click.echo(f"report: {os.path.join(out, 'report.md')} (and report.json, report.png)")
+    click.echo(shown_lines(report.table()))
+    click.echo(f"report: {shown(os.path.join(out, 'report.md'))} (and report.json, report.png)")

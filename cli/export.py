@@ -2,7 +2,7 @@
 import click
 
 from longsynth import exports
-from longsynth.cli.common import friendly
+from longsynth.cli.common import friendly, shown
 from longsynth.cli.signals import Watched
 
 
@@ -26,4 +26,4 @@ def export(root, fmt, out, workers):
         out = exports.export(root, fmt, out, bar, workers=workers)
     finally:
         bar.close()
-    click.echo(f"wrote {fmt} to {out}")
+    click.echo(shown(f"wrote {fmt} to {out}"))

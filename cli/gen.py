@@ -9,7 +9,7 @@ import time
 import click
 
 from longsynth import store
-from longsynth.cli.common import TaskGroup, friendly, task_options, task_params
+from longsynth.cli.common import TaskGroup, friendly, shown, task_options, task_params
 from longsynth.cli.signals import _SIGNALLED, Watched
 from longsynth.errors import LongsynthError
 from longsynth.progress import count
@@ -42,7 +42,7 @@ def _make_gen(task):
             m = store.generate(out, task.name, params, seed=seed, splits=counts, num_samples=num_samples,
                                shard_size=shard_size, compression=compression, workers=workers,
                                overwrite=overwrite, command=command, progress=bar,
-                               notify=lambda line: click.echo(line, err=True), client=client,
+                               notify=lambda line: click.echo(shown(line), err=True), client=client,
                                authors_stream=authors_stream)
             if _SIGNALLED:  # the interrupt was swallowed and no progress report came after it
                 raise KeyboardInterrupt
@@ -50,7 +50,7 @@ def _make_gen(task):
             if isinstance(e, RuntimeError) and not isinstance(e.__context__, KeyboardInterrupt):
                 raise
             bar.close()
-            click.echo(_interrupted(out, command), err=True)
+            click.echo(shown(_interrupted(out, command)), err=True)
             raise SystemExit(130) from None
         finally:
             bar.close()
@@ -62,7 +62,7 @@ def _make_gen(task):
         shards = sum(len(s["shards"]) for s in m["splits"].values())
         counts_text = ", ".join(f"{s} {count(c)}" for s, c in m["counts"].items())
         click.echo(f"{task.name}: {count(n)} samples ({counts_text}) in {count(shards)} shards, {store.human(size)}, "
-                   f"{dt:.1f} s -> {os.path.abspath(out)}")
+                   f"{dt:.1f} s -> {shown(os.path.abspath(out))}")
         if "audit" in m:
             click.echo(f"audit: {json.dumps(m['audit'])}")
 
@@ -73,13 +73,13 @@ def _make_gen(task):
 
 def _plan_text(p, compression):
     """``gen --dry-run``'s plan, one line per split."""
-    params = ", ".join(f"{k}={v}" for k, v in dataclasses.asdict(p.config).items())
+    params = shown(", ".join(f"{k}={v}" for k, v in dataclasses.asdict(p.config).items()))
     lines = [f"{p.task.name} ({params}), seed {p.seed}: {count(p.total)} samples in "
              f"{count(sum(p.shards.values()))} shards of up to {count(p.shard_size)}"]
     lines += [f"  {s:5s} {count(c):>11s} samples  {count(p.shards[s]):>6s} shards" for s, c in p.splits.items()]
     kind = "before compression" if compression != "none" else "on disk"
     fits = "fits" if p.bytes <= p.free else "does NOT fit"
-    lines.append(f"about {store.human(p.bytes)} {kind}; {store.human(p.free)} free at {p.root}: {fits}")
+    lines.append(f"about {store.human(p.bytes)} {kind}; {store.human(p.free)} free at {shown(p.root)}: {fits}")
     if p.empty:
         lines.append(f"{' and '.join(p.empty)} get 0 samples (2% of {count(p.total)} rounds down); give --splits "
                      "to choose the counts")

@@ -5,7 +5,7 @@ import shlex
 import click
 
 from longsynth import hubimport
-from longsynth.cli.common import friendly
+from longsynth.cli.common import friendly, shown
 from longsynth.cli.signals import Watched
 
 
@@ -36,13 +36,13 @@ def import_hf(repo, src, out, shard_size, compression, overwrite):
     try:
         done = hubimport.import_hub(repo, src, out, shard_size=shard_size, compression=compression, overwrite=overwrite,
                                     command=_command(repo, src, out, shard_size, compression), progress=progress,
-                                    notify=lambda line: click.echo(line, err=True))
+                                    notify=lambda line: click.echo(shown(line), err=True))
     finally:
         for b in bars:
             b.close()
     for name, m in done.items():
         counts = ", ".join(f"{s} {c:,}" for s, c in m["counts"].items())
-        click.echo(f"wrote {out}/{name}: {m['task']} {m['params']} ({counts})")
+        click.echo(shown(f"wrote {out}/{name}: {m['task']} {m['params']} ({counts})"))
 
 
 def _command(repo, src, out, shard_size, compression):

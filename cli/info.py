@@ -52,14 +52,14 @@ def info(root, as_json, samples):
         return
     src = s.get("source")
     origin = (f"imported from {shown(src['repo'])} ({len(src['files'])} file(s))" if src else f"seed {s['seed']}")
-    click.echo(f"{s['task']}  {origin}  {'complete' if s['complete'] else 'INCOMPLETE'}  "
-               f"compression {s['compression']}  longsynth {shown(s['versions']['longsynth'])}")
+    click.echo(shown(f"{s['task']}  {origin}  {'complete' if s['complete'] else 'INCOMPLETE'}  "
+                     f"compression {s['compression']}  longsynth {s['versions']['longsynth']}"))
     click.echo("params: " + shown(", ".join(f"{k}={v}" for k, v in s["params"].items())))
     if s["command"]:
         click.echo(f"made by (the command recorded in the manifest): {shown(s['command'])}")
     for split, sp in s["splits"].items():
-        click.echo(f"  {split:5s} {count(sp['count']):>9s} samples  {count(sp['shards']):>4s} shards  "
-                   f"{store.human(sp['bytes']):>9s}  digest {str(sp['digest'])[:16]}")
+        click.echo(shown(f"  {split:5s} {count(sp['count']):>9s} samples  {count(sp['shards']):>4s} shards  "
+                         f"{store.human(sp['bytes']):>9s}  digest {str(sp['digest'])[:16]}"))
     if "stats_samples" in s:
         per = ", ".join(f"{k} {count(v)}" for k, v in s["stats_per_split"].items())
         whole = all(v == s["splits"][k]["count"] for k, v in s["stats_per_split"].items())
@@ -75,7 +75,7 @@ def info(root, as_json, samples):
                      if st else "")
             if st and st.get("nonfinite"):
                 stats += f"  ({', '.join(f'{count(n)} {what}' for what, n in st['nonfinite'].items() if n)}: left out)"
-            click.echo((head if i == 0 else " " * len(head)) + stats)
+            click.echo(shown((head if i == 0 else " " * len(head)) + stats))
     if s.get("tokens"):
         first = next(iter(s["tokens"].values()))
         click.echo(f"tokens: vocabulary {first['vocab_size']}; per split: scored positions per sample (targets != "
@@ -90,7 +90,7 @@ def info(root, as_json, samples):
                 out = f", {count(t['outside_vocab'])} outside the vocabulary" if t["outside_vocab"] else ""
                 click.echo(f"        {name:7s} {count(t['distinct'])} distinct ids{out}; most frequent: {top}")
     if s.get("lengths"):
-        click.echo(f"sequence lengths per split ({s.get('length_definition') or 'n'}):")
+        click.echo(f"sequence lengths per split ({shown(s.get('length_definition') or 'n')}):")
         for split, ln in s["lengths"].items():
             click.echo(f"  {split:5s} min {ln['min']} median {ln['median']:g} mean {ln['mean']:.1f} max {ln['max']} "
                        f"({len(ln['counts'])} distinct lengths)")
@@ -127,13 +127,14 @@ def verify(root, deep, samples, checkout):
     if c.damage:
         for p in c.damage:
             click.echo(shown(p), err=True)
-        raise click.ClickException(f"{root}: damaged: {len(c.damage)} problem(s) found"
+        raise click.ClickException(f"{shown(root)}: damaged: {len(c.damage)} problem(s) found"
                                    + ("" if c.complete else " (and the dataset is incomplete)"))
     if not c.complete:
         made = (f"; the command recorded in the manifest (check it before you run it): {shown(m['command'])}"
                 if m.get("command") else "")
-        raise click.ClickException(f"{root}: incomplete, not damaged: {count(c.written)} of {count(c.total)} samples "
-                                   f"written and intact; the same gen command resumes it{made}")
+        raise click.ClickException(f"{shown(root)}: incomplete, not damaged: {count(c.written)} of "
+                                   f"{count(c.total)} samples written and intact; the same gen command resumes "
+                                   f"it{made}")
     regenerated = sum(min(samples, int(n)) for n in m["counts"].values())  # a split shorter than --samples: all
     if m.get("stream") == "imported":  # no seed regenerates them (docs/format.md, "Imported data")
         deep_text = f", every one of them checked against {m['task']}'s definition (imported: none regenerated)"
@@ -153,6 +154,7 @@ def _verify_authors(root, checkout):
     if r.problems:
         for p in r.problems:
             click.echo(shown(p), err=True)
-        raise click.ClickException(f"{root}: differs from the authors' code: {len(r.problems)} row(s) shown above"
+        raise click.ClickException(f"{shown(root)}: differs from the authors' code: {len(r.problems)} row(s) "
+                                   "shown above"
                                    + (" (the first 10)" if len(r.problems) >= 10 else ""))
     click.echo(f"OK: all {count(r.rows)} rows equal the authors' code's, element for element")

@@ -7,7 +7,7 @@ import os
 import click
 
 from longsynth import api, registry, store
-from longsynth.cli.common import TaskGroup, friendly, task_options, task_params
+from longsynth.cli.common import TaskGroup, friendly, shown, task_options, task_params
 from longsynth.errors import LongsynthError
 from longsynth.progress import Samples
 
@@ -79,7 +79,7 @@ def _png_out(ctx, param, value):
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as e:
-        raise click.BadParameter(f"cannot make its folder {folder} ({e.strerror or e})") from None
+        raise click.BadParameter(shown(f"cannot make its folder {folder} ({e.strerror or e})")) from None
     return value
 
 
@@ -94,7 +94,7 @@ def _emit(text, out):
     if text:
         click.echo(text)
     if out and os.path.exists(out):
-        click.echo(f"wrote {out}")
+        click.echo(f"wrote {shown(out)}")
 
 
 @friendly

@@ -112,3 +112,32 @@ def test_a_hostile_model_name_draws_in_every_figure_with_no_control_character_in
                 plt.close(fig)
             assert any("\\x1b[2J" in t for t in texts) and not any(RAW.search(t) for t in texts)
     assert not [w for w in caught if RAW.search(str(w.message))]
+
+
+def test_a_hostile_out_path_is_printed_spelled_out_by_every_command(tmp_path):
+    """gen's summary and --dry-run plan, export's and show's 'wrote PATH' and evaluate's 'report: PATH' print a
+    user's --out with its escapes and line breaks spelled out: one line that moves no cursor."""
+    from click.testing import CliRunner
+
+    from longsynth.cli.main import cli
+
+    def run(*args):
+        r = CliRunner().invoke(cli, [str(a) for a in args], color=True)  # color: escapes kept, as a terminal gets them
+        assert r.exit_code == 0, r.output
+        assert not RAW.search(r.output) and "\nX" not in r.output, r.output
+        return r.output
+
+    bad = "d\x1b[31m\nX"
+    out = tmp_path / bad
+    gen = ["gen", "cumsum", "--L", "8", "--splits", "train=4,val=2,test=2"]
+    assert "\\x1b[31m\\nX" in run(*gen, "--out", out, "--dry-run")
+    assert run(*gen, "--out", out).rstrip().endswith(f"-> {tmp_path}{os.sep}d\\x1b[31m\\nX")
+    assert f"wrote hf to {tmp_path}/d\\x1b[31m\\nX.hf" in run("export", out, "--format", "hf", "--out",
+                                                              tmp_path / f"{bad}.hf").replace(os.sep, "/")
+    assert "wrote " in run("show", "cumsum", "--out", tmp_path / f"{bad}.png")
+    pytest.importorskip("torch")
+    (tmp_path / "lin.py").write_text("from torch import nn\n\n\ndef build(spec):\n"
+                                     "    return nn.Linear(spec.d_input, spec.d_output)\n")
+    shown = run("evaluate", f"{tmp_path / 'lin.py'}:build", "--suite", "cumsum", "--steps", "2", "--lr", "1e-3",
+                "--data", tmp_path / "data", "--out", tmp_path / f"{bad}.eval")
+    assert "report: " in shown and "\\x1b[31m\\nX.eval" in shown

@@ -11,6 +11,7 @@ import torch
 
 from longsynth import registry, safe
 from longsynth.errors import LongsynthError
+from longsynth.escape import visible
 from longsynth.outdir import Folder
 from longsynth.models_ref.evaluation.finished import _finished
 from longsynth.models_ref.evaluation.plan import (Settings, _plural, _steps_of, plan, plan_line, run_key,
@@ -364,10 +365,10 @@ def dry_run(model, suite, *, out, settings=None, notify=None, timing_steps=3):
             todo.append((job, run_dir))
     finished = len(planned) - len(todo)
     if finished:
-        notify(f"{finished} of {len(planned)} runs already finished in {out}; the estimate is for the other "
+        notify(f"{finished} of {len(planned)} runs already finished in {visible(out)}; the estimate is for the other "
                f"{len(todo)}")
     if not todo:
-        return DryRun(None, [], None, f"all {len(planned)} run(s) already finished in {out}; nothing to train",
+        return DryRun(None, [], None, f"all {len(planned)} run(s) already finished in {visible(out)}; nothing to train",
                       [])
     members = {}
     for job, _ in todo:

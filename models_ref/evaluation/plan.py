@@ -17,6 +17,7 @@ import torch
 
 from longsynth import registry
 from longsynth.errors import LongsynthError
+from longsynth.escape import visible
 from longsynth.outdir import Folder
 from longsynth.models_ref.evaluation import limits
 from longsynth.models_ref.models import factories
@@ -309,8 +310,8 @@ def plan_line(todo, settings):
     """The plan, up front: how many runs on which suite members, how many training steps in
     all, how they run."""
     steps = sum(_steps_of(job) for job, _ in todo)
-    how = (f"as Dask tasks on {settings.dask}" if settings.dask else f"{settings.jobs} at a time" if settings.jobs > 1
-           else "one after another")
+    how = (f"as Dask tasks on {visible(settings.dask)}" if settings.dask else
+           f"{settings.jobs} at a time" if settings.jobs > 1 else "one after another")
     members = members_text((job.protocol, job.task) for job, _ in todo)
     return (f"plan: {_plural(len(todo), 'run')} on {members}, {steps:,} training steps in all, {how} on "
             f"{settings.device}; each run's progress shows its rate and time left")
