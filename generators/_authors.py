@@ -26,11 +26,15 @@ class Stream:
     {"inputs", "targets"} blocks (int64 [m, *row_shape], m >= 1) whose concatenation is the
     split, and of the keys of ``extra`` ({key: row shape}: RegBench's DFA tables) beside them;
     nothing is drawn before the first ``take`` or ``skip``. ``side_bytes``: about the
-    most bytes the stream keeps besides its current block, ``side_doc`` what they hold. Once
-    every row is handed out the blocks' state (and so the side arrays) is released."""
+    most bytes the stream keeps besides its current block, ``side_doc`` what they hold;
+    ``block_bytes``: its block's bytes where one block is more than a small one (BLOCK_BYTES): a
+    stream drawn whole, as a Chomsky call is, holds every row at once while a writer takes them
+    shard by shard. Once every row is handed out the blocks' state (and so the side arrays) is
+    released."""
 
-    def __init__(self, count, blocks, row_shape, side_bytes=0, side_doc="", extra=None):
+    def __init__(self, count, blocks, row_shape, side_bytes=0, side_doc="", extra=None, block_bytes=0):
         self.count, self.row_shape, self.side_bytes = int(count), tuple(row_shape), int(side_bytes)
+        self.block_bytes = int(block_bytes)
         self.shapes = {**{k: self.row_shape for k in KEYS}, **{k: tuple(v) for k, v in (extra or {}).items()}}
         self.side_doc = side_doc
         self.position = 0  # rows handed out (taken or skipped) so far
@@ -78,9 +82,22 @@ class Stream:
         self._advance(n, None)
 
     def rows(self):
-        """Every row left, as ``take`` gives them."""
+        """Every row left, as ``take`` gives them. A first block that holds every row, as ``take`` would give
+        it, is handed over as it is (no second copy of the split beside it: a Chomsky call's block is the split)."""
+        if self.position == 0 and self._block is None and self.count:
+            if self._next_block() == self.count and self._whole(self._block):
+                block, self._blocks, self._block, self.position = self._block, None, None, self.count
+                return {k: block[k] for k in self.shapes}
         return self.take(self.count - self.position)
 
+    def _whole(self, block):
+        """Whether ``block`` is every row as ``take`` gives them: each key's own C array, int64 [count, *shape]."""
+        for k, shape in self.shapes.items():
+            a = block.get(k)
+            if not (isinstance(a, np.ndarray) and a.dtype == np.int64 and a.shape == (self.count,) + shape
+                    and a.flags.c_contiguous and a.base is None):
+                return False
+        return True
 
 class Authors:
     """An authors' stream as a task registers it (``Task(authors=...)``, and

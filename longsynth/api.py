@@ -271,17 +271,22 @@ def _check_memory(t, streams, keep, verifying=False):
     ``verify --deep``, not written."""
     from longsynth.store.manifest import human
 
-    side = max((s.side_bytes for s in streams.values()), default=0)
+    # kept (authors_dataset): the rows and the side arrays; a block that is the whole split is handed over as the
+    # rows (Stream.rows). Written shard by shard (gen, verify --deep): the side arrays and the block beside them
+    held = {name: s.side_bytes + (0 if keep else s.block_bytes) for name, s in streams.items()}
+    side = max(held.values(), default=0)
     rows = sum(s.count * 16 * int(np.prod(s.row_shape, dtype=np.int64)) for s in streams.values()) if keep else 0
     avail = memory_available()
     if avail is None or side + rows <= avail:
         return
     total = sum(s.count for s in streams.values())
-    split, big = max(streams.items(), key=lambda kv: kv[1].side_bytes)
+    split = max(held, key=held.get)
+    big = streams[split]
     if keep:
         why = (f"{human(rows)} for the rows (int64){f' and {human(side)} that its draws keep' if side else ''}")
+        written = max((s.side_bytes + s.block_bytes for s in streams.values()), default=0)  # what gen would hold
         hint = (f"; `longsynth gen {t.name} --authors-stream` writes them shard by shard"
-                if side <= avail else "")
+                if written <= avail else "")
         raise LongsynthError(f"count: {total:,} rows of {t.name}'s authors' stream need about {human(side + rows)} "
                              f"of memory ({why}), {human(avail)} available now; ask for fewer rows{hint}")
     if verifying:

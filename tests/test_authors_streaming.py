@@ -484,3 +484,35 @@ def test_verify_deep_of_an_authors_stream_checks_memory_first(tmp_path, monkeypa
     assert "verify without --deep checks every stored byte" in r.output
     monkeypatch.setattr(api, "memory_available", lambda: None)
     assert store.verify(str(root), deep=True) == []
+
+
+@pytest.mark.parametrize("task,length,count", [("chomsky-duplicate-string", 2048, 64),
+                                               ("chomsky-stack-manipulation", 64, 1024)])
+def test_a_chomsky_authors_stream_allocates_no_more_than_its_estimate(tmp_path, monkeypatch, task, length, count):
+    """A Chomsky call draws the whole split at once: its arrays (raw), the rows laid out from them (the block),
+    then a copy of the block as the rows handed out: 5/3 of the estimate (raw + rows) at its peak (NumPy's bytes
+    traced; 1.3-1.5x in RSS), and 2.0x where the output's padding is masked (two int64 cumsums of it). The block
+    is now the rows handed out and the masks are made a few rows at a time: the peak is within the estimate. gen
+    holds the block beside the shard it writes: its check counts it (it counted the raw arrays alone, a third)."""
+    import tracemalloc
+
+    longsynth.authors_dataset(task, {"train": 2}, seed=0, length=length)  # compiled, imported
+    t = registry.get(task)
+    s = api.authors_open(t, t.make_config(length=length), 0, {"train": count}, "train")
+    rows = s.count * 16 * int(np.prod(s.row_shape))
+    estimate = s.side_bytes + rows
+    tracemalloc.start()
+    try:
+        got = longsynth.authors_dataset(task, {"train": count}, seed=0, length=length)["train"]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= estimate, (peak, estimate)
+    want = s.rows()  # the same rows through take's copy
+    assert all(np.array_equal(got[k], want[k]) for k in want)
+    assert s.block_bytes == rows  # the block is every row
+    monkeypatch.setattr(api, "memory_available", lambda: s.side_bytes + rows // 2)  # the raw arrays fit, not the rows
+    r = CliRunner().invoke(cli, ["gen", task, "--authors-stream", "--length", str(length), "--splits",
+                                 f"train={count}", "--out", str(tmp_path / "d")])
+    assert one_error_line(r).startswith(f"Error: splits: train ({count:,} rows) of {task}'s authors' stream keeps "
+                                        f"about {store.manifest.human(s.side_bytes + rows)} in memory")

@@ -26,6 +26,7 @@ PY_TASKS = ("modular-arithmetic-brackets", "solve-equation", "stack-manipulation
 MAX_SEED = (1 << 32) - 1  # np.random.seed's range (training.py 194 seeds it with the run's seed)
 DIGIT_TASKS = ("modular-arithmetic-brackets", "solve-equation")  # numbers written as decimal strings
 END = 2  # the end token of the terminated outputs (stack manipulation, binary addition and multiplication)
+PAD_CHUNK = 1 << 20  # output cells whose padding is masked at a time (rows): two bool masks of 1 MB
 
 
 def params_of(cfg):
@@ -73,9 +74,12 @@ def rows(layout, cfg, raw):
     inputs[:, :n], inputs[:, n:n + o] = x, empty
     targets[:, n:n + o] = y
     if hasattr(cfg, "score_padding") and not cfg.score_padding and o:
-        out = targets[:, n:n + o]  # a view
-        after_end = np.cumsum(np.cumsum(out == END, axis=1), axis=1) > 1  # past the first end token
-        out[after_end] = IGNORE
+        step = max(1, PAD_CHUNK // o)  # rows at a time: the masks stay small beside the split
+        for i in range(0, count, step):
+            out = targets[i:i + step, n:n + o]  # a view
+            is_end = out == END
+            first = np.where(is_end.any(axis=1), is_end.argmax(axis=1), o)  # the first end token's column
+            out[np.arange(o) > first[:, None]] = IGNORE  # past it
     return {"inputs": inputs, "targets": targets}
 
 
@@ -90,8 +94,9 @@ def register(name, layout):
         check(name, cfg, seed, split)
         width = layout.width(cfg)
         blocks = (rows(layout, cfg, arrays(name, cfg, count, seed)) for _ in range(1))
-        raw = count * 8 * (layout.in_len(cfg.max_length) + layout.out_len(cfg.max_length))
-        return Stream(count, blocks, (width,), side_bytes=raw,
+        # the authors' arrays (int64), alive while they are laid out as rows; the rows are the block, every row
+        raw = count * 8 * (layout.in_len(cfg.max_length) + layout.out_len(cfg.max_length)) + 2 * PAD_CHUNK
+        return Stream(count, blocks, (width,), side_bytes=raw, block_bytes=2 * 8 * count * width,
                       side_doc="one sample_batch call: every row is drawn at once, as theirs")
 
     return Authors(_open, f"The authors' sample_batch of chomsky-{name} for a seed, as rows."), _arrays
