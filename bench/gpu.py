@@ -14,15 +14,16 @@ say "budget cut: not a verdict" and show the curves; a cut can only hold a model
 shows at it still reads, and one that does not reads "not shown".
 
 `main`, about 9 minutes by the estimates below, most telling first: the runs a CPU's dry run puts at hours to
-weeks: seq_icl's 8 x 128 Transformer on RegBench at their recipe cut to a third (their LSTM's side,
-0.529, is a CPU run: docs/validation.md), Grazzi et al.'s DeltaNet parity pair at their lengths (train 3-40, test 40-256), zoology
-Figure 2's (128, 8) cell with its attention (`zoology-attention`, the width x lr grid), one DLR Table 1 cell
-(cumsum, L 4,096). `extra`, about 36 minutes in all (five commands by `--only` groups; H3's cells one a
-command): the laptop-scale certificates (docs/validation.md, "Findings"), which a CPU session can also run (minutes to two hours each) and
-a GPU runs from about as fast to tens of times faster: Grazzi's Mamba pair, the Chomsky contrasts tested to 500,
-H3's induction head at safari's 62,800 steps, Mamba Table 1 at length 256, Figure 2's BaseConv. Not here: Mamba
-Table 1 at length 4,096 (the selective scan is a loop over positions: 475K torch ops a step, over a second a
-step on any GPU) and Table 2's s6 (the same loop at length 256: its 15,000 steps take ~30 min there as here).
+weeks: seq_icl's 8 x 128 Transformer on RegBench at their recipe cut to a third (their LSTM's side, 0.529, is a
+CPU run: docs/validation.md), Grazzi et al.'s DeltaNet parity pair at their lengths (train 3-40, test 40-256),
+zoology Figure 2's (128, 8) cell with its attention (`zoology-attention`, the width x lr grid), one DLR Table 1
+cell (cumsum, L 4,096). `extra`, about 36 minutes in all (five commands by `--only` groups; H3's cells one a
+command): the laptop-scale certificates (docs/validation.md, "Findings"), which a CPU session can also run
+(minutes to two hours each) and a GPU runs from about as fast to tens of times faster: Grazzi's Mamba pair, the
+Chomsky contrasts tested to 500, H3's induction head at safari's 62,800 steps, Mamba Table 1 at length 256, Figure
+2's BaseConv. Not here: Mamba Table 1 at length 4,096 (the selective scan is a loop over positions: 475K torch ops
+a step, over a second a step on any GPU) and Table 2's s6 (the same loop at length 256: its 15,000 steps take
+~30 min there as here).
 
 `--smoke` runs the chosen plan at the tiny scale for 3 steps a cell (seq-icl-transformer, which has no tiny row:
 its laptop row for one step) on the CPU, so the script is tested without a GPU (tests/test_gpu_bench.py).
