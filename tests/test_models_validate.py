@@ -184,6 +184,39 @@ def test_validate_refuses_a_batch_that_cannot_fit_before_drawing_it(tmp_path, mo
     torch.set_num_threads(1)
 
 
+def test_the_graph_check_measures_two_samples_only_where_one_leaves_it_open(monkeypatch):
+    """The autograd graph check measures one sample, and two only where one sample's graph times the batch (its
+    fixed part counted per sample: an upper bound) does not fit: a batch that fits by the bound costs one
+    forward and backward, one that fits only by the exact count two, and one that does not fit is refused."""
+    from longsynth import api
+    from longsynth.errors import LongsynthError
+    from longsynth.models_ref.evaluation import checks, harness
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(64, 512))  # saved whatever the batch: a fixed part
+            self.sizes = []
+
+        def forward(self, x):
+            self.sizes.append(len(x))
+            return torch.tanh(x @ self.w)
+
+    m, x, B = M(), torch.randn(2, 8, 64), 16
+    per_sample, fixed = checks.graph_bytes(m, x)
+    assert m.sizes == [1, 2] and per_sample > 0 and fixed > 0 and m.w.grad is None
+    bound = harness.GRAPH_FACTOR * (per_sample + fixed) * B
+    need = harness.GRAPH_FACTOR * (per_sample * B + fixed)
+    for avail, sizes in ((bound, [1]), (bound - 1, [1, 2]), (need, [1, 2])):
+        m.sizes.clear()
+        monkeypatch.setattr(api, "memory_available", lambda a=avail: a)
+        harness._check_graph_memory(m, x, B, 1, "cumsum", "m.py")
+        assert m.sizes == sizes, avail
+    monkeypatch.setattr(api, "memory_available", lambda: need - 1)
+    with pytest.raises(LongsynthError, match="--batch-size: training m.py on batches of 16 samples of cumsum"):
+        harness._check_graph_memory(m, x, B, 1, "cumsum", "m.py")
+
+
 @pytest.mark.parametrize("splits", [{"train": 10}, {"train": 40, "val": 0, "test": 0}])
 def test_validate_too_few_samples_is_one_line(tmp_path, splits):
     from click.testing import CliRunner

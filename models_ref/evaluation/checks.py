@@ -93,12 +93,14 @@ def _check_longest(module, spec, x):
                              f"spec.max_seq_len), the contract is [B, T, d_output] = {want}")
 
 
-def graph_bytes(module, x):
+def graph_bytes(module, x, settled=None):
     """(bytes the autograd graph of a training step keeps per sample, bytes it keeps whatever the batch):
     the tensors autograd saves for the backward pass (each storage once) in a train-mode forward and
-    backward on the first sample of ``x``, and on its first two (the difference is a sample's). The
-    torch RNG is left as it was (a dropout draws from it), so training starts from the same state; the
-    module's gradients are cleared again."""
+    backward on the first sample of ``x``, and on its first two (the difference is a sample's). Where
+    ``settled(one)`` is true of the bytes of one sample's graph, the caller's question is answered by
+    counting them all per sample (an upper bound for a batch of one or more): the second measurement, which
+    costs twice the first, is left out and (one, 0) returned. The torch RNG is left as it was (a dropout
+    draws from it), so training starts from the same state; the module's gradients are cleared again."""
     def saved(n):
         storages = {}
 
@@ -117,7 +119,10 @@ def graph_bytes(module, x):
     module.train()
     try:
         with torch.random.fork_rng(devices=[]):
-            one, two = saved(1), saved(2)
+            one = saved(1)
+            if settled is not None and settled(one):
+                return one, 0
+            two = saved(2)
     finally:
         module.zero_grad(set_to_none=True)
         module.train(was_training)

@@ -139,8 +139,10 @@ GRAPH_FACTOR = 2  # a training step's peak over its saved tensors: measured 1.9 
 def _check_graph_memory(module, x, B, world, task, model):
     """One line, before training, when a training step on batches of global batch ``B`` would hold more than
     the memory available now: GRAPH_FACTOR times the tensors the module's autograd graph saves, measured on
-    one and two samples (checks.graph_bytes). Measured, validate cumsum (DLR) peaked at 4.0 GB for a batch of
-    2,048 and 23.9 GB for 16,384; the data check (``_check_data_memory``) does not see them."""
+    one sample, and on two only where one sample's graph times the batch (its fixed part counted per sample)
+    would not fit (checks.graph_bytes: a forward and backward of 16,384 positions of local attention took
+    5.4 s for the two). Measured, validate cumsum (DLR) peaked at 4.0 GB for a batch of 2,048 and 23.9 GB for
+    16,384; the data check (``_check_data_memory``) does not see them."""
     from longsynth.api import memory_available
     from longsynth.store.manifest import human
 
@@ -148,7 +150,7 @@ def _check_graph_memory(module, x, B, world, task, model):
     if avail is None:
         return
     try:
-        per_sample, fixed = graph_bytes(module, x)
+        per_sample, fixed = graph_bytes(module, x, settled=lambda one: GRAPH_FACTOR * one * (B // world) <= avail)
     except Exception:  # a model whose training forward fails on one sample: training itself says how, in one line
         return
     need = GRAPH_FACTOR * (per_sample * (B // world) + fixed)
