@@ -141,3 +141,40 @@ def test_a_hostile_out_path_is_printed_spelled_out_by_every_command(tmp_path):
     shown = run("evaluate", f"{tmp_path / 'lin.py'}:build", "--suite", "cumsum", "--steps", "2", "--lr", "1e-3",
                 "--data", tmp_path / "data", "--out", tmp_path / f"{bad}.eval")
     assert "report: " in shown and "\\x1b[31m\\nX.eval" in shown
+
+
+def test_a_strangers_certificate_writes_nothing_into_report_md_or_the_terminal():
+    """Every string report.md and the printed table read from a run folder's metrics.json (its protocol, source,
+    metric, a paper column's name, a test set's label, an option, where it diverged) is escaped for where it
+    goes: markdown that renders as the text itself, terminal text that moves no cursor."""
+    pytest.importorskip("torch")
+    from test_report_honesty import _cert, _report
+
+    from longsynth.models_ref.reports.report import summary
+
+    def hostile(what):
+        return f"{what}{HOSTILE}"
+
+    runs = []
+    for lr, acc in ((1e-3, 0.9), (3e-3, 0.8)):
+        run = _cert("parity", acc)
+        run.update(protocol=hostile("protocol"), protocol_source=hostile("source"), lr=lr, causal=False,
+                   paper_columns={hostile("column"): {"accuracy": 0.5}}, options={hostile("key"): hostile("value")},
+                   scored_on="test",
+                   test_sets={hostile("set"): {"accuracy": acc, "exact": {"correct": 9, "count": 10}}})
+        runs.append(run)
+    runs[1]["options"] = {hostile("key"): "other"}
+    runs.append({**runs[0], "lr": 1e-2, "test": None, "diverged": {"step": 3, "where": hostile("where")}})
+    report = _report(runs, suite=hostile("suite"))
+    md = report.to_markdown()
+    assert "<img" not in md and not re.search(r"(?<!\\)\]\(", md) and not RAW.search(md)  # no tag, no link
+    assert [line for line in md.splitlines() if line.startswith("#")] == [md.splitlines()[0]] + [
+        line for line in md.splitlines() if line.startswith("## ")]  # the title and the report's own sections
+    for name in ("protocol", "source", "column", "key", "value", "set", "where"):
+        assert f"{name}&lt;img src=x onerror=alert(1)&gt;\\[click\\]" in md, name
+    for table in re.findall(r"(?:^\|.*\n)+", md, re.M):  # each row has the rule's cells: no cell starts inside
+        counts = {line.replace("\\|", "").count("|") for line in table.splitlines()}
+        assert len(counts) == 1, table
+    printed = report.table() + "\n" + summary({**runs[0], "target": "parity", "report_dir": f"/tmp/{HOSTILE}"})
+    assert not RAW.search(printed) and "protocol<img" in printed
+    assert not any(line.startswith("# Heading") for line in printed.splitlines())

@@ -207,7 +207,7 @@ def test_columns_are_named_as_the_papers_name_the_row_with_their_sources():
     rep = _report([_cert("selective-copying", 0.998), _cert("parity", 0.51)], model="s6")
     md = rep.to_markdown()
     head = md.split("\n| task")[1].splitlines()[0]
-    assert "paper: Mamba (Mamba arch., S6 layer)" in head and "paper: Mamba [0, 1]" in head
+    assert "paper: Mamba (Mamba arch., S6 layer)" in head and "paper: Mamba \\[0, 1\\]" in head  # escaped: [0, 1]
     assert "paper: Hyena (H3 arch., Hyena layer)" in head and "paper: Mamba arch., Hyena layer" in head
     assert "paper: s6" not in head and "paper: hyena" not in head
     assert "Mamba paper Table 1 (a table)" in md and "Grazzi et al. Table 3" in md
@@ -222,7 +222,7 @@ def test_columns_are_named_as_the_papers_name_the_row_with_their_sources():
     assert {"column": "s6", "name": "Mamba [0, 1]", "source": registry.PAPER_FROM["parity"]["s6"]} in columns
     assert all(c["name"] and c["source"] for c in columns)
     mqar = _report([_cert("mqar-64", 0.99, width=64)], model="attention").to_markdown()
-    assert "Attention (every width), H3, d_model 64" in mqar and "read off the plot (+-0.03)" in mqar
+    assert "Attention (every width), H3, d\\_model 64" in mqar and "read off the plot (+-0.03)" in mqar
 
 
 def test_the_corrected_paper_figures():

@@ -1,6 +1,11 @@
 """A report in words: the plain-text table the CLI prints, report.md (the table, the chance
 levels, the papers' sources, MAD's task scores, caveats, diverged runs, accuracy by length), and
 a validate certificate in a few lines (``summary``).
+
+Every string a report reads from a run's certificate (its task, protocol, metric and source, a paper
+column's name, a test set's label, an option, where it diverged) is a stranger's where the run folder
+is: report.md holds it through ``escape.markdown`` (``_md``: each item of a list apart), the terminal
+through ``escape.visible``.
 """
 from __future__ import annotations
 
@@ -13,6 +18,14 @@ from longsynth.escape import markdown, visible
 from longsynth.models_ref.reports.records import (METRIC_NAMES, _level_text, _lr, _mine, _pct, _run_name, binned,
                                                   display_name, diverged_text, member, score_of,
                                                   train_lengths)
+
+
+_NAME = re.compile(r"[\w.,+=:/-]+", re.ASCII)  # a suite's name (a comma list of them) as a code span holds it
+
+
+def _md(items):
+    """Items (strings or numbers) as report.md holds them: each ``escape.markdown``, joined by ", "."""
+    return ", ".join(markdown(v) for v in items)
 
 
 def _seeds_text(row):
@@ -59,6 +72,7 @@ class ReportText:
                           _lr(r["best_lr"]),
                           *("-" if self._cell(r, h) is None else f"{self._cell(r, h):.2f}" for h in headers),
                           r["verdict"]])
+        lines = [[visible(v) for v in row] for row in lines]  # a certificate's strings: one line each
         widths = [max(len(str(row[i])) for row in lines) for i in range(len(head))]
         text = "\n".join("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip() for row in lines)
         for r in self.summary():  # MAD: the task scores beside the paper's (report.md's "Task scores")
@@ -69,9 +83,9 @@ class ReportText:
                     f"MAD score: mean over the {r['tasks']} comparable task(s) here"
                     + (f" ({', '.join(r['excluded'])} apart: not comparable)" if r["excluded"] else ""))
             note = " [not comparable with the paper's: see report.md, Caveats]" if r.get("caveat") else ""
-            text += f"\n{what} {r['score']:.3f}{beside}{note}"
+            text += f"\n{visible(what)} {r['score']:.3f}{visible(beside)}{note}"
         for run in self.diverged():
-            text += f"\n{_run_name(run)}: {diverged_text(run)}"
+            text += f"\n{visible(_run_name(run))}: {visible(diverged_text(run))}"
         return text
 
     def to_markdown(self):
@@ -79,7 +93,9 @@ class ReportText:
         rows = self.rows()
         headers = self.headers(rows)
         on_val = any(paper_split(r["protocol"]) == "val" for r in rows)
-        out = [f"# {markdown(self.name)} on `{self.suite}` ({self.scale} scale)", "",
+        # a suite's name in a code span, where no escape applies: any other text escaped outside one
+        suite = f"`{self.suite}`" if _NAME.fullmatch(str(self.suite)) else markdown(self.suite)
+        out = [f"# {markdown(self.name)} on {suite} ({markdown(self.scale)} scale)", "",
                f"Test metric at the best learning rate by validation (tried: "
                f"{', '.join(f'{lr:g}' for lr in sorted({r['lr'] for r in self.runs}))}), mean ± standard "
                f"deviation over {s.get('seeds', 1)} seed(s)"
@@ -89,7 +105,7 @@ class ReportText:
                   "metric)." if on_val else "."), ""]
         by_sets = sorted({r["task"] for r in self.runs if r.get("scored_on") == "test sets"})
         if by_sets:
-            out += [f"On {', '.join(by_sets)} the test metric is the mean over the protocol's test sets (its test "
+            out += [f"On {_md(by_sets)} the test metric is the mean over the protocol's test sets (its test "
                     "lengths, each beyond the training ones: the paper's score); the table under \"Accuracy by test "
                     "length\" gives each.", ""]
         cut = [r for r in rows if r["budget"] is not None]
@@ -99,7 +115,7 @@ class ReportText:
                 trained = round(r["protocol_steps"] * r["budget"])
                 budgets.setdefault((trained, r["protocol_steps"]), []).append(r["task"])
             out += ["**Budget cut**: " + "; ".join(
-                f"{', '.join(tasks)} trained {steps:,} of {'its' if len(tasks) == 1 else 'their'} protocol's "
+                f"{_md(tasks)} trained {steps:,} of {'its' if len(tasks) == 1 else 'their'} protocol's "
                 f"{total:,} steps ({_pct(steps / total)})" for (steps, total), tasks in budgets.items())
                 + " (`--steps`). A run cut short says what the model reached in those steps, not whether it "
                   "reproduces the paper: its verdict is not a verdict.", ""]
@@ -109,9 +125,9 @@ class ReportText:
                 run = next((v for v in self.runs if v["protocol"] == r["protocol"] and member(v) == r["task"]), None)
                 if run is not None:
                     settings.setdefault(_setting(r, run), []).append(r["task"])
-            here = "; ".join(f"{', '.join(tasks)}{' at' if what.startswith('L = ') else ':'} {what}"
+            here = "; ".join(f"{_md(tasks)}{' at' if what.startswith('L = ') else ':'} {markdown(what)}"
                              for what, tasks in settings.items())
-            recipes = _recipes(self.runs)
+            recipes = [markdown(r) for r in _recipes(self.runs)]
             out += [f"The tiny scale shrinks the papers' recipes (here: {here}; docs/evaluate.md), so the papers' "
                     "figures are a reference, not a target." + (f" Recipes: {'; '.join(recipes)}." if recipes
                                                                  else ""), ""]
@@ -119,16 +135,16 @@ class ReportText:
         free = any(r.get("position_prior") is not None for r in rows)
         head = ["task", "metric", markdown(self.name), *(["in-distribution"] if in_dist else []), "chance",
                 *(["majority", "position prior"] if free else []), "best lr",
-                *(f"paper: {n}" for _, n in headers), "verdict"]
+                *(f"paper: {markdown(n)}" for _, n in headers), "verdict"]
         out += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
         for r in rows:
             mine = _mine(r) if r["test_mean"] is None else _seeds_text(r)
             paper = ["-" if self._cell(r, h) is None else f"{self._cell(r, h):.2f}" for h in headers]
-            cells = [r["task"], METRIC_NAMES.get(r["metric"], r["metric"]), mine, *([_level_text(
+            cells = [markdown(r["task"]), markdown(METRIC_NAMES.get(r["metric"], r["metric"])), mine, *([_level_text(
                 r.get("in_distribution"))] if in_dist else []), _level_text(r["chance"]),
                 *([_level_text(r.get("majority")), _level_text(r.get("position_prior"))] if free else []),
                 _lr(r["best_lr"]), *paper,
-                r["verdict"]]
+                markdown(r["verdict"])]
             out.append("| " + " | ".join(cells) + " |")
         out += ["", self._chance_line(rows)] + self._dfa_markdown()
         if free:
@@ -139,14 +155,14 @@ class ReportText:
                         "that is not above the higher of them is said to be \"no better than a content-free guess\"."]
         statistic = {r["paper_statistic"] for r in rows if r.get("reads_best_of")}
         if statistic:
-            out += ["", "The papers' figures here are best-ofs (" + "; ".join(sorted(statistic)) + "): a verdict "
-                        "reads our best run over every learning rate and seed tried (\"best of N runs\"), beside "
-                        "them, and the mean ± sd at the best learning rate stays in the table."]
+            out += ["", "The papers' figures here are best-ofs (" + "; ".join(map(markdown, sorted(statistic)))
+                    + "): a verdict reads our best run over every learning rate and seed tried (\"best of N runs\"), "
+                      "beside them, and the mean ± sd at the best learning rate stays in the table."]
         if in_dist:
             out += ["", "In-distribution: the test split at the training lengths, beside the score beyond them; a "
                         "model that did not learn is low on both, one that did not generalise only beyond."]
         if any(r["seeds"] > 1 for r in rows):
-            out += ["", "Seeds: " + "; ".join(f"{r['task']} " + ", ".join(f"{v:.3f}" for v in r["per_seed"])
+            out += ["", "Seeds: " + "; ".join(f"{markdown(r['task'])} " + ", ".join(f"{v:.3f}" for v in r["per_seed"])
                                               + f" (best run {r['best_run']:.3f})" for r in rows if r["seeds"] > 1)
                     + ". \"At chance\" means every seed is, each within two standard errors over the rows it "
                       "scored."]
@@ -154,13 +170,13 @@ class ReportText:
         sources = self._sources(rows)
         if sources:
             out += ["", "Paper columns, each named as its paper names the row, and where its figures come from: "
-                    + "; ".join(f"{', '.join(names)}: {src}" for src, names in sources.items()) + "."]
+                    + "; ".join(f"{_md(names)}: {markdown(src)}" for src, names in sources.items()) + "."]
         tables = sorted({r["paper_source"] for r in rows if r["paper_source"]})
         if tables:
-            out += ["", "Sources: " + "; ".join(tables) + "."]
+            out += ["", "Sources: " + "; ".join(map(markdown, tables)) + "."]
         missing = sorted({r["paper_missing"] for r in rows if r["paper_missing"]})
         if missing:
-            out += ["", "Paper figures not entered: " + "; ".join(missing) + "."]
+            out += ["", "Paper figures not entered: " + "; ".join(map(markdown, missing)) + "."]
         out += self._summary_markdown() + self._caveats_markdown(rows) + self._diverged_markdown() \
             + self._lengths_markdown() + self._sets_markdown()
         out += ["", f"Runs: {len(self.runs)}, each with its certificate under runs/ beside the report where it was "
@@ -174,15 +190,15 @@ class ReportText:
         whole = [r["task"] for r in rows if r.get("causal") is False]
         if whole:
             out += ["", f"Direction: {markdown(self.name)} read the whole row (the causality check saw outputs move "
-                        f"with later inputs) on {', '.join(whole)}: these protocols allow it, their rows holding no "
+                        f"with later inputs) on {_md(whole)}: these protocols allow it, their rows holding no "
                         "target among the inputs (the Chomsky hierarchy's Transformer is such an encoder; its "
                         "recurrent models read left to right)."]
         for r in rows:
             if r.get("options_tried", 1) > 1 and r.get("best_options"):
-                best = ", ".join(f"{k} {v}" for k, v in sorted(r["best_options"].items()))
-                out += ["", f"Options: {r['task']}: {r['options_tried']} configurations of {markdown(self.name)} tried "
-                            f"(the protocol's grid: the paper's column is the best of them); the best by validation: "
-                            f"{best}."]
+                best = _md(f"{k} {v}" for k, v in sorted(r["best_options"].items()))
+                out += ["", f"Options: {markdown(r['task'])}: {r['options_tried']} configurations of "
+                            f"{markdown(self.name)} tried (the protocol's grid: the paper's column is the best of "
+                            f"them); the best by validation: {best}."]
         grids = {}
         for r in rows:
             for axis in ("width", "depth"):
@@ -192,7 +208,7 @@ class ReportText:
             counts = {r.get("parameters") for r in members}
             if len(members) > 1 and len(counts) == 1 and None not in counts:
                 field = "d_model" if axis == "width" else "n_layers"
-                out += ["", f"Grid: {', '.join(r['task'] for r in members)} are one model: {counts.pop():,} "
+                out += ["", f"Grid: {_md(r['task'] for r in members)} are one model: {counts.pop():,} "
                             f"parameters at every {axis}, so it ignores spec.{field} (docs/evaluate.md, \"The model "
                             "contract\")."]
         return out
@@ -216,8 +232,8 @@ class ReportText:
         for r in rows:
             if r["chance"] is not None:
                 levels.setdefault((f"{r['chance']:.3f}", r["chance_why"]), []).append(r["task"])
-        why = [f"{', '.join(tasks)} {level} ({text})" for (level, text), tasks in levels.items()]
-        none = [r["task"] for r in rows if r["chance"] is None]
+        why = [f"{_md(tasks)} {level} ({markdown(text)})" for (level, text), tasks in levels.items()]
+        none = [markdown(r["task"]) for r in rows if r["chance"] is None]
         return ("Chance: what a model that learned nothing scores (a uniform guess among the task's candidate "
                 "answers; R^2 0 for a regression), drawn as a dashed line on report.png"
                 + (f": {'; '.join(why)}" if why else "")
@@ -252,28 +268,28 @@ class ReportText:
                "settings this report has (column \"settings\": here / MAD's) of the test accuracy at the best "
                "learning rate by validation."]
         if partial:
-            which = ", ".join(f"{r['group']} {r['settings']} of {r['of']}" for r in partial)
+            which = _md(f"{r['group']} {r['settings']} of {r['of']}" for r in partial)
             out[-1] += (f" This report has fewer settings than MAD averages for {len(partial)} task(s) ({which}): "
                         "those scores are not MAD's task scores.")
         if mean is not None:
-            six = ", ".join(f"{GROUP_NAMES.get(c, c)} {v:.3f}" for c, v in mean["paper_mad_score"].items())
+            six = _md(f"{GROUP_NAMES.get(c, c)} {v:.3f}" for c, v in mean["paper_mad_score"].items())
             out[-1] += (f" The mean is over the {mean['tasks']} comparable task(s) here"
-                        + (f", {', '.join(mean['excluded'])} kept apart (not comparable: see Caveats)"
+                        + (f", {_md(mean['excluded'])} kept apart (not comparable: see Caveats)"
                            if mean["excluded"] else "")
                         + f", beside the papers' mean over the same tasks (their own MAD score, over all six tasks "
                           f"compression included: {six}).")
         cut = [r for r in rows if r["budget"] is not None and r["group"] != "mean"]
         if cut:
-            out[-1] += (" Budget cut (`--steps`) for " + ", ".join(r["group"] for r in cut)
+            out[-1] += (" Budget cut (`--steps`) for " + _md(r["group"] for r in cut)
                         + ": those scores are not verdicts.")
-        out += ["", f"Papers: {GROUP_SOURCE}.", "",
-                f"| task | settings | chance | {markdown(self.name)} | " + " | ".join(f"paper: {GROUP_NAMES.get(c, c)}"
-                                                                       for c in cols) + " |",
+        out += ["", f"Papers: {markdown(GROUP_SOURCE)}.", "",
+                f"| task | settings | chance | {markdown(self.name)} | "
+                + " | ".join(f"paper: {markdown(GROUP_NAMES.get(c, c))}" for c in cols) + " |",
                 "|---" * (4 + len(cols)) + "|"]
         for r in rows:
-            name = (f"mean of {r['tasks']} task(s)" + (f" ({', '.join(r['excluded'])} apart)" if r["excluded"] else "")
-                    if r["group"] == "mean" else r["group"] + (" (not comparable: see Caveats; not in the mean)"
-                                                               if r["caveat"] else ""))
+            name = (f"mean of {r['tasks']} task(s)" + (f" ({_md(r['excluded'])} apart)" if r["excluded"] else "")
+                    if r["group"] == "mean" else markdown(r["group"]) + (" (not comparable: see Caveats; not in the "
+                                                                         "mean)" if r["caveat"] else ""))
             name += " (budget cut: not a verdict)" if r["budget"] is not None else ""
             out.append(f"| {name} | {r['settings']} of {r['of']} | {_level_text(r['chance'])} | {r['score']:.3f} | "
                        + " | ".join("-" if r["paper"].get(c) is None else f"{r['paper'][c]:.3f}" for c in cols) + " |")
@@ -285,8 +301,9 @@ class ReportText:
                             if r["caveat"])
         if not why:
             return []
-        return ["", "## Caveats", "", *(f"- {task}: {text} (docs/evaluate.md, \"Where we differ from the authors\")."
-                                        for task, text in why)]
+        return ["", "## Caveats", "",
+                *(f"- {markdown(task)}: {markdown(text)} (docs/evaluate.md, \"Where we differ from the authors\")."
+                  for task, text in why)]
 
     def _diverged_markdown(self):
         """The runs that diverged: where, and their last finite validation figure."""
@@ -296,7 +313,7 @@ class ReportText:
         return ["", "## Diverged runs", "",
                 "A loss or metric became NaN or infinite; the run stopped there, has no test result, and its "
                 "learning rate is not chosen (docs/evaluate.md, \"Diverged runs\").", "",
-                *(f"- {_run_name(r)}: {diverged_text(r)}" for r in runs)]
+                *(f"- {markdown(_run_name(r))}: {markdown(diverged_text(r))}" for r in runs)]
 
     def _lengths_markdown(self):
         """The accuracy-by-length section (lengths.png draws it), for rows that have one."""
@@ -314,7 +331,7 @@ class ReportText:
             for kind in dict.fromkeys(c["kind"] for c in r["by_length"]):
                 cells = binned([c for c in r["by_length"] if c["kind"] == kind])
                 at = [f"{a:,}" if a == z else f"{a:,}-{z:,}" for a, z, _, _ in cells]
-                out += [f"{r['task']}, by {kind}:", "", "| " + kind + " | " + " | ".join(at) + " |",
+                out += [f"{markdown(r['task'])}, by {kind}:", "", "| " + kind + " | " + " | ".join(at) + " |",
                         "|---" * (len(at) + 1) + "|",
                         "| accuracy | " + " | ".join(f"{acc:.3f}" for _, _, acc, _ in cells) + " |"]
                 strings = [c.get("string_accuracy") for c in r["by_length"] if c["kind"] == kind]
@@ -339,7 +356,8 @@ class ReportText:
             sets = r["by_set"]
             errors = [f"{c['count'] - c['correct']:,} of {c['count']:,}" + (
                 f" (< {3 / c['count']:.2g} a target, 95%)" if c["correct"] == c["count"] else "") for c in sets]
-            out += [f"{r['task']}, by test set:", "", "| test set | " + " | ".join(c["set"] for c in sets) + " |",
+            out += [f"{markdown(r['task'])}, by test set:", "",
+                    "| test set | " + " | ".join(markdown(c["set"]) for c in sets) + " |",
                     "|---" * (len(sets) + 1) + "|",
                     "| accuracy | " + " | ".join(f"{c['accuracy']:.4f}" for c in sets) + " |",
                     "| errors | " + " | ".join(errors) + " |", ""]
@@ -398,4 +416,4 @@ def summary(cert):
         lines.append(f"certificate {verdict}{why}" + ("" if c.get("can_fail") else " (this certificate cannot fail)"))
     if cert.get("report_dir"):
         lines.append(f"report: {os.path.join(cert['report_dir'], 'metrics.json')} (curves.png beside it)")
-    return "\n".join(lines)
+    return "\n".join(visible(line) for line in lines)  # a certificate's strings and a user's path: one line each
