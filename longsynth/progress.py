@@ -130,4 +130,4 @@ def compiling_note(note, what="kernels", verb="compiling"):
 
 def to_stderr(line):
     """A note on stderr, prefixed with longsynth: (the Python API's notes; the CLI has its own)."""
-    print(f"longsynth: {line}", file=sys.stderr, flush=True)
+    print(f"longsynth: {visible(line)}", file=sys.stderr, flush=True)  # a path in it: spelled out

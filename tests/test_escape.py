@@ -178,3 +178,18 @@ def test_a_strangers_certificate_writes_nothing_into_report_md_or_the_terminal()
     printed = report.table() + "\n" + summary({**runs[0], "target": "parity", "report_dir": f"/tmp/{HOSTILE}"})
     assert not RAW.search(printed) and "protocol<img" in printed
     assert not any(line.startswith("# Heading") for line in printed.splitlines())
+
+
+def test_the_notes_on_stderr_are_one_line_with_their_escapes_spelled_out(capsys):
+    """The Python API's notes and evaluate's workers' lines (which name a run folder or a model file) reach the
+    terminal as the CLI's do."""
+    from longsynth.progress import to_stderr
+
+    to_stderr("redone in d\x1b[31m\nX")
+    notes = [capsys.readouterr().err]
+    pytest.importorskip("torch")
+    from longsynth.models_ref.evaluation.sweep import _say
+
+    _say("train \x1b[2J.py: resumed")
+    notes.append(capsys.readouterr().err)
+    assert notes == ["longsynth: redone in d\\x1b[31m\\nX\n", "train \\x1b[2J.py: resumed\n"]

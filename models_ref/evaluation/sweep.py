@@ -30,6 +30,7 @@ import torch
 
 from longsynth import safe
 from longsynth.errors import LongsynthError
+from longsynth.escape import visible
 from longsynth.outdir import Folder
 from longsynth.store.pool import SpawnableMain, die_with_parent, stop_workers
 from longsynth.models_ref.evaluation.dry_run import dry_run  # noqa: F401 - evaluate --dry-run, importable from here
@@ -112,8 +113,9 @@ def _evaluate(model, suite, out, settings, progress, notify):
 
 
 def _say(line):
-    """A line on stderr, from this process or a worker's (whose stderr is the parent's)."""
-    print(line, file=sys.stderr, flush=True)
+    """A line on stderr, from this process or a worker's (whose stderr is the parent's): one line, its
+    escapes spelled out (it may name a model file or a run folder)."""
+    print(visible(line), file=sys.stderr, flush=True)
 
 
 def execute(job, run_dir, factory=None, threads=1, progress=False, edited="redo"):
