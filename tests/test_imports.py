@@ -174,13 +174,33 @@ print(json.dumps(inside("", json.loads(sys.argv[1]))))
 ALONE = sorted(m for m in modules() if not m.endswith(".__main__"))
 
 
+# test_a_module_that_fails_alone_is_caught's stand-ins ({folder or "": {module: source}}), imported in the same run as
+# ours (a folder on PYTHONPATH): a run of their own imported the third-party libraries again, seconds
+STAND_INS = {"": {"bad_alone": "x = torch.zeros(1)\n",  # torch is in sys.modules, not bound here
+                  "good_alone": "import torch\nx = torch.zeros(1)\n"},
+             # inside a package: a module imported before another in a sibling's fork leaves nothing behind for it,
+             # and a package that fails to import fails each module inside it
+             "pkg_alone": {"__init__": "", "helper": "VALUE = 1\n", "a_uses": "import pkg_alone.helper\n",
+                           "b_forgets": "import pkg_alone\nx = pkg_alone.helper.VALUE\n"},
+             "broken_alone": {"__init__": "raise RuntimeError('broken package')\n", "child": ""}}
+STAND_IN_NAMES = ["bad_alone", "broken_alone", "broken_alone.child", "good_alone", "pkg_alone", "pkg_alone.a_uses",
+                  "pkg_alone.b_forgets", "pkg_alone.helper"]
+
+
 @pytest.fixture(scope="module")
-def imported_alone():
-    """{module: [exit code, traceback]}: each module imported in a fork of its own."""
+def imported_alone(tmp_path_factory):
+    """{module: [exit code, traceback]}: each module imported in a fork of its own, ours and the stand-ins."""
     import json
 
-    r = subprocess.run([sys.executable, "-c", _ALONE, json.dumps(ALONE)], capture_output=True, text=True,
-                       timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"})
+    root = tmp_path_factory.mktemp("stand_ins")
+    for folder, files in STAND_INS.items():
+        (root / folder).mkdir(exist_ok=True)
+        for name, text in files.items():
+            (root / folder / f"{name}.py").write_text(text)
+    path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+    r = subprocess.run([sys.executable, "-c", _ALONE, json.dumps(ALONE + STAND_IN_NAMES)], capture_output=True,
+                       text=True, timeout=600,
+                       env={**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "PYTHONPATH": path})
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -196,28 +216,12 @@ def test_each_module_imports_alone(name, imported_alone):
     assert code == 0, err[-2000:]
 
 
-def test_a_module_that_fails_alone_is_caught(tmp_path):
+def test_a_module_that_fails_alone_is_caught(imported_alone):
     """The forked import reports a module whose import raises, one that uses a library it never
     imported even though the parent imported that library, and one that uses a submodule that
-    only a sibling imported."""
-    import json
-
-    (tmp_path / "bad_alone.py").write_text("x = torch.zeros(1)\n")  # torch is in sys.modules, not bound here
-    (tmp_path / "good_alone.py").write_text("import torch\nx = torch.zeros(1)\n")
-    # inside a package: a module imported before another in a sibling's fork leaves nothing behind for it, and a
-    # package that fails to import fails each module inside it
-    for folder, files in {"pkg_alone": {"__init__": "", "helper": "VALUE = 1\n", "a_uses": "import pkg_alone.helper\n",
-                                        "b_forgets": "import pkg_alone\nx = pkg_alone.helper.VALUE\n"},
-                          "broken_alone": {"__init__": "raise RuntimeError('broken package')\n", "child": ""}}.items():
-        (tmp_path / folder).mkdir()
-        for name, text in files.items():
-            (tmp_path / folder / f"{name}.py").write_text(text)
-    names = ["bad_alone", "broken_alone", "broken_alone.child", "good_alone", "pkg_alone", "pkg_alone.a_uses",
-             "pkg_alone.b_forgets", "pkg_alone.helper"]
-    r = subprocess.run([sys.executable, "-c", _ALONE, json.dumps(names)], capture_output=True,
-                       text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(tmp_path)})
-    res = json.loads(r.stdout.strip().splitlines()[-1])
-    assert sorted(res) == names
+    only a sibling imported (STAND_INS, in the run that imports ours)."""
+    assert sorted(imported_alone) == sorted(ALONE + STAND_IN_NAMES)  # each name reported, none more
+    res = {n: imported_alone[n] for n in STAND_IN_NAMES}
     assert [res[n][0] for n in ("good_alone", "pkg_alone", "pkg_alone.a_uses", "pkg_alone.helper")] == [0, 0, 0, 0]
     assert res["bad_alone"][0] == 1 and "NameError: name 'torch' is not defined" in res["bad_alone"][1]
     assert res["pkg_alone.b_forgets"][0] == 1 and "has no attribute 'helper'" in res["pkg_alone.b_forgets"][1]
