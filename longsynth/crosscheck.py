@@ -420,7 +420,7 @@ def _regbench(path, cfg, seed, counts, split, stream):
               "max_outgoing_edges", "max_len_per_example", "input_seq_len")
         args = [str(a) for k in kw for a in (k, getattr(cfg, k))]
         env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
-        pass
+        env["PYTHONHASHSEED"] = str(cfg.hash_seed)
         run = subprocess.run([sys.executable, "-c", _REGBENCH_CHILD, source, str(n), str(m), str(seed), *args],
                              env=env, capture_output=True)
         if run.returncode != 0:
