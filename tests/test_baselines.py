@@ -58,6 +58,19 @@ def test_local_attention_is_full_attention_when_the_sequence_fits_one_chunk(caus
     assert torch.equal(layer(u), ref(u))
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_local_attention_is_full_attention_under_its_band_mask(causal):
+    """Over several chunks (the last one short), each query's output is full attention restricted to its chunk
+    and its neighbours (the previous only, up to itself, when causal)."""
+    torch.manual_seed(6)
+    L, c = 45, 8
+    q, k, v = torch.randn(3, 2, 4, L, 8).unbind(0)  # [B, h, L, d]
+    i, j = torch.arange(L)[:, None] // c, torch.arange(L)[None] // c  # chunk of the query, of the key
+    band = (j >= i - 1) & ((torch.arange(L)[None] <= torch.arange(L)[:, None]) if causal else (j <= i + 1))
+    full = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=band, scale=1.0)
+    assert torch.allclose(local_attention(q, k, v, c, causal), full, atol=1e-6)
+
+
 def test_local_attention_memory_is_linear_in_length():
     """The score tensor is [B, h, L/c, c, 3c] (0.8 GB at L = 16K, chunk 1024, 4 heads): the
     forward of one layer, mask and softmax included, stays below the 4 GiB that full

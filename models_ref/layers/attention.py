@@ -69,7 +69,11 @@ def local_attention(q, k, v, chunk, causal):
     pos = torch.arange(n, device=q.device)[:, None] * c + torch.arange(3 * c, device=q.device)[None] - c  # [n, 3c]
     real = (pos >= 0) & (pos < L)  # [n, 3c]  keys that exist
     mask = local_mask(c, causal, q.device)[None] & real[:, None, :]  # [n, c, 3c]
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)  # [B, h, n, c, d]  q is pre-scaled
+    # as [B*h, n, c, d] with a 4-D mask, which CPU's fused (flash) kernel takes: 5-D went the unfused way, which
+    # holds the [B, h, n, c, 3c] scores (at 16K positions, batch 4, chunk 256: forward 2.0 s -> 0.55 s, backward
+    # 2.0 s -> 1.4 s on a core; the same up to float rounding, masked keys exactly 0)
+    out = F.scaled_dot_product_attention(q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), attn_mask=mask[None],
+                                         scale=1.0)  # [B*h, n, c, d]  q is pre-scaled
     return out.reshape(B, h, n * c, d)[:, :, :L]  # [B, h, L, d]
 
 
