@@ -5,7 +5,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -15,9 +14,12 @@ import torch
 from click.testing import CliRunner
 
 import longsynth
-from longsynth import store
 from longsynth.cli.main import cli
 from longsynth.errors import LongsynthError
+from test_evaluate_hostile import EVAL as HOSTILE_EVAL, LINEAR
+from test_evaluate_hostile import copied, finished  # noqa: F401 (fixtures: a finished run, a copy to edit)
+from untrusted_fixtures import *  # noqa: F403 (its __all__: the fixtures clean, ds and listops_subtrees)
+from untrusted_fixtures import edit_manifest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # what escape.visible spells out, newlines aside
@@ -36,30 +38,6 @@ def one_error_line(r):
     assert r.exit_code not in (0, None) and len(lines) == 1, r.output
     assert "Traceback" not in r.output and isinstance(r.exception, SystemExit), r.output
     return lines[0]
-
-
-@pytest.fixture(scope="module")
-def clean(tmp_path_factory):
-    root = tmp_path_factory.mktemp("clean") / "d"
-    store.generate(str(root), "cumsum", {"L": 8}, seed=3, splits={"train": 8, "val": 4, "test": 4}, shard_size=4,
-                   workers=1)
-    return root
-
-
-@pytest.fixture
-def ds(clean, tmp_path):
-    root = tmp_path / "d"
-    shutil.copytree(clean, root)
-    return root
-
-
-def edit_manifest(root, change):
-    path = os.path.join(root, "manifest.json")
-    with open(path, encoding="utf-8") as f:
-        m = json.load(f)
-    change(m)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(m, f)
 
 
 # ---------------------------------------------------------------- the house
@@ -202,29 +180,10 @@ def test_weights_whose_storage_is_smaller_than_their_shape_are_refused_before_bu
 
 # ---------------------------------------------------------------- evaluate's run folders
 
-LINEAR = "from torch import nn\n\n\ndef build(spec):\n    return nn.Linear(spec.d_input, spec.d_output)\n"
-EVAL = ["--suite", "cumsum", "--steps", "2", "--lr", "1e-3"]
+EVAL = HOSTILE_EVAL[1:]  # the finished fixture's run: evaluate's arguments after the command
 
 
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    where = tmp_path_factory.mktemp("finished")
-    (where / "lin.py").write_text(LINEAR)
-    model, out = f"{where / 'lin.py'}:build", where / "out"
-    r = invoke("evaluate", model, *EVAL, "--out", out)
-    assert r.exit_code == 0, r.output
-    return model, out
-
-
-@pytest.fixture
-def copied(finished, tmp_path):
-    model, out = finished
-    shutil.copytree(out, tmp_path / "out")
-    (run,) = (tmp_path / "out" / "runs" / "cumsum").iterdir()
-    return model, tmp_path / "out", run
-
-
-def test_a_folder_in_place_of_files_json_is_refused_before_the_run_is_redone(copied):
+def test_a_folder_in_place_of_files_json_is_refused_before_the_run_is_redone(copied):  # noqa: F811
     model, out, run = copied
     (run / "files.json").unlink()
     (run / "files.json").mkdir()
@@ -234,7 +193,7 @@ def test_a_folder_in_place_of_files_json_is_refused_before_the_run_is_redone(cop
     assert "redone" not in r.output and (run / "checkpoints" / "last.pt").read_bytes() == before
 
 
-def test_a_stored_certificate_s_text_is_escaped_in_report_md(copied):
+def test_a_stored_certificate_s_text_is_escaped_in_report_md(copied):  # noqa: F811
     model, out, run = copied
     cert = json.loads((run / "metrics.json").read_text())
     cert["protocol_source"] = "<img src=x onerror=alert(1)>\n# Injected\x1b[2J"
