@@ -68,18 +68,56 @@ def _dask_cli():
     return [sys.executable, "-m", "dask"]
 
 
-# ---------------------------------------------------------------- LocalCluster, process workers
+# ---------------------------------------------------------------- one cluster: process workers started by the dask CLI
 
 
 @pytest.fixture(scope="module")
-def client():
-    """A LocalCluster of two single-threaded process workers on 127.0.0.1."""
-    with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1",
-                                  dashboard_address="127.0.0.1:0") as lc, distributed.Client(lc) as c:
+def scheduler_file(tmp_path_factory):
+    """`dask scheduler` and two `dask worker` processes (behind one nanny each), the way a
+    user starts them on a cluster, bound to 127.0.0.1."""
+    base = tmp_path_factory.mktemp("dask")
+    sfile = str(base / "scheduler.json")
+    env = dict(os.environ)
+    procs = [subprocess.Popen([*_dask_cli(), "scheduler", "--scheduler-file", sfile, "--host", "127.0.0.1",
+                               "--port", "0", "--dashboard-address", "127.0.0.1:0"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env=env, start_new_session=True)]
+    try:
+        deadline = time.time() + 30
+        while not os.path.exists(sfile) and time.time() < deadline:
+            time.sleep(0.05)
+        assert os.path.exists(sfile), "dask scheduler did not start"
+        procs.append(subprocess.Popen([*_dask_cli(), "worker", "--scheduler-file", sfile, "--host", "127.0.0.1",
+                                       "--nworkers", "2", "--nthreads", "1", "--dashboard-address", "127.0.0.1:0",
+                                       "--death-timeout", "30"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                                      start_new_session=True))
+        with distributed.Client(scheduler_file=sfile, timeout=30) as c:
+            c.wait_for_workers(2, timeout=60)
+        yield sfile
+    finally:
+        for p in reversed(procs):  # the whole session: workers' nannies and their children
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+
+@pytest.fixture(scope="module")
+def client(scheduler_file):
+    """A client of that cluster, as a user's Python holds one (a LocalCluster of its own started and stopped two
+    more worker processes, seconds, to run the same code on the same kind of workers)."""
+    with distributed.Client(scheduler_file=scheduler_file, timeout=30) as c:
+        c.wait_for_workers(2, timeout=60)
         yield c
 
 
-class TestLocalCluster:
+class TestClient:
     def test_same_bytes_as_the_local_pool_and_progress_across_the_cluster(self, tmp_path, client, reference):
         calls, notes = [], []
 
@@ -132,43 +170,6 @@ class TestLocalCluster:
 
 
 # ---------------------------------------------------------------- the dask CLI; a worker killed
-
-
-@pytest.fixture(scope="module")
-def scheduler_file(tmp_path_factory):
-    """`dask scheduler` and two `dask worker` processes (behind one nanny each), the way a
-    user starts them on a cluster, bound to 127.0.0.1."""
-    base = tmp_path_factory.mktemp("dask")
-    sfile = str(base / "scheduler.json")
-    env = dict(os.environ)
-    procs = [subprocess.Popen([*_dask_cli(), "scheduler", "--scheduler-file", sfile, "--host", "127.0.0.1",
-                               "--port", "0", "--dashboard-address", "127.0.0.1:0"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, env=env, start_new_session=True)]
-    try:
-        deadline = time.time() + 30
-        while not os.path.exists(sfile) and time.time() < deadline:
-            time.sleep(0.05)
-        assert os.path.exists(sfile), "dask scheduler did not start"
-        procs.append(subprocess.Popen([*_dask_cli(), "worker", "--scheduler-file", sfile, "--host", "127.0.0.1",
-                                       "--nworkers", "2", "--nthreads", "1", "--dashboard-address", "127.0.0.1:0",
-                                       "--death-timeout", "30"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                                      start_new_session=True))
-        with distributed.Client(scheduler_file=sfile, timeout=30) as c:
-            c.wait_for_workers(2, timeout=60)
-        yield sfile
-    finally:
-        for p in reversed(procs):  # the whole session: workers' nannies and their children
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
 
 
 @pytest.mark.slow  # a Dask scheduler and workers in their own processes: left out of the fast subset
