@@ -102,10 +102,6 @@ def _tape_rnn():
     return cfg, ChomskyModel(cfg)
 
 
-@pytest.mark.xfail(strict=True, reason="a tape-rnn's config holds its mlp sizes as a tuple (ChomskyConfig.from_dict "
-                                       "makes it one), which the Weights and Checkpoint records refuse (not JSON): "
-                                       "load_model refuses every tape-rnn checkpoint and every interrupted tape-rnn "
-                                       "run starts over instead of resuming")
 def test_a_tape_rnn_checkpoint_loads(tmp_path):
     from longsynth.models_ref.training.checkpoints import load_model
 

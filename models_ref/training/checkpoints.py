@@ -93,9 +93,9 @@ class Checkpoint(fields.Record):
     which ``_this_run`` checks it."""
 
     model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True, protected_namespaces=())
-    config: dict[str, Plain] = Field(alias="model_config")
-    train_config: dict[str, Plain]
-    manifest_digest: Plain
+    config: dict[str, Any] = Field(alias="model_config")  # compared with the run's own (a config keeps tuples)
+    train_config: dict[str, Any]  # compared with the run's own
+    manifest_digest: Any  # compared with the run's own
     step: fields.Int(0)
     model: dict[str, torch.Tensor]
     optimizer: dict[str, Any]
@@ -138,7 +138,8 @@ class Weights(fields.Record):
     """What load_model reads of any checkpoint: the model's config (plain data) and its named tensors."""
 
     model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True, protected_namespaces=())
-    config: dict[str, Plain] = Field(alias="model_config")
+    config: dict[str, Any] = Field(alias="model_config")  # read by the config's own from_dict (a tuple, a tape's
+    # mlp sizes, is not JSON but is what torch.load gives back)
     model: dict[str, torch.Tensor]
 
 
@@ -255,6 +256,9 @@ def _stored_numbers(weights, path):
     its numel() counts numbers the file does not hold."""
     storages = {}
     for key, v in weights.items():
+        if v.layout != torch.strided:  # a sparse (COO, CSR, ...) tensor has no one storage to count: no weight of ours
+            raise CheckpointError(f"{path}: its weight {key[:80]!r} is {str(v.layout).removeprefix('torch.')}, "
+                                  f"not a dense tensor")
         size, st = v.element_size(), v.untyped_storage()
         room = st.nbytes() - v.storage_offset() * size
         if v.numel() * size > room:
