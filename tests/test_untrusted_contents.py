@@ -574,3 +574,21 @@ def test_weights_that_store_less_than_their_shape_are_refused_before_building(sm
         checkpoints.load_model(str(tmp_path / "shared.pt"))
     monkeypatch.undo()
     checkpoints.load_model(str(small_checkpoint))  # what longsynth writes loads
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+def test_a_sparse_weight_is_refused_in_one_line(tmp_path, layout):
+    """A sparse weight has no one storage to count (untyped_storage() raised NotImplementedError): one
+    CheckpointError naming the weight and its layout."""
+    import torch
+
+    from longsynth.models_ref.models.stack import Model, ModelConfig
+    from longsynth.models_ref.training.checkpoints import CheckpointError, load_model
+
+    cfg = ModelConfig(d_input=2, d_output=2, H=8, N=8, n_layers=1)
+    weights = Model(cfg).state_dict()
+    dense = weights["encoder.weight"]
+    weights["encoder.weight"] = dense.to_sparse() if layout == "coo" else dense.to_sparse_csr()
+    torch.save({"model_config": cfg.to_dict(), "model": weights}, tmp_path / "c.pt")
+    with pytest.raises(CheckpointError, match=r"'encoder\.weight' is sparse_(coo|csr), not a dense tensor"):
+        load_model(str(tmp_path / "c.pt"))
