@@ -12,6 +12,7 @@ import torch  # a test dependency: its absence must fail, not skip
 from torch.utils.data import DataLoader
 
 import longsynth
+from longsynth.errors import LongsynthError
 from registered import registered
 from longsynth.store import generate
 from longsynth.task import KeySpec, Ragged, Task, param
@@ -383,6 +384,21 @@ def test_onthefly_resume_continues_the_stream():
         len(OnTheFlyDataset("cumsum", L=L))
 
 
+@pytest.mark.parametrize("step", [None, "3", 2.5, True, -1, [1]])
+def test_onthefly_state_with_a_step_that_is_no_count_is_another_stream(step):
+    """A state whose step is missing, not an int, or negative is one LongsynthError line, as a state of another
+    stream is (step None had raised TypeError from int())."""
+    ds = OnTheFlyDataset("cumsum", L=L, batch_size=2)
+    with pytest.raises(LongsynthError, match=r"^state: another stream \(its step is"):
+        ds.load_state_dict({**ds.state_dict(0), "step": step})
+    with pytest.raises(LongsynthError, match="another stream"):
+        ds.load_state_dict({k: v for k, v in ds.state_dict(0).items() if k != "step"})
+    with pytest.raises(LongsynthError, match="another stream"):
+        ds.load_state_dict([("step", 0)])
+    ds.load_state_dict({**ds.state_dict(0), "step": np.int64(3)})
+    assert ds.start == 3
+
+
 def test_onthefly_default_fork_workers_work_after_a_kernel_ran():
     """The DataLoader's default (fork) workers still work after the parent ran a Numba kernel
     (importing longsynth picks a fork-safe threading layer, not OpenMP's)."""
@@ -486,6 +502,7 @@ def test_import_longsynth_does_not_import_torch(tmp_path):
     code = f"""
 import json, sys
 import longsynth
+from longsynth.errors import LongsynthError
 from longsynth.store import generate
 longsynth.sample("cumsum", 0, L=8)
 longsynth.batch("cumsum", 0, 2, L=8)

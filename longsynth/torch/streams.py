@@ -145,13 +145,18 @@ class OnTheFlyDataset(IterableDataset):
 
         Call before the DataLoader starts its workers (they copy the dataset).
         """
-        mine = self.state_dict(state["step"])
+        if not isinstance(state, dict):
+            raise LongsynthError(f"state: another stream (a {type(state).__name__}, not a dict of its fields)")
+        step = state.get("step")
+        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
+            raise LongsynthError(f"state: another stream (its step is {str(step)[:40]!r}, not a count from 0)")
+        mine = self.state_dict(step)
         diff = [k for k in mine if state.get(k) != mine[k]]
         if diff:
             raise LongsynthError(f"state: another stream ({', '.join(diff)} differ)")
-        if self.steps is not None and state["step"] > self.steps:
-            raise LongsynthError(f"state: step {state['step']} is past steps {self.steps}")
-        self.start = int(state["step"])
+        if self.steps is not None and step > self.steps:
+            raise LongsynthError(f"state: step {step} is past steps {self.steps}")
+        self.start = int(step)
 
     def __iter__(self):
         info = get_worker_info()
