@@ -482,6 +482,20 @@ def _short(theirs, n):
     return ""
 
 
+def _said(e):
+    """``Class: message`` of an exception the authors' code raised, on one line; a class of theirs whose name or
+    ``str()`` fails is still one line."""
+    try:
+        name = str(type(e).__name__)
+    except Exception:
+        name = "an exception"
+    try:
+        text = " ".join(str(e).split())[:200]
+    except Exception:
+        text = "(its message could not be read)"
+    return f"{name[:80]}: {text}"
+
+
 def compare(root, checkout, progress=None):
     """Make every split of the dataset in ``root`` again with the authors' code in ``checkout``
     and compare it with the stored rows, element for element (their streams are sequential, so a
@@ -506,11 +520,10 @@ def compare(root, checkout, progress=None):
         for split, sp in ds.splits.items():
             try:
                 theirs = RUNNERS[ds.task.name](checkout, cfg, m["seed"], counts, split, stream)
-            except LongsynthError:
+            except (LongsynthError, KeyboardInterrupt):  # ours, and a user's Ctrl-C, which aborts as anywhere
                 raise
-            except (Exception, SystemExit) as e:  # their code, a missing dependency of it, or an exit() in it
-                raise LongsynthError(f"--authors: the authors' code failed on {split}: {type(e).__name__}: "
-                                     f"{' '.join(str(e).split())[:200]}") from e
+            except BaseException as e:  # their code, a missing dependency of it, an exit() or a GeneratorExit in it
+                raise LongsynthError(f"--authors: the authors' code failed on {split}: {_said(e)}") from e
             short = _short(theirs, len(sp))
             if short:
                 raise LongsynthError(f"--authors: the authors' code gave {short} for {split}, which holds {len(sp):,}"

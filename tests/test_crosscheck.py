@@ -72,7 +72,8 @@ def test_one_token_off_fails_naming_the_row(tmp_path):
     assert "test[5]: inputs differs" in r.output and "differs from the authors' code: 2 row(s)" in r.output
 
 
-@pytest.mark.parametrize("case", ["law", "no-folder", "wrong-repo", "their-error"])
+@pytest.mark.parametrize("case", ["law", "no-folder", "wrong-repo", "their-error", "generator-exit",
+                                  "their-base-exception", "unprintable"])
 def test_what_cannot_be_compared_is_one_line(tmp_path, case):
     out = _gen(tmp_path, *([] if case == "law" else ["--authors-stream"]))
     checkout = _checkout(tmp_path, False)
@@ -84,13 +85,40 @@ def test_what_cannot_be_compared_is_one_line(tmp_path, case):
     elif case == "their-error":
         (checkout / "zoology" / "data" / "multiquery_ar.py").write_text(
             "def multiquery_ar(**kw):\n    raise ValueError('boom')\n")
+    elif case in THEIR_RAISES:
+        (checkout / "zoology" / "data" / "multiquery_ar.py").write_text(THEIR_RAISES[case])
     r = CliRunner().invoke(cli, ["verify", str(out), "--authors", str(checkout)])
     assert r.exit_code != 0 and "Traceback" not in r.output
     last = r.output.strip().splitlines()[-1]
     want = {"law": "made with longsynth's law", "no-folder": "is not a folder",
             "wrong-repo": "the authors' code failed on train: ModuleNotFoundError",
-            "their-error": "the authors' code failed on train: ValueError: boom"}[case]
+            "their-error": "the authors' code failed on train: ValueError: boom",
+            "generator-exit": "the authors' code failed on train: GeneratorExit: theirs",
+            "their-base-exception": "the authors' code failed on train: Theirs: not an Exception",
+            "unprintable": "the authors' code failed on train: Unprintable: (its message could not be read)"}[case]
     assert want in last, r.output
+    assert [line for line in r.output.splitlines() if line.startswith("Error:")] == [last], r.output
+
+
+THEIR_RAISES = {  # BaseExceptions that are not Exception or SystemExit (had traced back), and a str() that fails
+    "generator-exit": "def multiquery_ar(**kw):\n    raise GeneratorExit('theirs')\n",
+    "their-base-exception": "class Theirs(BaseException):\n    pass\n\n\n"
+                            "def multiquery_ar(**kw):\n    raise Theirs('not an Exception')\n",
+    "unprintable": "class Unprintable(Exception):\n    def __str__(self):\n        raise RuntimeError\n\n\n"
+                   "def multiquery_ar(**kw):\n    raise Unprintable()\n",
+}
+
+
+def test_a_keyboard_interrupt_in_their_code_still_aborts(tmp_path):
+    """Ctrl-C while their code runs is not turned into a verdict or an error line: it aborts, as anywhere."""
+    from longsynth import crosscheck
+
+    out = _gen(tmp_path, "--authors-stream")
+    checkout = _checkout(tmp_path, False)
+    (checkout / "zoology" / "data" / "multiquery_ar.py").write_text(
+        "def multiquery_ar(**kw):\n    raise KeyboardInterrupt\n")
+    with pytest.raises(KeyboardInterrupt):
+        crosscheck.compare(str(out), str(checkout))
 
 
 def test_the_runners_cover_every_task_with_an_authors_stream():
