@@ -217,6 +217,49 @@ def test_the_graph_check_measures_two_samples_only_where_one_leaves_it_open(monk
         harness._check_graph_memory(m, x, B, 1, "cumsum", "m.py")
 
 
+def test_the_graph_check_measures_checkpointed_blocks_as_training_runs_them():
+    """With checkpoint_activations on, the blocks' saved tensors are hidden from the hooks: graph_bytes counts
+    what autograd saves outside them, each block's input and one block's graph (recomputed in the backward), more
+    than the hooks see and less than the graph without checkpointing."""
+    from longsynth.models_ref.evaluation import checks
+
+    m = Model(ModelConfig(d_input=3, d_output=8, H=16, N=16, n_layers=4))
+    x = _shift_batch(0, B=2, L=64)[0]
+    whole = checks.graph_bytes(m, x)
+    m.checkpoint_activations = True
+    seen = {}
+
+    def pack(t):
+        seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        m(x[:1]).square().mean().backward()
+    m.zero_grad(set_to_none=True)
+    one, _ = checks.graph_bytes(m, x, settled=lambda one: True)
+    assert sum(seen.values()) + 4 * 64 * 16 * 4 <= one < whole[0] + whole[1]
+    assert m.checkpoint_activations and all(p.grad is None for p in m.parameters())
+
+
+def test_validate_with_checkpoint_activations_still_refuses_a_batch_that_cannot_fit(tmp_path, monkeypatch):
+    """--checkpoint-activations skipped the graph check, though the refusal without it recommends the flag: a batch
+    that cannot fit trained and died in a RuntimeError. The graph is measured as training runs it (blocks
+    recomputed) and refused in one line, which does not recommend the flag already given."""
+    from click.testing import CliRunner
+
+    from longsynth import api
+    from longsynth.cli.main import cli
+
+    monkeypatch.setattr(api, "memory_available", lambda read=None: 2 << 20)  # the data of 16 fits
+    out = tmp_path / "report"
+    r = CliRunner().invoke(cli, ["validate", "cumsum", "--batch-size", "16", "--steps", "1",
+                                 "--checkpoint-activations", "--report-dir", str(out)])
+    torch.set_num_threads(1)
+    assert r.exit_code == 1 and r.output.count("\n") == 1, r.output
+    assert r.output.startswith("Error: --batch-size: training dlr on batches of 16 samples of cumsum needs about")
+    assert "blocks recomputed" in r.output and "--checkpoint-activations" not in r.output and not out.exists()
+
+
 @pytest.mark.parametrize("splits", [{"train": 10}, {"train": 40, "val": 0, "test": 0}])
 def test_validate_too_few_samples_is_one_line(tmp_path, splits):
     from click.testing import CliRunner

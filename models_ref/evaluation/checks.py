@@ -100,8 +100,33 @@ def graph_bytes(module, x, settled=None):
     ``settled(one)`` is true of the bytes of one sample's graph, the caller's question is answered by
     counting them all per sample (an upper bound for a batch of one or more): the second measurement, which
     costs twice the first, is left out and (one, 0) returned. The torch RNG is left as it was (a dropout
-    draws from it), so training starts from the same state; the module's gradients are cleared again."""
+    draws from it), so training starts from the same state; the module's gradients are cleared again.
+
+    A module whose ``checkpoint_activations`` is on (the reference Model; training sets it from TrainConfig) keeps
+    what autograd saves outside its blocks, each block's input, and, in the backward, one block's graph recomputed
+    at a time: the three are counted (one block's graph as the blocks' whole graph, measured with checkpointing off,
+    over their number). Checkpointing hides the blocks' saved tensors from the hooks, so they alone undercount."""
+    blocks = list(getattr(module, "blocks", None) or ()) if getattr(module, "checkpoint_activations", False) else []
+
     def saved(n):
+        if not blocks:
+            return _saved(n)
+        inputs = []
+        hooks = [b.register_forward_pre_hook(lambda _, args: inputs.append(
+            sum(a.untyped_storage().nbytes() for a in args if isinstance(a, torch.Tensor)))) for b in blocks]
+        try:
+            outside = _saved(n)
+        finally:
+            for h in hooks:
+                h.remove()
+        module.checkpoint_activations = False
+        try:
+            whole = _saved(n)
+        finally:
+            module.checkpoint_activations = True
+        return outside + sum(inputs[:len(blocks)]) + max(0, whole - outside) // len(blocks)
+
+    def _saved(n):
         storages = {}
 
         def pack(t):

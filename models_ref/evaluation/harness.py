@@ -136,13 +136,14 @@ def _check_data_memory(proto, B, rank, world):
 GRAPH_FACTOR = 2  # a training step's peak over its saved tensors: measured 1.9 for DLR on cumsum, 0.8 for S6
 
 
-def _check_graph_memory(module, x, B, world, task, model):
+def _check_graph_memory(module, x, B, world, task, model, checkpointed=False):
     """One line, before training, when a training step on batches of global batch ``B`` would hold more than
     the memory available now: GRAPH_FACTOR times the tensors the module's autograd graph saves, measured on
     one sample, and on two only where one sample's graph times the batch (its fixed part counted per sample)
     would not fit (checks.graph_bytes: a forward and backward of 16,384 positions of local attention took
     5.4 s for the two). Measured, validate cumsum (DLR) peaked at 4.0 GB for a batch of 2,048 and 23.9 GB for
-    16,384; the data check (``_check_data_memory``) does not see them."""
+    16,384; the data check (``_check_data_memory``) does not see them. ``checkpointed``: training recomputes each
+    block (--checkpoint-activations; the module's own flag set as training sets it, which graph_bytes measures)."""
     from longsynth.api import memory_available
     from longsynth.store.manifest import human
 
@@ -160,8 +161,9 @@ def _check_graph_memory(module, x, B, world, task, model):
     hint = f"a --batch-size of at most {fits:,} fits" if fits else "no batch fits"
     raise LongsynthError(f"--batch-size: training {os.path.basename(model)} on batches of {B:,} samples of {task} "
                          f"needs about {human(need)} of memory (its autograd graph keeps {human(per_sample)} a sample; "
-                         f"a step holds about {GRAPH_FACTOR}x that), {human(avail)} available now; {hint}, or "
-                         f"--checkpoint-activations keeps less")
+                         f"a step holds about {GRAPH_FACTOR}x that{', blocks recomputed' if checkpointed else ''}), "
+                         f"{human(avail)} available now; {hint}"
+                         f"{'' if checkpointed else ', or --checkpoint-activations keeps less'}")
 
 
 def prepare(job, rank=0, world=1, fresh=False):
@@ -284,8 +286,10 @@ def run(job, out_dir, *, factory=None, progress=False, resume=False, rank=0, wor
     torch.manual_seed(tcfg.seed)
     module, x2 = build(factory, spec), p.sources[0](0)[0][:2].to(dev)
     causal = check_model(module, factories.checked_spec(factory, spec), x2, whole_row=proto.whole_row)
-    if dev.type == "cpu" and not tcfg.checkpoint_activations:  # the graph lives in this process's memory
-        _check_graph_memory(module, x2, p.batch_size, world, proto.task, job.model)
+    if dev.type == "cpu":  # the graph lives in this process's memory; measured as training will run it
+        if hasattr(module, "checkpoint_activations"):  # the reference Model's option, as the trainer sets it
+            module.checkpoint_activations = tcfg.checkpoint_activations
+        _check_graph_memory(module, x2, p.batch_size, world, proto.task, job.model, tcfg.checkpoint_activations)
     del module
     if isinstance(factory, factories.Reference):
         model_config = factory.config(spec).to_dict()  # the reference model's config, as validate always recorded
