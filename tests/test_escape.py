@@ -193,3 +193,16 @@ def test_the_notes_on_stderr_are_one_line_with_their_escapes_spelled_out(capsys)
     _say("train \x1b[2J.py: resumed")
     notes.append(capsys.readouterr().err)
     assert notes == ["longsynth: redone in d\\x1b[31m\\nX\n", "train \\x1b[2J.py: resumed\n"]
+
+
+def test_a_model_file_named_with_a_byte_that_is_not_utf8_loads(tmp_path):
+    """Linux allows any byte in a name; Python hands an undecodable one over as a lone surrogate (\\udcff),
+    which the model's module name is hashed from as the OS's bytes, not as UTF-8 (which has no surrogates)."""
+    pytest.importorskip("torch")
+    from longsynth.models_ref.models.factories import load
+
+    path = os.fsdecode(os.path.join(os.fsencode(str(tmp_path)), b"m\xff.py"))
+    with open(path, "w") as f:
+        f.write("def build(spec):\n    return None\n")
+    factory, identity = load(f"{path}:build")
+    assert callable(factory) and identity["model"] == "m\udcff.py:build" and len(identity["sha256"]) == 64

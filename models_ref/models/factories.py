@@ -206,7 +206,7 @@ def _from_file(path, attr):
     process imports a file once; later loads return that module and the digest of what it ran."""
     if not os.path.isfile(path):
         raise LongsynthError(f"model: {path} is not a file")
-    name = "longsynth_user_model_" + hashlib.sha256(os.path.abspath(path).encode()).hexdigest()[:12]
+    name = "longsynth_user_model_" + hashlib.sha256(os.fsencode(os.path.abspath(path))).hexdigest()[:12]
     module = sys.modules.get(name)
     if module is None:
         spec = importlib.util.spec_from_file_location(name, path)
