@@ -8,6 +8,7 @@ import click
 
 from longsynth import api, registry
 from longsynth.errors import LongsynthError
+from longsynth.escape import visible
 from longsynth.task import field_kind
 
 TYPES = {"int": int, "float": float, "bool": bool, "str": str}
@@ -27,8 +28,7 @@ def shown_lines(text):
     return "\n".join(_spelled(line) for line in str(text).split("\n"))
 
 
-def _spelled(text):
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+_spelled = visible  # one rule for the CLI's lines and the reports' (longsynth.escape)
 
 
 def friendly(fn):

@@ -206,3 +206,27 @@ def test_a_model_file_named_with_a_byte_that_is_not_utf8_loads(tmp_path):
         f.write("def build(spec):\n    return None\n")
     factory, identity = load(f"{path}:build")
     assert callable(factory) and identity["model"] == "m\udcff.py:build" and len(identity["sha256"]) == 64
+
+
+@pytest.mark.parametrize("char, spelled", [("\udcff", "\\udcff"), ("\u202e", "\\u202e"), ("\u2067", "\\u2067"),
+                                           ("\u200b", "\\u200b"), ("\u200f", "\\u200f"), ("\ufeff", "\\ufeff"),
+                                           ("\u2028", "\\u2028"), ("\u2029", "\\u2029")])
+def test_a_surrogate_and_reordering_or_invisible_characters_are_spelled_out(char, spelled):
+    """A lone surrogate (a file name's undecodable byte) cannot be written as UTF-8 (report.md) nor drawn; a bidi
+    override shows a name reordered (run\\u202etxt.py as runyp.txt), a zero-width character hides; U+2028 breaks
+    a line: each is written out, by the rule the CLI's ``shown`` applies."""
+    from longsynth.cli.common import shown
+    from longsynth.escape import drawn
+
+    text = f"run{char}txt.py"
+    for how in (visible, markdown, drawn, shown):
+        out = how(text)
+        out.encode("utf-8")
+        assert char not in out and spelled in out, (how.__name__, out)
+    assert visible(text) == shown(text) == f"run{spelled}txt.py"
+    assert visible("naïve 名前.py") == "naïve 名前.py"  # printable text beyond ASCII stays as it is
+
+
+def test_markdown_escapes_dollar_signs_so_no_math_starts():
+    """GitHub renders $x^2$ as math: a model file named a$x^2$.py is in report.md as its name."""
+    assert markdown("a$x^2$.py") == "a\\$x^2\\$.py"
