@@ -17,6 +17,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 
 from longsynth.errors import LongsynthError
+from longsynth.escape import visible
 
 MAX_TEXT = 10_000  # characters of a free-text field (a command line, versions, docs)
 
@@ -42,9 +43,11 @@ class Record(BaseModel):
 
 
 class Bad(Exception):
-    """A relation between fields that does not hold: ``field`` is its dotted path."""
+    """A relation between fields that does not hold: ``field`` is its dotted path. Both are kept
+    ``escape.visible`` (a key or value a stranger chose, spelled out): one line."""
 
     def __init__(self, field, text):
+        field, text = visible(field), visible(text)
         super().__init__(f"{field}: {text}")
         self.field, self.text = field, text
 
@@ -59,7 +62,8 @@ def kind(value):
 
 def path(loc):
     """pydantic's location tuple as a dotted path: ``("splits", "train", "shards", 3)`` is
-    ``splits.train.shards[3]``; a key the stranger chose is cut to 40 characters."""
+    ``splits.train.shards[3]``; a key the stranger chose is cut to 40 characters and spelled out
+    (``escape.visible``: its newlines and escapes written out)."""
     out = ""
     for part in loc:
         if part == "[key]":
@@ -67,7 +71,7 @@ def path(loc):
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            part = str(part)[:40]
+            part = visible(str(part)[:40])
             out += f".{part}" if out else part
     return out
 
@@ -108,7 +112,7 @@ def reason(err):
         return f"more than {ctx['max_length']:,} entries"
     if typ == "literal_error":
         return f"must be one of {ctx['expected']}" + (f", got {str(value)[:40]!r}" if isinstance(value, str) else "")
-    msg = " ".join(str(err["msg"]).split())
+    msg = visible(" ".join(str(err["msg"]).split()))
     if typ == "value_error":  # a validator's own words, which name what is wrong
         return msg[len("Value error, "):] if msg.startswith("Value error, ") else msg
     if isinstance(value, float) and not math.isfinite(value):
@@ -119,18 +123,18 @@ def reason(err):
 
 
 def parse(model, raw, where, whole, error=LongsynthError, context=None):
-    """``raw`` (parsed JSON) validated as ``model``; ``error`` (one line: ``where``, the field's
-    dotted path, what is wrong) for the first field that does not follow it or the first
+    """``raw`` (parsed JSON) validated as ``model``; ``error`` (one line, ``escape.visible``: ``where``, the
+    field's dotted path, what is wrong) for the first field that does not follow it or the first
     relation that does not hold. ``whole`` names the record when the fault is the record itself."""
     if not isinstance(raw, dict):
-        raise error(f"{where}: {whole}: expected an object, got {kind(raw)}")
+        raise error(visible(f"{where}: {whole}: expected an object, got {kind(raw)}"))
     try:
         return model.model_validate(raw, context=context)
     except ValidationError as e:
         err = e.errors(include_url=False)[0]
-        raise error(f"{where}: {path(err['loc']) or whole}: {reason(err)}") from None
+        raise error(visible(f"{where}: {path(err['loc']) or whole}: {reason(err)}")) from None
     except Bad as e:
-        raise error(f"{where}: {e.field}: {e.text}") from None
+        raise error(visible(f"{where}: {e.field}: {e.text}")) from None
 
 
 __all__ = ["Bad", "Finite", "Hex64", "Int", "MAX_TEXT", "Record", "Text", "kind", "parse", "path", "reason"]

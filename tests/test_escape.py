@@ -230,3 +230,28 @@ def test_a_surrogate_and_reordering_or_invisible_characters_are_spelled_out(char
 def test_markdown_escapes_dollar_signs_so_no_math_starts():
     """GitHub renders $x^2$ as math: a model file named a$x^2$.py is in report.md as its name."""
     assert markdown("a$x^2$.py") == "a\\$x^2\\$.py"
+
+
+def test_a_record_error_naming_a_strangers_key_or_value_is_one_line():
+    """fields.parse's error (and a relation's, fields.Bad) quotes a key or value a stranger chose: newlines and
+    escapes in it are spelled out, the line otherwise as before."""
+    from longsynth import fields
+    from longsynth.errors import LongsynthError
+
+    class Rec(fields.Record):
+        sha256: dict[str, fields.Hex64]
+
+    class Related(fields.Record):
+        name: fields.Text()
+
+        def model_post_init(self, _):
+            raise fields.Bad(f"keys.{self.name}", f"{self.name} is not stored")
+
+    hostile = "x\x1b]0;t\x07\nINJECTED"
+    with pytest.raises(LongsynthError) as e:
+        fields.parse(Rec, {"sha256": {hostile: "z"}}, "files.json", "files.json")
+    assert str(e.value) == "files.json: sha256.x\\x1b]0;t\\x07\\nINJECTED: 'z' is malformed"
+    with pytest.raises(LongsynthError) as e:
+        fields.parse(Related, {"name": hostile}, "m.json", "manifest")
+    assert str(e.value) == "m.json: keys.x\\x1b]0;t\\x07\\nINJECTED: x\\x1b]0;t\\x07\\nINJECTED is not stored"
+    assert fields.path(("sha256", hostile)) == "sha256.x\\x1b]0;t\\x07\\nINJECTED"
