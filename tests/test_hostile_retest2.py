@@ -42,9 +42,6 @@ LINEAR = textwrap.dedent('''
 # ---------------------------------------------------------------- names: escape.py and model files
 
 
-@pytest.mark.xfail(strict=True, reason="a model file whose name holds a byte that is not UTF-8 (a legal Linux name; "
-                                       "Python hands it over as a lone surrogate) ends evaluate in a "
-                                       "UnicodeEncodeError traceback (factories._from_file hashes path.encode())")
 def test_a_model_file_named_with_a_byte_that_is_not_utf8_is_no_traceback(tmp_path):
     path = os.fsdecode(os.path.join(os.fsencode(str(tmp_path)), b"m\xff.py"))
     with open(path, "w") as f:
@@ -54,17 +51,11 @@ def test_a_model_file_named_with_a_byte_that_is_not_utf8_is_no_traceback(tmp_pat
         repr(r.exception)
 
 
-@pytest.mark.xfail(strict=True, reason="escape.visible, markdown and drawn keep a lone surrogate (a file name's "
-                                       "undecodable byte): report.md cannot be written as UTF-8 and matplotlib "
-                                       "refuses the label (TypeError in savefig); cli.common.shown spells it out")
 @pytest.mark.parametrize("how", ["visible", "markdown", "drawn"])
 def test_escaped_text_with_a_lone_surrogate_can_be_written_as_utf8(how):
     getattr(escape, how)("m\udcff.py").encode("utf-8")
 
 
-@pytest.mark.xfail(strict=True, reason="escape.visible leaves bidi overrides and zero-width characters: a model "
-                                       "file named 'run\\u202etxt.py' shows as 'runyp.txt' on evaluate's progress "
-                                       "bar and in report.md; cli.common.shown (gen, verify) spells them out")
 @pytest.mark.parametrize("char", ["\u202e", "\u2066", "\u200b", "\ufeff"])
 def test_visible_spells_out_reordering_and_invisible_characters(char):
     from longsynth.cli.common import shown
@@ -73,8 +64,6 @@ def test_visible_spells_out_reordering_and_invisible_characters(char):
     assert char not in escape.visible(f"a{char}b")
 
 
-@pytest.mark.xfail(strict=True, reason="escape.markdown leaves $: a model file named a$x^2$.py is written into "
-                                       "report.md as $x^2$, which GitHub renders as math, not as the name")
 def test_markdown_escapes_dollar_signs():
     assert "$x^2$" not in escape.markdown("a$x^2$.py")
 
@@ -82,9 +71,6 @@ def test_markdown_escapes_dollar_signs():
 # ---------------------------------------------------------------- the pydantic records
 
 
-@pytest.mark.xfail(strict=True, reason="fields.parse promises one line, but a key a stranger chose is put into the "
-                                       "field's path as it is: a newline or ESC in a files.json, manifest or "
-                                       "checkpoint key reaches the API's LongsynthError text raw")
 def test_a_record_error_naming_a_hostile_key_is_one_line():
     from longsynth.models_ref.evaluation.files import FilesRecord
 
