@@ -111,7 +111,7 @@ def info(root, as_json, samples):
 @click.option("--authors", "checkout", type=click.Path(file_okay=False), default=None,
               help="also make every split again with the authors' own code from CHECKOUT, a checkout of their "
                    "repository at the commit docs/authors-data.md names, and compare every row (datasets made with "
-                   "--authors-stream). This RUNS that checkout's Python code in this process: name one you trust")
+                   "--authors-stream). This RUNS that checkout's Python code (in a child Python): name one you trust")
 @friendly
 def verify(root, deep, samples, checkout):
     """Check checksums, structure and digests of a stored dataset; an unfinished one is

@@ -2,8 +2,8 @@
 (``longsynth verify DIR --authors CHECKOUT``; docs/authors-data.md, "Checking a dataset against
 the authors' code").
 
-This runs the checkout's Python code in this process: the user's choice, which the command's
-help says. Nothing of the authors' code is copied into longsynth; each loader below imports
+This runs the checkout's Python code, in a child Python (``compare``): the user's choice, which the
+command's help says. Nothing of the authors' code is copied into longsynth; each loader below imports
 their module from the checkout and registers stand-ins only for imports their generator never
 uses. Each runner calls the authors' generator as the task's page says longsynth's
 ``--authors-stream`` equals it, for the dataset's parameters, seed and split counts, and maps
@@ -499,7 +499,13 @@ def _said(e):
 def compare(root, checkout, progress=None):
     """Make every split of the dataset in ``root`` again with the authors' code in ``checkout``
     and compare it with the stored rows, element for element (their streams are sequential, so a
-    split is made whole). ``progress(split)`` after each split."""
+    split is made whole). ``progress(split)`` after each split.
+
+    Their code runs in a child Python (``_child``), which sends each split's rows back: a checkout that ends
+    its process (``os._exit(0)``, a C library's exit) ends the child, whose missing rows are one line here,
+    never a verify that stops with status 0 and no verdict."""
+    import subprocess
+
     from longsynth.store import open as open_dataset
 
     ds = open_dataset(root)
@@ -514,13 +520,102 @@ def compare(root, checkout, progress=None):
                                  f"(tasks: {', '.join(sorted(RUNNERS))})")
         if not os.path.isdir(checkout):
             raise LongsynthError(f"--authors: {checkout} is not a folder (a checkout of the authors' repository)")
-        cfg = registry.get(ds.task.name).make_config(**m["params"])
-        counts = dict(m["counts"])
         problems, rows = [], 0
+        child = subprocess.Popen([sys.executable, "-c", "from longsynth.crosscheck import _child; _child()",
+                                  os.fspath(root), os.fspath(checkout)], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE)
+        try:
+            for split, sp in ds.splits.items():
+                theirs = _received(child, split)
+                for i in range(len(sp)):
+                    stored = sp[i]
+                    for k in ("inputs", "targets"):
+                        if not np.array_equal(np.asarray(stored[k], dtype=np.int64), np.asarray(theirs[k][i])):
+                            problems.append(f"{split}[{i}]: {k} differs from the authors' row")
+                            break
+                    if len(problems) >= 10:
+                        break
+                rows += len(sp)
+                if progress is not None:
+                    progress(split)
+        finally:
+            if child.poll() is None:
+                child.kill()
+            child.stdout.close()
+            child.wait()
+        return Result(rows, problems)
+    finally:
+        ds.close()
+
+
+_HEAD = 9  # a record from the child: one byte of kind, eight of length, then the payload
+
+
+def _read(stream, n):
+    """Exactly ``n`` bytes of ``stream``, or fewer where it ends first."""
+    parts, got = [], 0
+    while got < n:
+        part = stream.read(min(n - got, 1 << 24))
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+    return b"".join(parts)
+
+
+def _received(child, split):
+    """The rows of ``split`` the child sent ({"inputs", "targets"} arrays), or its one line; a child that ends
+    before sending them is one line naming its exit status; a KeyboardInterrupt in it is raised here."""
+    import io
+
+    head = _read(child.stdout, _HEAD)
+    if len(head) == _HEAD:
+        kind, size = head[:1], int.from_bytes(head[1:], "little")
+        body = _read(child.stdout, size)
+        if len(body) == size:
+            if kind == b"K":
+                raise KeyboardInterrupt
+            if kind == b"E":
+                raise LongsynthError(body.decode("utf-8", "replace"))
+            if kind == b"R":
+                try:
+                    with np.load(io.BytesIO(body), allow_pickle=False) as z:
+                        theirs = {k: z[k] for k in ("inputs", "targets")}
+                except Exception as e:
+                    raise LongsynthError(f"--authors: the rows of {split} came back unreadable from the child "
+                                         f"Python that ran the authors' code ({type(e).__name__})") from None
+                return theirs
+    status = child.wait()
+    raise LongsynthError(f"--authors: the authors' code ended its process (exit status {status}) before giving the "
+                         f"rows of {split}: no verdict")
+
+
+def _child():
+    """``compare``'s child Python: argv root and checkout. Runs the authors' code for every split in order and
+    sends each split's rows (an .npz) to the parent on the stdout it was started with; what their code prints goes
+    to stderr. A failure of their code, or rows too few or not arrays, is one line sent instead, and the end."""
+    import io
+
+    from longsynth.store import open as open_dataset
+
+    channel = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # their prints (fd 1 and sys.stdout) go to stderr, never into the records
+    sys.stdout = sys.stderr
+
+    def send(kind, body):
+        channel.write(kind + len(body).to_bytes(8, "little") + body)
+        channel.flush()
+
+    root, checkout = sys.argv[1], sys.argv[2]
+    try:
+        ds = open_dataset(root)
+        m = ds.manifest
+        cfg = registry.get(ds.task.name).make_config(**m["params"])
+        counts, stream = dict(m["counts"]), m.get("stream", "longsynth")
         for split, sp in ds.splits.items():
             try:
                 theirs = RUNNERS[ds.task.name](checkout, cfg, m["seed"], counts, split, stream)
-            except (LongsynthError, KeyboardInterrupt):  # ours, and a user's Ctrl-C, which aborts as anywhere
+            except (LongsynthError, KeyboardInterrupt):
                 raise
             except BaseException as e:  # their code, a missing dependency of it, an exit() or a GeneratorExit in it
                 raise LongsynthError(f"--authors: the authors' code failed on {split}: {_said(e)}") from e
@@ -528,17 +623,21 @@ def compare(root, checkout, progress=None):
             if short:
                 raise LongsynthError(f"--authors: the authors' code gave {short} for {split}, which holds {len(sp):,}"
                                      " rows: is the checkout their code at the commit docs/authors-data.md gives?")
-            for i in range(len(sp)):
-                stored = sp[i]
-                for k in ("inputs", "targets"):
-                    if not np.array_equal(np.asarray(stored[k], dtype=np.int64), np.asarray(theirs[k][i])):
-                        problems.append(f"{split}[{i}]: {k} differs from the authors' row")
-                        break
-                if len(problems) >= 10:
-                    break
-            rows += len(sp)
-            if progress is not None:
-                progress(split)
-        return Result(rows, problems)
-    finally:
-        ds.close()
+            arrays = {}
+            for k in ("inputs", "targets"):
+                arrays[k] = np.asarray(theirs[k])
+                if arrays[k].dtype.kind not in "iubf":  # objects (ragged rows) would need a pickle to come back
+                    raise LongsynthError(f"--authors: the authors' code gave {split} {k} of dtype {arrays[k].dtype}, "
+                                         "not an array of numbers")
+            buf = io.BytesIO()
+            np.savez(buf, **arrays)
+            send(b"R", buf.getvalue())
+    except KeyboardInterrupt:
+        send(b"K", b"")
+    except LongsynthError as e:
+        send(b"E", str(e).encode("utf-8", "replace"))
+    except BaseException as e:  # anything else (their code ran at import of a runner's loader): one line
+        send(b"E", f"--authors: the child Python that ran the authors' code failed: {_said(e)}".encode(
+            "utf-8", "replace"))
+    channel.close()
+    os._exit(0)  # their threads and atexit hooks are not waited for: the parent has what it needs

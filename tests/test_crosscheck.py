@@ -109,6 +109,31 @@ THEIR_RAISES = {  # BaseExceptions that are not Exception or SystemExit (had tra
 }
 
 
+@pytest.mark.parametrize("code", [0, 3])
+def test_a_checkout_that_ends_its_process_is_one_line_not_a_pass(tmp_path, code):
+    """Their code runs in a child Python: os._exit(0) in it (which ended verify itself with status 0 and no
+    verdict) ends only the child, and its missing rows are one line."""
+    out = _gen(tmp_path, "--authors-stream")
+    checkout = _checkout(tmp_path, False)
+    (checkout / "zoology" / "data" / "multiquery_ar.py").write_text(
+        f"import os\n\n\ndef multiquery_ar(**kw):\n    os._exit({code})\n")
+    r = CliRunner().invoke(cli, ["verify", str(out), "--authors", str(checkout)])
+    assert r.exit_code == 1 and "Traceback" not in r.output and "OK: all" not in r.output, r.output
+    assert r.output.strip().splitlines()[-1] == (f"Error: --authors: the authors' code ended its process (exit status "
+                                                 f"{code}) before giving the rows of train: no verdict"), r.output
+
+
+def test_what_their_code_prints_does_not_reach_the_rows(tmp_path, capfd):
+    """What their code prints (sys.stdout, or fd 1 itself) goes to stderr, not into the rows the child sends."""
+    out = _gen(tmp_path, "--authors-stream")
+    checkout = _checkout(tmp_path, False)
+    path = checkout / "zoology" / "data" / "multiquery_ar.py"
+    path.write_text("import os\nprint('theirs at import')\nos.write(1, b'raw bytes')\n" + path.read_text())
+    r = CliRunner().invoke(cli, ["verify", str(out), "--authors", str(checkout)])
+    assert r.exit_code == 0 and "all 26 rows equal the authors' code's" in r.output, r.output
+    assert "theirs at import" in capfd.readouterr().err
+
+
 def test_a_keyboard_interrupt_in_their_code_still_aborts(tmp_path):
     """Ctrl-C while their code runs is not turned into a verdict or an error line: it aborts, as anywhere."""
     from longsynth import crosscheck
