@@ -1,6 +1,6 @@
 """A second hostile retest: the fixes of the first retest's faults (escaping, checkpoint bounds,
 on-the-fly and batch bounds, run-folder checks, verify --authors, the pydantic records, validate's memory
-checks) attacked as new surfaces. Each test is a break it found, xfail(strict) until fixed."""
+checks) attacked as new surfaces. Each test is a break it found, fixed since."""
 import os
 import subprocess
 import sys
@@ -99,9 +99,6 @@ def test_a_tape_rnn_checkpoint_loads(tmp_path):
 # ---------------------------------------------------------------- checkpoints: stored numbers
 
 
-@pytest.mark.xfail(strict=True, reason="load_model's stored-numbers count calls untyped_storage() on every weight: "
-                                       "a checkpoint with a sparse weight ends in NotImplementedError ('Cannot "
-                                       "access storage of SparseTensorImpl'), not one CheckpointError line")
 def test_a_sparse_weight_is_one_checkpoint_error(tmp_path):
     from longsynth.models_ref.models.stack import Model, ModelConfig
     from longsynth.models_ref.training.checkpoints import CheckpointError, load_model
@@ -117,10 +114,6 @@ def test_a_sparse_weight_is_one_checkpoint_error(tmp_path):
 # ---------------------------------------------------------------- validate's memory checks
 
 
-@pytest.mark.xfail(strict=True, reason="with --checkpoint-activations the graph check is skipped: a batch refused "
-                                       "without it (whose refusal suggests the flag) trains; under RLIMIT_AS 3 GB "
-                                       "validate cumsum --batch-size 16384 --checkpoint-activations died in a "
-                                       "RuntimeError traceback (DefaultCPUAllocator) instead of one line")
 def test_checkpoint_activations_do_not_skip_the_memory_check(tmp_path, monkeypatch):
     from longsynth import api
 
@@ -135,8 +128,6 @@ def test_checkpoint_activations_do_not_skip_the_memory_check(tmp_path, monkeypat
 # ---------------------------------------------------------------- the on-the-fly stream
 
 
-@pytest.mark.xfail(strict=True, reason="OnTheFlyDataset.load_state_dict of a state whose step is None raises "
-                                       "TypeError from int(), not the one-line error of a state of another stream")
 def test_a_stream_state_without_a_step_is_one_line():
     from longsynth.torch import OnTheFlyDataset
 
@@ -181,9 +172,6 @@ def _checkout(root, source):
     return root
 
 
-@pytest.mark.xfail(strict=True, reason="the authors' MQAR code runs inside verify's process: a checkout that calls "
-                                       "os._exit(0) ends verify --authors with status 0 and no verdict, a pass to "
-                                       "any script (RegBench's code runs in a child, whose status is checked)")
 def test_a_checkout_that_ends_the_process_is_not_a_passing_verify(mqar, tmp_path):
     co = _checkout(tmp_path / "co", EXITS.format(code=0))
     r = subprocess.run([sys.executable, "-m", "longsynth", "verify", str(mqar), "--authors", str(co)],
@@ -191,9 +179,6 @@ def test_a_checkout_that_ends_the_process_is_not_a_passing_verify(mqar, tmp_path
     assert r.returncode != 0 or "OK: all" in r.stdout, r.stdout + r.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="verify --authors turns the authors' Exception and SystemExit into one line "
-                                       "but not another BaseException (GeneratorExit, a class of their own): a "
-                                       "traceback")
 def test_a_checkout_raising_another_base_exception_is_one_line(mqar, tmp_path):
     co = _checkout(tmp_path / "co", RAISES)
     one_error_line(invoke("verify", mqar, "--authors", co))
