@@ -576,6 +576,7 @@ def test_weights_that_store_less_than_their_shape_are_refused_before_building(sm
     checkpoints.load_model(str(small_checkpoint))  # what longsynth writes loads
 
 
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")  # torch says so as it makes one
 @pytest.mark.parametrize("layout", ["coo", "csr"])
 def test_a_sparse_weight_is_refused_in_one_line(tmp_path, layout):
     """A sparse weight has no one storage to count (untyped_storage() raised NotImplementedError): one
