@@ -8,26 +8,12 @@ import textwrap
 
 import pytest
 import torch
-from click.testing import CliRunner
 
 from longsynth import escape, fields
-from longsynth.cli.main import cli
 from longsynth.errors import LongsynthError
+from test_hostile_retest import invoke, one_error_line
 
 torch.set_num_threads(1)
-
-
-def invoke(*args):
-    r = CliRunner().invoke(cli, [str(a) for a in args])
-    torch.set_num_threads(1)
-    return r
-
-
-def one_error_line(r):
-    lines = [line for line in r.output.splitlines() if line.startswith("Error:")]
-    assert r.exit_code not in (0, None) and len(lines) == 1, r.output
-    assert "Traceback" not in r.output and isinstance(r.exception, SystemExit), r.output
-    return lines[0]
 
 
 LINEAR = textwrap.dedent('''
