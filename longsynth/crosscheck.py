@@ -372,8 +372,11 @@ def _chomsky(task):
     return run
 
 
-_REGBENCH_CHILD = r"""
-import io, sys, types
+# the first statement of every `python -c` child: `-c` puts the current folder first on sys.path, and verify may run
+# inside a stranger's dataset folder, whose numpy.py or longsynth/ must not be imported (docs/format.md, "Trust")
+NO_CWD = "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]"
+_REGBENCH_CHILD = NO_CWD + r"""
+import io, types
 import numpy as np
 for name in ("src", "src.dataloaders"):
     sys.modules.setdefault(name, types.ModuleType(name))
@@ -521,7 +524,7 @@ def compare(root, checkout, progress=None):
         if not os.path.isdir(checkout):
             raise LongsynthError(f"--authors: {checkout} is not a folder (a checkout of the authors' repository)")
         problems, rows = [], 0
-        child = subprocess.Popen([sys.executable, "-c", "from longsynth.crosscheck import _child; _child()",
+        child = subprocess.Popen([sys.executable, "-c", f"{NO_CWD}; from longsynth.crosscheck import _child; _child()",
                                   os.fspath(root), os.fspath(checkout)], stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE)
         try:

@@ -190,3 +190,23 @@ def test_an_authors_code_that_returns_too_few_rows_is_one_line(tmp_path):
     r = CliRunner().invoke(cli, ["verify", str(out), "--authors", str(checkout)])
     assert r.exit_code != 0 and "Traceback" not in r.output and "IndexError" not in r.output, r.output
     assert "the authors' code gave 3 rows of inputs for train, which holds 20 rows" in r.output.strip().splitlines()[-1]
+
+
+def test_verify_run_inside_a_strangers_folder_imports_nothing_from_it(tmp_path, monkeypatch):
+    """verify --authors runs their code in a `python -c` child, which puts the current folder first on sys.path: a
+    numpy.py or longsynth/ planted in the folder a user verifies from (a stranger's dataset, say) must not run."""
+    from longsynth import crosscheck
+
+    out = _gen(tmp_path, "--authors-stream")
+    checkout = _checkout(tmp_path, False)
+    planted = tmp_path / "planted"
+    (planted / "longsynth").mkdir(parents=True)
+    marker = tmp_path / "ran"
+    for path in (planted / "numpy.py", planted / "longsynth" / "__init__.py"):
+        path.write_text(f"open({str(marker)!r}, 'w').close()\nraise SystemExit(0)\n")
+    monkeypatch.chdir(planted)
+    monkeypatch.delenv("PYTHONSAFEPATH", raising=False)  # the suite's own guard would hide the child's sys.path
+    r = CliRunner().invoke(cli, ["verify", str(out), "--authors", str(checkout)])
+    assert r.exit_code == 0 and "all 26 rows equal" in r.output, r.output
+    assert not marker.exists()
+    assert crosscheck._REGBENCH_CHILD.startswith(crosscheck.NO_CWD)  # RegBench's child starts the same way
