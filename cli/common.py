@@ -18,17 +18,14 @@ def shown(text):
     """Text from a file (a manifest's command) as it may be printed: control characters
     and escapes shown as escapes (``\\x1b``), never sent to the terminal; at most 2,000
     characters."""
-    return _spelled(str(text)[:2000]) + ("..." if len(str(text)) > 2000 else "")
+    return visible(str(text)[:2000]) + ("..." if len(str(text)) > 2000 else "")
 
 
 def shown_lines(text):
     """Text of several lines made here around a path or a stored string (a plan, a report's table) as it
     may be printed: its line breaks kept, every other control character shown as an escape (what each
     path or string in it held, newlines too, is ``shown`` where the text is made)."""
-    return "\n".join(_spelled(line) for line in str(text).split("\n"))
-
-
-_spelled = visible  # one rule for the CLI's lines and the reports' (longsynth.escape)
+    return "\n".join(visible(line) for line in str(text).split("\n"))
 
 
 def friendly(fn):

@@ -99,6 +99,7 @@ class Stream:
                 return False
         return True
 
+
 class Authors:
     """An authors' stream as a task registers it (``Task(authors=...)``, and
     ``Task(authors_pipeline=...)`` with that field's arguments): ``open(*args)`` gives the
