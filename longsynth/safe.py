@@ -80,10 +80,21 @@ def read_json_fd(fd, what, limit=MAX_JSON_BYTES):
     if _depth(raw) > MAX_JSON_DEPTH:
         raise LongsynthError(f"{what}: JSON nested more than {MAX_JSON_DEPTH} levels deep")
     try:
-        return json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"), object_pairs_hook=_once_each)
     except (ValueError, RecursionError, MemoryError) as e:
         text = " ".join(str(e).split())[:200]
         raise LongsynthError(f"{what}: not valid JSON ({text})") from None
+
+
+def _once_each(pairs):
+    """An object whose keys are each given once: JSON leaves a repeated key's meaning open (Python's parser keeps
+    the last, others the first), so a record that holds one could read as one thing here and another elsewhere."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"the key {key[:40]!r} is given twice in one object")
+    return out
 
 
 _TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')  # strings (which may hold brackets), brackets
