@@ -523,6 +523,7 @@ def compare(root, checkout, progress=None):
                                  f"(tasks: {', '.join(sorted(RUNNERS))})")
         if not os.path.isdir(checkout):
             raise LongsynthError(f"--authors: {checkout} is not a folder (a checkout of the authors' repository)")
+        _their_memory(ds.task, ds.task.make_config(**m["params"]), m["counts"])
         problems, rows = [], 0
         child = subprocess.Popen([sys.executable, "-c", f"{NO_CWD}; from longsynth.crosscheck import _child; _child()",
                                   os.fspath(root), os.fspath(checkout)], stdin=subprocess.DEVNULL,
@@ -549,6 +550,34 @@ def compare(root, checkout, progress=None):
         return Result(rows, problems)
     finally:
         ds.close()
+
+
+# bytes the authors' code holds beside a split's rows, for a task whose code allocates by a parameter the rows do not
+# show: zoology's multiquery_ar tiles its key choices and its value choices for every example (num_examples x
+# vocab_size // 2 int64 each, both held) before it draws from them. A stranger's manifest chooses vocab_size.
+_THEIR_SIDE = {"mqar": (lambda cfg, n: n * cfg.vocab_size * 8, "num_examples x vocab_size int64 that their "
+                                                                 "multiquery_ar tiles")}
+
+
+def _their_memory(t, cfg, counts):
+    """Refuse (one LongsynthError line), before their code runs, a split whose run of the authors' code holds more
+    than the memory available now: its rows (inputs and targets, int64, theirs and the copy sent back) and what
+    ``_THEIR_SIDE`` knows their code allocates beside them."""
+    from longsynth.api import memory_available
+    from longsynth.store.manifest import human
+
+    avail = memory_available()
+    if avail is None:
+        return
+    width = int(np.prod([max(1, int(d)) for d in t.keys(cfg)["inputs"].shape], dtype=np.int64))
+    side, doc = _THEIR_SIDE.get(t.name, (lambda cfg, n: 0, ""))
+    for split, n in counts.items():
+        rows, extra = 2 * 2 * n * width * 8, side(cfg, n)
+        if rows + extra > avail:
+            why = f"{human(rows)} for the rows" + (f" and {human(extra)} for the {doc}" if extra else "")
+            raise LongsynthError(f"--authors: the authors' code making {split} ({n:,} rows) of {t.name} would hold "
+                                 f"about {human(rows + extra)} of memory ({why}), {human(avail)} available now; "
+                                 "not run, no verdict")
 
 
 _HEAD = 9  # a record from the child: one byte of kind, eight of length, then the payload
