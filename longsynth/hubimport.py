@@ -27,6 +27,7 @@ from longsynth.files import file_sha256
 IMPORTERS = {"synthseq/flipflop": "longsynth.generators.flipflop.hub"}
 _PART = re.compile(r"(?P<split>[A-Za-z0-9_]+)-(?P<k>\d{5})-of-(?P<n>\d{5})(?:-[0-9a-f]+)?\.parquet")
 READ_ROWS = 8192  # rows converted at a time
+READ_BYTES = 8 << 20  # text converted at a time (a string longer than this alone)
 
 
 def importer(repo):
@@ -77,10 +78,15 @@ def _parts(imp, src):
     return out
 
 
-def _batches(path, column):
-    """Lists of the strings of ``column`` in the parquet file ``path``, READ_ROWS at a time."""
+def _batches(path, column, longest=None):
+    """Lists of the strings of ``column`` in the parquet file ``path``: at most READ_ROWS strings and, past the
+    first, at most READ_BYTES of text at a time, whatever the file's pages hold (zstd makes a few kB of repetition
+    into hundreds of MB of text, and converting a list holds some 20 times its text). A string longer than
+    ``longest`` bytes is one line before it is read into Python."""
     try:
+        import numpy as np
         import pyarrow as pa
+        import pyarrow.compute as pc
         import pyarrow.parquet as pq
     except ImportError:
         raise LongsynthError('import-hf reads parquet with pyarrow: pip install "longsynth[hf]"') from None
@@ -88,13 +94,32 @@ def _batches(path, column):
     try:
         pf = pq.ParquetFile(path)
         typ = pf.schema_arrow.field(column).type if column in pf.schema_arrow.names else None
-    except (pa.ArrowException, OSError, ValueError) as e:
+        leaf = next((i for i in range(len(pf.schema)) if pf.schema.column(i).path == column), None)
+        md = pf.metadata
+        per_row = max((md.row_group(g).column(leaf).total_uncompressed_size / max(1, md.row_group(g).num_rows)
+                       for g in range(md.num_row_groups)), default=0) if leaf is not None else 0
+    except (pa.ArrowException, OSError, ValueError, IndexError) as e:
         raise LongsynthError(f"{path}: not a readable parquet file ({' '.join(str(e).split())[:200]})") from None
     if typ is None or not (pa.types.is_string(typ) or pa.types.is_large_string(typ)):
         raise LongsynthError(f"{path}: no string column {column!r} (columns: {', '.join(pf.schema_arrow.names)[:200]})")
+    rows = max(1, min(READ_ROWS, int(READ_BYTES // max(per_row, 1))))  # the row groups' own sizes, as they declare
+    seen = 0
     try:
-        for batch in pf.iter_batches(batch_size=READ_ROWS, columns=[column]):
-            yield batch.column(0).to_pylist()
+        for batch in pf.iter_batches(batch_size=rows, columns=[column]):
+            arr = batch.column(0)
+            lengths = np.asarray(pc.binary_length(arr).fill_null(0), dtype=np.int64)
+            if longest is not None and len(lengths) and lengths.max() > longest:
+                i = int(np.argmax(lengths > longest))
+                raise LongsynthError(f"{path}: row {seen + i:,} holds {int(lengths[i]):,} bytes of text, more than "
+                                     f"the {longest:,} of the task's longest string; nothing written")
+            ends = np.cumsum(lengths)
+            start = 0
+            while start < len(arr):  # READ_BYTES of text at a time, one string at least
+                stop = max(start + 1, int(np.searchsorted(ends, (ends[start - 1] if start else 0) + READ_BYTES,
+                                                          side="right")))
+                yield arr.slice(start, stop - start).to_pylist()
+                start = stop
+            seen += len(arr)
     except pa.ArrowException as e:
         raise LongsynthError(f"{path}: unreadable parquet data ({' '.join(str(e).split())[:200]})") from None
 
@@ -118,7 +143,7 @@ def check(imp, src, progress=None):
     for split in parts:
         for p in parts[split]:
             folder, prob, _ = imp.SPLITS[split]
-            for texts in _batches(p.file.path, imp.COLUMN):
+            for texts in _batches(p.file.path, imp.COLUMN, getattr(imp, "MAX_WIDTH", None)):
                 if width is None and texts:
                     width = len(texts[0]) if isinstance(texts[0], str) else 0
                     try:  # a string length the task cannot take is refused at the first row, not after them all
@@ -170,7 +195,7 @@ class Reader:
 
     def _stream(self, split):
         for p in self.target.splits[split]:
-            for texts in _batches(p.file.path, self.imp.COLUMN):
+            for texts in _batches(p.file.path, self.imp.COLUMN, getattr(self.imp, "MAX_WIDTH", None)):
                 rows, _ = self.imp.convert(texts, self.dtype)  # the check passed every row
                 yield rows
 

@@ -13,12 +13,13 @@ import math
 
 import numpy as np
 
-from longsynth.generators.flipflop.flipflop import IGNORE_OP, law, rows
+from longsynth.generators.flipflop.flipflop import IGNORE_OP, MAX_T, law, rows
 
 REPO = "synthseq/flipflop"
 TASK = "flipflop"
 CHARS = "wri01"  # the data card's map: character k is token k (w 0, r 1, i 2, 0 3, 1 4)
 COLUMN = "text"
+MAX_WIDTH = 2 * MAX_T  # characters (one byte each) of the longest string a flip-flop string of T <= MAX_T is
 # the Hub's split -> (our dataset folder, its p_ignore, our split)
 SPLITS = {"train": ("ffl-0.8", 0.8, "train"), "val": ("ffl-0.8", 0.8, "val"),
           "val_dense": ("ffl-0.1", 0.1, "test"), "val_sparse": ("ffl-0.98", 0.98, "test")}
