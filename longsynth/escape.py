@@ -10,18 +10,24 @@ from __future__ import annotations
 import re
 
 _PUNCTUATION = re.compile(r"([\\`*_\[\]|~$])")  # markdown's syntax inside a line ([: a link, $: math on GitHub)
+# characters Python counts printable that draw nothing (Unicode's default-ignorable ones among them): the Hangul
+# fillers, the combining grapheme joiner, Khmer's inherent vowels, the Mongolian and other variation selectors; a
+# name holding one reads as another name
+_BLANK = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0\U000e0100-\U000e01ef]")
 
 
 def visible(text):
     """``text`` (any value, as str) with every character Python does not count printable written out as its
     escape (\\n, \\x1b, \\u202e, \\udcff): control characters (C0, DEL, C1), line and paragraph separators,
     format characters (bidi overrides and isolates, zero-width characters, U+FEFF), lone surrogates (a file
-    name's undecodable byte: the result can be written as UTF-8) and spaces other than ' '. One line, and the
-    rule ``cli.common.shown`` applies."""
+    name's undecodable byte: the result can be written as UTF-8) and spaces other than ' '; and the printable
+    characters that draw nothing (``_BLANK``: U+3164, U+034F, variation selectors). One line, and the rule
+    ``cli.common.shown`` applies."""
     text = str(text)
-    if text.isprintable():
+    if text.isprintable() and not _BLANK.search(text):
         return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return "".join(c if c.isprintable() and not _BLANK.match(c) else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
 
 
 def markdown(text):
