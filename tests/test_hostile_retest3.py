@@ -1,0 +1,115 @@
+"""A third hostile retest: escaping (visible, markdown, drawn), the pydantic records read from a stranger's folder,
+verify --authors' child and import-hf's parquet reading, attacked once more. Each test is a break it found, fixed
+since."""
+import json
+import os
+import textwrap
+import tracemalloc
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import longsynth
+from longsynth import escape
+from longsynth.cli.common import shown
+from test_hostile_retest import invoke, one_error_line
+from untrusted_fixtures import *  # noqa: F403 (its __all__: the fixtures clean, ds and listops_subtrees)
+
+
+# ---------------------------------------------------------------- escaping
+
+
+@pytest.mark.parametrize("char", ["\u3164", "\u115f", "\u034f", "\ufe0f", "\U000e0100"])
+def test_printable_characters_that_draw_nothing_are_spelled_out(char):
+    # Python counts these printable, and a name holding one reads as another (m\u3164.py looks like "m .py")
+    assert char not in escape.visible(f"m{char}.py") and char not in shown(f"m{char}.py")
+    assert char not in escape.markdown(f"m{char}.py") and char not in escape.drawn(f"m{char}.py")
+
+
+# ---------------------------------------------------------------- the records: JSON itself
+
+
+def test_a_manifest_giving_a_key_twice_is_one_line(ds):
+    # JSON leaves a repeated key open: Python keeps the last "seed" (the shards' own), other readers the first
+    path = os.path.join(ds, "manifest.json")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    seed = json.loads(text)["seed"]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text.replace(f'"seed": {seed}', f'"seed": {seed + 1}, "seed": {seed}', 1))
+    assert "given twice" in one_error_line(invoke("info", ds))
+
+
+# ---------------------------------------------------------------- verify --authors: their code's memory
+
+RECORDS = textwrap.dedent('''
+    def multiquery_ar(vocab_size, num_examples, input_seq_len, seed, power_a, num_kv_pairs, num_passes,
+                      random_non_queries):
+        open({marker!r}, "w").write("ran")  # their real code tiles num_examples x vocab_size int64 here
+        raise ValueError("not run further")
+''')
+
+
+def test_verify_authors_refuses_an_mqar_vocabulary_their_code_cannot_tile_before_running_it(tmp_path, monkeypatch):
+    from longsynth import api
+
+    data = tmp_path / "d"
+    r = invoke("gen", "mqar", "--input-seq-len", "32", "--num-kv-pairs", "2", "--vocab-size", "4096", "--seed", "3",
+               "--splits", "train=4,test=2", "--authors-stream", "--out", data)
+    assert r.exit_code == 0, r.output
+    marker = tmp_path / "ran"
+    pkg = tmp_path / "co" / "zoology" / "data"
+    pkg.mkdir(parents=True)
+    (tmp_path / "co" / "zoology" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "multiquery_ar.py").write_text(RECORDS.format(marker=str(marker)))
+    # zoology's multiquery_ar holds 4 x 4096 int64 (128 kB) for train's keys and values; the rows alone, 4 kB, fit
+    monkeypatch.setattr(api, "memory_available", lambda read=None: 100_000)
+    line = one_error_line(invoke("verify", data, "--authors", tmp_path / "co"))
+    assert "vocab_size" in line and "available" in line, line
+    assert not marker.exists()  # refused before their code ran
+
+
+# ---------------------------------------------------------------- import-hf: text a small file inflates to
+
+
+def _flipflop_file(root, texts):
+    path = os.path.join(root, "data", "train-00000-of-00001-aa.parquet")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    pq.write_table(pa.table({"text": pa.array(texts, pa.string())}), path, compression="zstd")
+    return root
+
+
+def test_import_hf_converts_a_bounded_amount_of_text_at_a_time(tmp_path, monkeypatch):
+    from longsynth import hubimport
+    from longsynth.generators.flipflop import hub
+
+    rows = longsynth.batch("flipflop", 0, 8, seed=0, split="train", T=1 << 18, p_ignore=0.8)
+    tok = np.concatenate([rows["inputs"], rows["targets"][:, -1:]], axis=1)
+    chars = np.frombuffer(hub.CHARS.encode(), dtype=np.uint8)
+    src = _flipflop_file(str(tmp_path), [chars[r].tobytes().decode() for r in tok])  # 8 strings of 512 kB: 4 MB
+    monkeypatch.setattr(hubimport, "READ_BYTES", 1 << 19, raising=False)
+    tracemalloc.start()
+    try:
+        targets, _ = hubimport.check(hub, src)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert sum(p.rows for t in targets for ps in t.splits.values() for p in ps) == 8
+    assert peak < 30e6, f"{peak:,} bytes at once for 4 MB of text"  # all 8 strings converted at once: 80 MB
+
+
+def test_import_hf_refuses_a_string_longer_than_the_task_s_longest_before_reading_it(tmp_path):
+    from longsynth.generators.flipflop.flipflop import MAX_T
+
+    src = _flipflop_file(str(tmp_path), ["w0" + "i0" * MAX_T + "r0"])  # T = MAX_T + 2 in some kB of zstd
+    tracemalloc.start()
+    try:
+        line = one_error_line(invoke("import-hf", "synthseq/flipflop", src, "--out", tmp_path / "out"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "row 0" in line and not (tmp_path / "out").exists(), line
+    assert peak < 8e6, f"{peak:,} bytes at once for one string of {2 * MAX_T + 4:,} characters"
