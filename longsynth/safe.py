@@ -19,6 +19,9 @@ MAX_NAME = 255  # bytes of one path component (NAME_MAX of Linux and macOS)
 MAX_PATH = 4000  # bytes of a path we create folders for (PATH_MAX is 4096)
 MAX_JSON_BYTES = 64 << 20  # a manifest of 100K shards is about 15 MB
 MAX_JSON_DEPTH = 32  # nesting of a JSON file the tool reads back
+# objects and lists of one: a manifest of MAX_SHARDS (100K) shards holds some 100K, while 64 MB of ``{},`` would
+# parse into 21 million dicts (1.5 GB)
+MAX_JSON_CONTAINERS = 1_000_000
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -59,8 +62,9 @@ def open_regular(path, flags=os.O_RDONLY):
 
 
 def read_json(path, what, limit=MAX_JSON_BYTES):
-    """The JSON value in the regular file ``path``: at most ``limit`` bytes and
-    MAX_JSON_DEPTH levels deep; LongsynthError (one line naming ``what``) otherwise.
+    """The JSON value in the regular file ``path``: at most ``limit`` bytes, MAX_JSON_DEPTH levels
+    deep and MAX_JSON_CONTAINERS objects and lists, each key once in its object; LongsynthError
+    (one line naming ``what``) otherwise.
     FileNotFoundError passes through."""
     return read_json_fd(open_regular(path), what, limit)
 
@@ -77,8 +81,12 @@ def read_json_fd(fd, what, limit=MAX_JSON_BYTES):
         os.close(fd)
     if len(raw) > limit:
         raise LongsynthError(f"{what}: more than the {limit:,} bytes a longsynth file may hold")
-    if _depth(raw) > MAX_JSON_DEPTH:
+    deepest, containers = _shape(raw)
+    if deepest > MAX_JSON_DEPTH:
         raise LongsynthError(f"{what}: JSON nested more than {MAX_JSON_DEPTH} levels deep")
+    if containers > MAX_JSON_CONTAINERS:
+        raise LongsynthError(f"{what}: more than {MAX_JSON_CONTAINERS:,} JSON objects and lists, more than a "
+                             f"longsynth file holds")
     try:
         return json.loads(raw.decode("utf-8"), object_pairs_hook=_once_each)
     except (ValueError, RecursionError, MemoryError) as e:
@@ -101,21 +109,25 @@ _TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')  # strings (which may hold 
 _OPEN = frozenset(b"[{")
 
 
-def _depth(raw):
-    """Deepest bracket nesting of JSON text, stopping once past MAX_JSON_DEPTH (json's
-    own parser recurses and would hit Python's recursion limit on 100,000 levels)."""
-    depth = deepest = 0
+def _shape(raw):
+    """(deepest bracket nesting, objects and lists) of JSON text, stopping once past MAX_JSON_DEPTH or
+    MAX_JSON_CONTAINERS (json's own parser recurses and would hit Python's recursion limit on 100,000 levels,
+    and makes an object of 64 bytes or more of each ``{}`` of 3)."""
+    depth = deepest = containers = 0
     for m in _TOKENS.finditer(raw):
         c = m.group()[0]
         if c in _OPEN:
             depth += 1
+            containers += 1
+            if containers > MAX_JSON_CONTAINERS:
+                break
             if depth > deepest:
                 deepest = depth
                 if deepest > MAX_JSON_DEPTH:
                     break
         elif c != 0x22:  # a closing bracket (0x22: a string)
             depth -= 1
-    return deepest
+    return deepest, containers
 
 
 def check_out_path(path):
