@@ -16,6 +16,7 @@ from longsynth import escape
 from longsynth.cli.common import shown
 from test_hostile_retest import invoke, one_error_line
 from untrusted_fixtures import *  # noqa: F403 (its __all__: the fixtures clean, ds and listops_subtrees)
+from untrusted_fixtures import edit_manifest
 
 
 # ---------------------------------------------------------------- escaping
@@ -40,6 +41,12 @@ def test_a_manifest_giving_a_key_twice_is_one_line(ds):
     with open(path, "w", encoding="utf-8") as f:
         f.write(text.replace(f'"seed": {seed}', f'"seed": {seed + 1}, "seed": {seed}', 1))
     assert "given twice" in one_error_line(invoke("info", ds))
+
+
+def test_a_manifest_of_a_million_empty_objects_is_refused_before_parsing(ds):
+    # 3 bytes of "{}," parse into a dict of 64: 64 MB, the size bound, would take 1.5 GB; this one 3.3 MB
+    edit_manifest(ds, lambda m: m.__setitem__("audit", [{}] * 1_100_000))
+    assert "objects and lists" in one_error_line(invoke("info", ds))
 
 
 # ---------------------------------------------------------------- verify --authors: their code's memory
