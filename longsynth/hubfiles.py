@@ -44,12 +44,21 @@ def _snapshot(src):
         with open(ref, encoding="utf-8", errors="replace") as f:
             rev = f.read(100).strip()
         if _REV.fullmatch(rev) and os.path.isdir(os.path.join(snaps, rev)):
-            return os.path.join(snaps, rev)
+            return _not_linked(os.path.join(snaps, rev))
     found = sorted(d for d in os.listdir(snaps) if _REV.fullmatch(d) and os.path.isdir(os.path.join(snaps, d)))
     if len(found) != 1:
         raise LongsynthError(f"{src}: {len(found)} snapshots and no refs/main naming one; give a snapshot folder "
                              f"(snapshots/REVISION)")
-    return os.path.join(snaps, found[0])
+    return _not_linked(os.path.join(snaps, found[0]))
+
+
+def _not_linked(snapshot):
+    """``snapshot``, a folder the cache holds (huggingface_hub makes snapshots/ and each REVISION in it real folders
+    and only their files links); LongsynthError where it or snapshots/ is a link, which could lead out of the cache."""
+    for path in (os.path.dirname(snapshot), snapshot):
+        if os.path.islink(path):
+            raise LongsynthError(f"{path}: a link, where the Hub cache has a folder; not followed")
+    return snapshot
 
 
 def files(src, suffix=".parquet"):
