@@ -120,3 +120,17 @@ def test_import_hf_refuses_a_string_longer_than_the_task_s_longest_before_readin
         tracemalloc.stop()
     assert "row 0" in line and not (tmp_path / "out").exists(), line
     assert peak < 8e6, f"{peak:,} bytes at once for one string of {2 * MAX_T + 4:,} characters"
+
+
+def test_import_hf_follows_no_snapshot_link_out_of_the_cache(tmp_path):
+    from longsynth.generators.flipflop import hub
+
+    rows = longsynth.batch("flipflop", 0, 50, seed=0, split="train", T=16, p_ignore=0.8)
+    tok = np.concatenate([rows["inputs"], rows["targets"][:, -1:]], axis=1)
+    chars = np.frombuffer(hub.CHARS.encode(), dtype=np.uint8)
+    elsewhere = _flipflop_file(str(tmp_path / "elsewhere"), [chars[r].tobytes().decode() for r in tok])
+    cache = tmp_path / "datasets--synthseq--flipflop"
+    (cache / "snapshots").mkdir(parents=True)
+    (cache / "snapshots" / ("1" * 40)).symlink_to(elsewhere)  # the Hub's snapshots are folders, only files link
+    line = one_error_line(invoke("import-hf", "synthseq/flipflop", cache, "--out", tmp_path / "out"))
+    assert "a link" in line and not (tmp_path / "out").exists(), line
