@@ -103,9 +103,10 @@ def files(src, suffix=".parquet"):
 def _local_dir_record(src, rel):
     """(sha256, revision) that ``huggingface_hub``'s ``--local-dir`` metadata gives for file ``rel``, or
     (None, None)."""
-    meta = os.path.join(src, ".cache", "huggingface", "download", rel + ".metadata")
-    if not os.path.isfile(meta) or os.path.islink(meta):
-        return None, None
+    inside = os.path.join(".cache", "huggingface", "download", rel + ".metadata")
+    meta = os.path.join(src, inside)
+    if not os.path.isfile(meta) or os.path.realpath(meta) != os.path.join(os.path.realpath(src), inside):
+        return None, None  # missing, or reached through a link (the file's, or .cache's): no record of this folder
     with open(meta, encoding="utf-8", errors="replace") as f:
         lines = f.read(4096).splitlines()
     rev = lines[0].strip() if lines and _REV.fullmatch(lines[0].strip()) else None
