@@ -134,3 +134,18 @@ def test_import_hf_follows_no_snapshot_link_out_of_the_cache(tmp_path):
     (cache / "snapshots" / ("1" * 40)).symlink_to(elsewhere)  # the Hub's snapshots are folders, only files link
     line = one_error_line(invoke("import-hf", "synthseq/flipflop", cache, "--out", tmp_path / "out"))
     assert "a link" in line and not (tmp_path / "out").exists(), line
+
+
+def test_import_hf_reads_no_download_record_through_a_link_out_of_the_folder(tmp_path):
+    from longsynth.generators.flipflop import hub
+
+    rows = longsynth.batch("flipflop", 0, 50, seed=0, split="train", T=16, p_ignore=0.8)
+    tok = np.concatenate([rows["inputs"], rows["targets"][:, -1:]], axis=1)
+    chars = np.frombuffer(hub.CHARS.encode(), dtype=np.uint8)
+    src = _flipflop_file(str(tmp_path / "local"), [chars[r].tobytes().decode() for r in tok])
+    record = tmp_path / "elsewhere" / "huggingface" / "download" / "data" / "train-00000-of-00001-aa.parquet.metadata"
+    record.parent.mkdir(parents=True)
+    record.write_text("1" * 40 + "\n" + "0" * 64 + "\n")  # a file outside the folder: read, it refuses the data
+    os.symlink(tmp_path / "elsewhere", os.path.join(src, ".cache"))
+    r = invoke("import-hf", "synthseq/flipflop", src, "--out", tmp_path / "out")
+    assert r.exit_code == 0 and "checked against nothing" in r.output, r.output
