@@ -119,6 +119,20 @@ class _Motifs:
         return _unrank(int(self.order[_pick(rng, len(self.order))]), self.n, self.k, self.offset)
 
 
+def _fuzzy_sizes(cfg):
+    """(key tokens, value tokens) of fuzzy recall's motifs: the vocabulary less noise and special tokens, halved."""
+    ns = cfg.vocab_size - cfg.noise_vocab_size - (1 if cfg.multi_query else 2)
+    return max(0, ns // 2), max(0, ns - ns // 2)
+
+
+def fuzzy_side_bytes(cfg):
+    """Bytes a fuzzy recall row's ``_Motifs`` hold at once: an int64 index of every key motif of each size a training
+    row draws and of every value motif (perm(2047, 3) of vocab_size 4096 alone is 69 GB)."""
+    nk, nv = _fuzzy_sizes(cfg)
+    return 8 * (sum(math.perm(nk, s) for s in range(1, cfg.k_motif_size + 1))
+                + sum(math.perm(nv, s) for s in range(1, cfg.v_motif_size + 1)))
+
+
 def fuzzy_instance(draws, cfg, is_training):
     rng = draws.rng
     km, vm = cfg.k_motif_size, cfg.v_motif_size
@@ -296,6 +310,14 @@ def _row_shape(name, cfg):
     return tuple(registry.get(name).keys(cfg)["inputs"].shape)
 
 
+def _side(name, cfg):
+    """The Stream arguments of what task ``name``'s rows hold beside them: fuzzy recall's motif indices."""
+    if name != "mad-fuzzy-recall":
+        return {}
+    return {"side_bytes": fuzzy_side_bytes(cfg), "side_doc": "a shuffled index of every key and value motif, "
+                                                             "drawn again for each row"}
+
+
 def _blocks(make, draws, ahead, count, is_training, block):
     """Blocks of ``count`` instances from ``draws``, after drawing (not keeping) the
     instances of ``ahead`` [(count, is_training), ...] first."""
@@ -315,7 +337,8 @@ def stream_of(name):
         _check_seed(seed)
         make = _instances(name, cfg)
         shape = _row_shape(name, cfg)
-        return Stream(count, _blocks(make, Draws(seed), [], count, split == "train", block_rows(shape)), shape)
+        return Stream(count, _blocks(make, Draws(seed), [], count, split == "train", block_rows(shape)), shape,
+                      **_side(name, cfg))
     return Authors(open_stream, f"MAD's stream of {name} for seed (fresh default_rng(seed) and legacy seed(seed)).")
 
 
@@ -334,7 +357,8 @@ def pipeline_of(name):
         shape = _row_shape(name, cfg)
         ahead = [(counts.get(s, 0), s == "train") for s in PIPELINE_ORDER[: PIPELINE_ORDER.index(split)]]
         count = counts.get(split, 0)
-        return Stream(count, _blocks(make, Draws(seed), ahead, count, split == "train", block_rows(shape)), shape)
+        return Stream(count, _blocks(make, Draws(seed), ahead, count, split == "train", block_rows(shape)), shape,
+                      **_side(name, cfg))
     return Authors(open_stream, f"MAD's data set of {name}: its splits continue one stream (generate_data).")
 
 

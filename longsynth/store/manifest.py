@@ -85,6 +85,8 @@ def progress_of(manifest):
 
 def human(n):
     """Bytes as text: 512 B, 3.2 MB, 14.7 GB (powers of 1000, as `df -H`)."""
+    if n >= 1e16:  # an estimate past any machine (a vocabulary's permutations): its magnitude
+        return f"{n / 1e12:.1e} TB"
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= size:
             return f"{n / size:.1f} {unit}"
