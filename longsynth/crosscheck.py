@@ -24,6 +24,7 @@ import contextlib
 import csv
 import dataclasses
 import importlib.util
+import math
 import os
 import pathlib
 import sys
@@ -552,11 +553,25 @@ def compare(root, checkout, progress=None):
         ds.close()
 
 
+def _motif_lists(cfg, n):
+    """Bytes of the lists MAD's fuzzy recall instance holds at once: list(itertools.permutations(...)) of the key
+    tokens for each motif size a training row draws and of the value tokens (a tuple of m numbers: 40 + 8m bytes,
+    and 8 in its list)."""
+    from longsynth.generators.mad.authors import _fuzzy_sizes
+
+    nk, nv = _fuzzy_sizes(cfg)
+    return (sum(math.perm(nk, m) * (48 + 8 * m) for m in range(1, cfg.k_motif_size + 1))
+            + sum(math.perm(nv, m) * (48 + 8 * m) for m in range(1, cfg.v_motif_size + 1)))
+
+
 # bytes the authors' code holds beside a split's rows, for a task whose code allocates by a parameter the rows do not
 # show: zoology's multiquery_ar tiles its key choices and its value choices for every example (num_examples x
-# vocab_size // 2 int64 each, both held) before it draws from them. A stranger's manifest chooses vocab_size.
+# vocab_size // 2 int64 each, both held) before it draws from them; MAD's fuzzy recall lists every motif of its
+# vocabulary for each row. A stranger's manifest chooses vocab_size and the motif sizes.
 _THEIR_SIDE = {"mqar": (lambda cfg, n: n * cfg.vocab_size * 8, "num_examples x vocab_size int64 that their "
-                                                                 "multiquery_ar tiles")}
+                                                                 "multiquery_ar tiles"),
+               "mad-fuzzy-recall": (_motif_lists, "lists of every key and value motif that their instance function "
+                                                  "makes for each row")}
 
 
 def _their_memory(t, cfg, counts):
