@@ -79,6 +79,45 @@ def test_verify_authors_refuses_an_mqar_vocabulary_their_code_cannot_tile_before
     assert not marker.exists()  # refused before their code ran
 
 
+FUZZY = textwrap.dedent('''
+    def generate_fuzzy_in_context_recall_instance(*args, **kwargs):
+        open({marker!r}, "w").write("ran")  # theirs lists itertools.permutations of the vocabulary here
+        raise ValueError("not run further")
+''')
+
+
+@pytest.fixture(scope="module")
+def fuzzy(tmp_path_factory):
+    """A mad-fuzzy-recall authors' stream of vocabulary 256: each row lists (theirs) or indexes (ours) the 2 million
+    motifs of up to 3 of 127 key tokens."""
+    data = tmp_path_factory.mktemp("fuzzy") / "d"
+    r = invoke("gen", "mad-fuzzy-recall", "--vocab-size", "256", "--seq-len", "32", "--seed", "1",
+               "--splits", "train=2,test=1", "--authors-stream", "--out", data)
+    assert r.exit_code == 0, r.output
+    return data
+
+
+def test_verify_authors_refuses_the_motif_lists_of_mad_s_fuzzy_recall_before_running_it(fuzzy, tmp_path,
+                                                                                         monkeypatch):
+    from longsynth import api
+
+    marker = tmp_path / "ran"
+    pkg = tmp_path / "co" / "mad" / "data"
+    pkg.mkdir(parents=True)
+    (pkg / "instances.py").write_text(FUZZY.format(marker=str(marker)))
+    monkeypatch.setattr(api, "memory_available", lambda read=None: 50_000_000)  # their lists: some 150 MB
+    line = one_error_line(invoke("verify", fuzzy, "--authors", tmp_path / "co"))
+    assert "motif" in line and "available" in line, line
+    assert not marker.exists()
+
+
+def test_verify_deep_estimates_the_motif_index_of_our_fuzzy_recall_stream(fuzzy, monkeypatch):
+    from longsynth import api
+
+    monkeypatch.setattr(api, "memory_available", lambda read=None: 10_000_000)  # our index of them: 16 MB a row
+    assert "motif" in one_error_line(invoke("verify", fuzzy, "--deep", "--samples", "1"))
+
+
 # ---------------------------------------------------------------- import-hf: text a small file inflates to
 
 
