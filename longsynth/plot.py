@@ -58,11 +58,22 @@ def _save(img, path):
     return img
 
 
+def plain_text():
+    """Text drawn as it is, never typeset by LaTeX: matplotlib reads a ``matplotlibrc`` in the current folder before
+    any other, so one in a stranger's dataset folder, where ``show`` or ``evaluate`` may run, sets matplotlib's
+    defaults; its ``text.usetex`` would hand every label, and its own ``text.latex.preamble``, to LaTeX to run
+    (docs/format.md, "Trust"). Called before a figure's text is made (each text keeps the setting it was made with)."""
+    import matplotlib
+
+    matplotlib.rcParams["text.usetex"] = False
+
+
 def _figure(width_px, height_px):
-    """A matplotlib Figure on the Agg canvas (no display, no pyplot state)."""
+    """A matplotlib Figure on the Agg canvas (no display, no pyplot state), its text never LaTeX's (``plain_text``)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    plain_text()
     fig = Figure(figsize=(width_px / DPI, height_px / DPI), dpi=DPI)
     FigureCanvasAgg(fig)
     return fig

@@ -7,6 +7,7 @@ from __future__ import annotations
 from longsynth.escape import drawn
 from longsynth.models_ref.protocols.mad import GROUP_NAMES
 from longsynth.models_ref.reports.records import METRIC_NAMES, _pct, binned
+from longsynth.plot import plain_text
 
 
 CHANCE_COLOR = "#d62728"
@@ -87,6 +88,8 @@ class ReportFigures:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+
+        plain_text()  # never LaTeX, whatever a matplotlibrc in the current folder asks
 
         if len(rows) >= GRID_FROM:
             return self._lengths_grid(rows, plt)
@@ -224,6 +227,8 @@ class ReportFigures:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+
+        plain_text()  # never LaTeX, whatever a matplotlibrc in the current folder asks
 
         items, headers, xlabel = self._bars()
         n = len(items)
