@@ -29,6 +29,28 @@ def test_printable_characters_that_draw_nothing_are_spelled_out(char):
     assert char not in escape.markdown(f"m{char}.py") and char not in escape.drawn(f"m{char}.py")
 
 
+def test_no_figure_hands_its_text_to_latex_whatever_the_current_folder_s_matplotlibrc_asks(monkeypatch):
+    # matplotlib reads ./matplotlibrc first: `text.usetex: True` in a stranger's dataset folder, where show or evaluate
+    # runs, set here as it would have set it, had every label (and its preamble's code) typeset by LaTeX
+    pytest.importorskip("torch")
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from test_report_honesty import _cert, _report
+
+    from longsynth.models_ref.reports.curves import curves
+
+    history = {"train": [{"loss": 1.0}, {"loss": 0.5}], "val": [{"step": 2, "loss": 0.5, "accuracy": 0.9}]}
+    report = _report([_cert("parity", 0.9)], model="/tmp/m.py:build", sha="ab" * 32)
+    for make in (report.figure, lambda: curves(history, "accuracy", None, r"parity / \input{/etc/passwd} / tiny")):
+        monkeypatch.setitem(matplotlib.rcParams, "text.usetex", True)
+        fig = make()
+        try:
+            texts = fig.findobj(matplotlib.text.Text)
+        finally:
+            plt.close(fig)
+        assert texts and not [t.get_text() for t in texts if t.get_usetex()]
+
+
 # ---------------------------------------------------------------- the records: JSON itself
 
 
