@@ -19,6 +19,17 @@ if not _os.path.isdir(_os.path.join(_os.path.dirname(__file__), "generators")) a
 ):
     __path__.append(_root)
 
+# Numba reads a .numba_config.yaml in the current folder when imported and again before each compile, and the
+# current folder may be a dataset folder from someone else (docs/format.md, "Trust"): its cache_dir had Numba write
+# its cache there and unpickle the index files it found there, running the folder's code. Numba's settings are the
+# NUMBA_* environment variables and numba.config here, never that file.
+import numba.core.config as _numba_config  # noqa: E402
+
+_found = getattr(_numba_config, "_config_fname", "")
+_numba_config._config_fname = ""  # a name no file has: every later reload reads the environment only
+if _found and _os.path.isfile(_found):
+    _numba_config.reload_config()  # the settings as the environment gives them, undoing the file's
+
 # Numba's default threading layer on Linux is GNU OpenMP, which kills a forked child that
 # runs a parallel kernel once the parent has run one: a PyTorch DataLoader's default (fork)
 # workers generating on the fly. Unless the user chose a layer (NUMBA_THREADING_LAYER or
