@@ -3,6 +3,8 @@ verify --authors' child and import-hf's parquet reading, attacked once more. Eac
 since."""
 import json
 import os
+import subprocess
+import sys
 import textwrap
 import tracemalloc
 
@@ -49,6 +51,22 @@ def test_no_figure_hands_its_text_to_latex_whatever_the_current_folder_s_matplot
         finally:
             plt.close(fig)
         assert texts and not [t.get_text() for t in texts if t.get_usetex()]
+
+
+# ---------------------------------------------------------------- the current folder: a stranger's
+
+
+def test_numba_takes_no_settings_from_a_numba_config_yaml_in_the_current_folder(tmp_path):
+    # run inside a stranger's dataset folder, its .numba_config.yaml's cache_dir had Numba write its cache there and
+    # unpickle (run) the index files found there: verify --deep ran a planted .nbi's code
+    (tmp_path / ".numba_config.yaml").write_text("cache_dir: nbc\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    code = "import longsynth; longsynth.sample('cumsum', 0, seed=0, L=8); from numba.core import config; " \
+           "print(repr(config.CACHE_DIR))"
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "''" and not (tmp_path / "nbc").exists(), r.stdout
 
 
 # ---------------------------------------------------------------- the records: JSON itself
