@@ -10,6 +10,12 @@ from __future__ import annotations
 import re
 
 _PUNCTUATION = re.compile(r"([\\`*_\[\]|~$])")  # markdown's syntax inside a line ([: a link, $: math on GitHub)
+# GitHub's autolinks (a scheme's "://", "www."): an escaped ":" or "." after them links nothing; an e-mail address
+# stays a mailto: link whatever is escaped in it (GitHub links the text after escapes), its text its own target
+_AUTOLINK = re.compile(r"(?i)(?<=[a-z]):(?=//)|(?<=www)\.")
+# what starts a block when a line starts with it: a heading, quote, list item or rule (#, >, +, -, =: a setext
+# heading's underline), an ordered list's "1." or "1)"; spaces before them (four make a code block) as entities
+_BLOCK = re.compile(r"^( *)(?:([#>+=-])|(\d{1,9})([.)]))?")
 # characters Python counts printable that draw nothing (Unicode's default-ignorable ones among them): the Hangul
 # fillers, the combining grapheme joiner, Khmer's inherent vowels, the Mongolian and other variation selectors; a
 # name holding one reads as another name
@@ -32,9 +38,17 @@ def visible(text):
 
 def markdown(text):
     """``visible`` text that markdown shows as itself: &, < and > as entities, its punctuation
-    backslash-escaped (a `|` stays in its table cell, a `[` opens no link, a `$` starts no math)."""
+    backslash-escaped (a `|` stays in its table cell, a `[` opens no link, a `$` starts no math, a
+    ``https://`` or ``www.`` starts no autolink) and, where a line starts with it, no heading, quote, list or
+    code block starts."""
     line = visible(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _PUNCTUATION.sub(r"\\\1", line)
+    line = _AUTOLINK.sub(lambda m: "\\" + m.group(), _PUNCTUATION.sub(r"\\\1", line))
+    return _BLOCK.sub(_unblock, line)
+
+
+def _unblock(m):
+    spaces, marker, number, stop = m.groups()
+    return "&#32;" * len(spaces) + (f"\\{marker}" if marker else f"{number}\\{stop}" if number else "")
 
 
 def drawn(text):

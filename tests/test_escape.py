@@ -24,7 +24,7 @@ def test_visible_is_one_line_without_control_characters():
 def test_markdown_renders_as_the_text_itself():
     text = markdown(HOSTILE)
     assert "<" not in text and ">" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
-    assert "\\[click\\](https://x.example)" in text  # no link: its brackets escaped
+    assert "\\[click\\](https\\://x.example)" in text  # no link: its brackets escaped, no autolink
     assert "\\|col\\`code\\`" in text  # no extra table column, no code span
     assert "\n" not in text and "\x1b" not in text
     assert markdown("tinytf.py:build (sha256 1a2b3c4d)") == "tinytf.py:build (sha256 1a2b3c4d)"
@@ -71,7 +71,7 @@ def test_a_strangers_manifest_writes_nothing_into_the_dataset_card(tmp_path):
     assert command.startswith("    longsynth gen cumsum\\n\\n# Owned\\n<img")
     assert [line for line in card.splitlines() if "<img" in line] == [command]
     assert "<script>" not in card and "\x1b" not in card
-    assert "[x](" not in card and "\\[x\\](https://x.example)" in card  # the link's brackets escaped
+    assert "[x](" not in card and "\\[x\\](https\\://x.example)" in card  # the link's brackets escaped
 
 
 RAW = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # a control character a terminal acts on
@@ -255,3 +255,23 @@ def test_a_record_error_naming_a_strangers_key_or_value_is_one_line():
         fields.parse(Related, {"name": hostile}, "m.json", "manifest")
     assert str(e.value) == "m.json: keys.x\\x1b]0;t\\x07\\nINJECTED: x\\x1b]0;t\\x07\\nINJECTED is not stored"
     assert fields.path(("sha256", hostile)) == "sha256.x\\x1b]0;t\\x07\\nINJECTED"
+
+
+NAMES = [HOSTILE, "see https://x.example/a and HTTPS://y.example", "www.x.example (WWW.y.example)", "ftp://a.example",
+         "**b** _i_ ~~s~~ $x$ <b>x</b> &amp; `c` a\\b", "# h", "> q", "1. x", "- x", "x\n===", "    code", "===",
+         "[x]: https://x.example", "!x", "<https://x.example>"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_github_renders_an_escaped_name_as_the_name_itself(name):
+    """Rendered by cmark-gfm (GitHub's markdown, autolinks and tables on), a name escaped by ``markdown`` is its
+    ``visible`` text and nothing else: no link, autolink, image, heading, emphasis, HTML or extra table cell."""
+    import html
+
+    import cmarkgfm
+
+    text = html.escape(visible(name), quote=False).replace('"', "&quot;")
+    line = cmarkgfm.github_flavored_markdown_to_html(markdown(name))
+    assert line == f"<p>{text}</p>\n"
+    table = cmarkgfm.github_flavored_markdown_to_html(f"| model | score |\n|---|---|\n| {markdown(name)} | 0.5 |")
+    assert f"<td>{text}</td>\n<td>0.5</td>" in table and table.count("<td>") == 2
