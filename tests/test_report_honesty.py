@@ -303,3 +303,16 @@ def test_the_table_shows_in_distribution_accuracy_and_one_seed_without_a_spread(
     # Table 2's Transformer figure on cycle navigation is a best-of: the cell sets our best run beside the mean
     assert "0.550 ± 0.071 (n = 2; best of 2 runs 0.600)" in many
     assert "chomsky-cycle-navigation 0.500, 0.600 (best run 0.600)" in many
+
+
+def test_a_learning_rate_set_by_lr_is_said_beside_the_one_the_run_would_have_taken():
+    """s6-nogate at the laptop scale of selective copying takes the paper's 1e-4 unless --lr sets another."""
+    cert = dict(_cert("selective-copying", 0.9, scale="laptop"), model="s6-nogate", lr=3e-3,
+                model_identity={"model": "s6-nogate", "sha256": None})
+    given = Report(identity={"model": "s6-nogate", "sha256": None}, suite="selective-copying", scale="laptop",
+                   settings={"lrs": [3e-3]}, runs=[cert]).to_markdown()
+    assert "**Learning rate set by `--lr`**: 0.003, in place of what this model takes at this protocol and scale: " \
+           "0.0001 on selective-copying." in given
+    default = Report(identity={"model": "s6-nogate", "sha256": None}, suite="selective-copying", scale="laptop",
+                     settings={"lrs": None}, runs=[dict(cert, lr=1e-4)]).to_markdown()
+    assert "--lr" not in default

@@ -25,8 +25,8 @@ from longsynth.models_ref.evaluation.finished import EDITED
 from longsynth.models_ref.evaluation.harness import Job, prepare
 from longsynth.models_ref.evaluation.checks import build, check_model
 from longsynth.models_ref.evaluation.protocol import SCALES, resolve
-from longsynth.models_ref.protocols.registry import (ATOMIC_TASKS, PROTOCOLS, SUITES, architecture, preset_lr,
-                                                     protocol_of, suite_members, task_of)
+from longsynth.models_ref.protocols.registry import (ATOMIC_TASKS, PROTOCOLS, SUITES, default_lrs, protocol_of,
+                                                     suite_members, task_of)
 from longsynth.models_ref.reports.records import member_name
 
 
@@ -105,11 +105,6 @@ class Settings:
     data: str | None = None
     threads: int = 1  # torch threads per run on the CPU (the one thread policy of evaluate and validate)
     edited: str = "redo"  # a run whose files changed since it finished: "redo" it, or "refuse" (stop)
-
-
-def _default_lr(factory, protocol, scale, task):
-    row = architecture(protocol, scale, factory.name) if isinstance(factory, factories.Reference) else None
-    return PROTOCOLS[(protocol, scale)]["lr"] if row is None else preset_lr(row, task)
 
 
 def _config_hash(job, identity, protocol):
@@ -223,7 +218,9 @@ def plan(model, suite, settings, out, notify, progress=False, on_member=None):
             check_model(build(factory, prepared.spec), factories.checked_spec(factory, prepared.spec), x.to(dev),
                         whole_row=protocol.whole_row, notify=notify)
         _check_grid(factory, prepared.spec, protocol, text, notify)
-        lrs = settings.lrs or protocol.lrs or (_default_lr(factory, proto_name, settings.scale, task),)
+        built_in = isinstance(factory, factories.Reference)
+        lrs = settings.lrs or protocol.lrs or default_lrs(proto_name, settings.scale,
+                                                          factory.name if built_in else None, task, built_in)
         mine = []
         for job, prefix in sweep(probe, protocol, settings, lrs):
             parent = Folder.of(out).sub("runs", member_name(proto_name, task, registry.get(task).family))

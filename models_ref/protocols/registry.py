@@ -81,6 +81,16 @@ def preset_lr(row, task):
     return row.get("task_lr", {}).get(task, row["lr"])
 
 
+def default_lrs(protocol, scale, model, task, built_in=True):
+    """The learning rates a run on ``task`` sweeps when --lr does not set them: the protocol's grid, else the
+    built-in's preset lr, else the protocol's (a model of the user's takes the protocol's)."""
+    proto = PROTOCOLS[(protocol, scale)]
+    if proto.get("lrs"):
+        return tuple(proto["lrs"])
+    row = architecture(protocol, scale, model) if built_in else None
+    return (proto["lr"] if row is None else preset_lr(row, task),)
+
+
 # ----------------------------------------------------------------- the papers' figures
 
 

@@ -13,7 +13,7 @@ import os
 import re
 
 from longsynth.models_ref.protocols.mad import GROUP_NAMES, GROUP_SOURCE, GROUPS
-from longsynth.models_ref.protocols.registry import TOLERANCE, column_source, paper_split
+from longsynth.models_ref.protocols.registry import TOLERANCE, column_source, default_lrs, paper_split
 from longsynth.escape import markdown, visible
 from longsynth.models_ref.reports.records import (METRIC_NAMES, _level_text, _lr, _mine, _pct, _run_name, binned,
                                                   display_name, diverged_text, member, score_of,
@@ -88,6 +88,25 @@ class ReportText:
             text += f"\n{visible(_run_name(run))}: {visible(diverged_text(run))}"
         return text
 
+    def _lrs_given(self):
+        """A paragraph where --lr set the learning rates: what the runs would have taken without it."""
+        given = self.settings.get("lrs")
+        if not given:
+            return []
+        defaults = {}  # the lrs a run takes without --lr -> its tasks
+        for r in self.runs:
+            try:
+                lrs = default_lrs(r["protocol"], r["scale"], r["model"], r["task"],
+                                  (r.get("model_identity") or {}).get("sha256") is None)
+            except KeyError:  # a protocol or scale this version does not know
+                continue
+            defaults.setdefault(lrs, set()).add(r["task"])
+        said = "; ".join(f"{', '.join(f'{lr:g}' for lr in lrs)} on {_md(sorted(tasks))}"
+                         for lrs, tasks in sorted(defaults.items()))
+        return [f"**Learning rate set by `--lr`**: {', '.join(f'{lr:g}' for lr in given)}"
+                + (f", in place of what this model takes at this protocol and scale: {said}" if said else "")
+                + ". The protocol's recipe is otherwise unchanged.", ""]
+
     def to_markdown(self):
         s = self.settings
         rows = self.rows()
@@ -119,6 +138,7 @@ class ReportText:
                 f"{total:,} steps ({_pct(steps / total)})" for (steps, total), tasks in budgets.items())
                 + " (`--steps`). A run cut short says what the model reached in those steps, not whether it "
                   "reproduces the paper: its verdict is not a verdict.", ""]
+        out += self._lrs_given()
         if self.scale == "tiny":
             settings = {}  # what a row trained -> the rows
             for r in rows:
