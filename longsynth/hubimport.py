@@ -145,7 +145,10 @@ def check(imp, src, progress=None):
             folder, prob, _ = imp.SPLITS[split]
             for texts in _batches(p.file.path, imp.COLUMN, getattr(imp, "MAX_WIDTH", None)):
                 if width is None and texts:
-                    width = len(texts[0]) if isinstance(texts[0], str) else 0
+                    if not isinstance(texts[0], str):  # a null: a row of the Hub's data always holds its string
+                        raise LongsynthError(f"{p.file.name} row 0: no string (a null); not {imp.REPO}'s data, "
+                                             f"nothing written")
+                    width = len(texts[0])
                     try:  # a string length the task cannot take is refused at the first row, not after them all
                         task.make_config(**imp.params(width, prob))
                     except (LongsynthError, TypeError, ValueError) as e:

@@ -199,6 +199,8 @@ def _flip_last_read(strings):
      "row 8: character 'x' at 4"),
     ("val-00000-of-00001-fec0c0.parquet", lambda s: s.__setitem__(9, s[9] + "w1"), "row 9: 34 characters"),
     ("train-00000-of-00002-b4ca32.parquet", lambda s: s.__setitem__(0, "w1r"), "row 0: strings of 3 characters"),
+    ("train-00000-of-00002-b4ca32.parquet", lambda s: s.__setitem__(0, None), "row 0: no string (a null)"),
+    ("val-00000-of-00001-fec0c0.parquet", lambda s: s.__setitem__(7, None), "row 7:"),
     ("val-00000-of-00001-fec0c0.parquet", lambda s: s.__setitem__(2, "w0w1" + s[2][4:].replace("w", "0", 1)),
      "row 2: something other than"),
 ])
