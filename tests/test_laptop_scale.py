@@ -9,7 +9,7 @@ LAPTOP_SUITES = ("mqar", "h3-synthetics", "state-tracking", "selective-copying",
                  "regbench")
 MEMBERS = sorted({p for suite in LAPTOP_SUITES for p, _ in SUITES[suite]})
 # what a laptop row may change beside the steps and their schedule (the sources say why)
-CHANGED = {"selective-copying": {"data"}, "induction-heads": {"test_sets"}}
+CHANGED = {"selective-copying": {"data", "lr"}, "induction-heads": {"test_sets"}}  # its lr: 400K steps' is 1e-4
 CHOMSKY_CHANGES = {"lr", "lrs", "eval_batches", "model_options"}  # the sweeps of the columns: the preset
 SCHEDULE = {"steps", "warmup_steps", "eval_every", "source"}
 

@@ -101,6 +101,8 @@ class ReportText:
             except KeyError:  # a protocol or scale this version does not know
                 continue
             defaults.setdefault(lrs, set()).add(r["task"])
+        if set(defaults) == {tuple(given)}:  # --lr gave what every run takes without it
+            return []
         said = "; ".join(f"{', '.join(f'{lr:g}' for lr in lrs)} on {_md(sorted(tasks))}"
                          for lrs, tasks in sorted(defaults.items()))
         return [f"**Learning rate set by `--lr`**: {', '.join(f'{lr:g}' for lr in given)}"
