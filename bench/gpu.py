@@ -84,8 +84,8 @@ EXTRA = [
     # 7-8 ms a step, 7-8 min each, one a command; the CPU is nearly as fast (its dry run: 8 and 16 min)
     ("h3-t1-induction", "s4d", "h3-induction", "laptop", None),
     ("h3-t1-induction", "h3", "h3-induction", "laptop", None),
-    # Mamba Table 1 at length 256 (224 noise, 16 to copy), 2,500 steps of 64: s6-nogate's scan 30,102 ops,
-    # ~0.13 s a step, ~5.5 min; s4d-nogate ~0.8 min (CPU: 50 and 16 min)
+    # Mamba Table 1 at length 256 (224 noise, 16 to copy), 2,500 steps of 64 at lr 3e-3: s6-nogate's scan 30,102
+    # ops, ~0.13 s a step, ~5.5 min; s4d-nogate ~0.8 min (CPU, measured: 21 and 9 min; committed, one seed each)
     ("mamba-t1", "s6-nogate", "selective-copying", "laptop", None),
     ("mamba-t1", "s4d-nogate", "selective-copying", "laptop", None),
     # Figure 2's other side, as zoology-attention in MAIN: 185 ops, ~3 min (CPU: 6-36 s a step, 4 weeks)

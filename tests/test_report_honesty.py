@@ -318,3 +318,23 @@ def test_a_learning_rate_set_by_lr_is_said_beside_the_one_the_run_would_have_tak
            "0.003 on selective-copying." in markdown([1e-4])
     assert "--lr" not in markdown(None, lr=3e-3)
     assert "--lr" not in markdown([3e-3], lr=3e-3)  # the laptop scale's own lr: nothing set in its place
+
+
+def test_a_laptop_report_says_what_its_scale_cut_from_the_papers_recipe():
+    """A laptop run's verdict sits beside the whole recipe's figure: the report names the cut and an lr that is not
+    the paper's, from the run's own certificate."""
+    cert = dict(_cert("selective-copying", 0.926, scale="laptop"), model="s6-nogate", lr=3e-3)
+    cert["protocol_source"] = "Mamba paper appendix E.1; laptop scale: 2,500 of the paper's 400,000 steps; length 256"
+    md = Report(identity={"model": "s6-nogate", "sha256": None}, suite="selective-copying", scale="laptop",
+                settings={}, runs=[cert]).to_markdown()
+    assert ("**Laptop scale**: the paper's protocol at about an hour a run on one CPU core, what it cuts from the "
+            "recipe named (selective-copying: "
+            "2,500 of the paper's 400,000 steps; length 256; lr 0.003 where the paper's recipe has 0.0001; ") in md
+    assert "not a reproduction" in md
+    tiny = _report([_cert("selective-copying", 0.9)]).to_markdown()
+    assert "Laptop scale" not in tiny
+    longer = dict(_cert("selective-copying", 0.9, scale="laptop", steps=10_000), model="s6-nogate", lr=3e-3,
+                  protocol_source=cert["protocol_source"])
+    md = Report(identity={"model": "s6-nogate", "sha256": None}, suite="selective-copying", scale="laptop",
+                settings={}, runs=[longer]).to_markdown()
+    assert "length 256; lr 0.003 where the paper's recipe has 0.0001; this run trained 10,000 steps (--steps)" in md

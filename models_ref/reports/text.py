@@ -9,11 +9,13 @@ through ``escape.visible``.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 
 from longsynth.models_ref.protocols.mad import GROUP_NAMES, GROUP_SOURCE, GROUPS
-from longsynth.models_ref.protocols.registry import TOLERANCE, column_source, default_lrs, paper_split
+from longsynth.models_ref.protocols.registry import (PROTOCOLS, TOLERANCE, column_source, default_lrs,
+                                                     paper_split)
 from longsynth.escape import markdown, visible
 from longsynth.models_ref.reports.records import (METRIC_NAMES, _level_text, _lr, _mine, _pct, _run_name, binned,
                                                   display_name, diverged_text, member, score_of,
@@ -88,6 +90,29 @@ class ReportText:
             text += f"\n{visible(_run_name(run))}: {visible(diverged_text(run))}"
         return text
 
+    def _laptop_cuts(self):
+        """At the laptop scale, a paragraph saying what each protocol cut from the paper's recipe (its certificate's
+        source) and the learning rate where it is not the paper's: the papers' figures are the whole recipe's."""
+        if self.scale != "laptop":
+            return []
+        cuts = {}  # what was cut -> the tasks
+        for v in self.runs:
+            source = str(v.get("protocol_source") or "")
+            cut = source.split("laptop scale: ", 1)[1] if "laptop scale: " in source else "fewer steps"
+            paper = PROTOCOLS.get((v.get("protocol"), "paper")) or {}
+            if "lr" not in cut and not paper.get("lrs") and paper.get("lr") is not None and v.get("lr") is not None \
+                    and not math.isclose(v["lr"], paper["lr"]):
+                cut += f"; lr {v['lr']:g} where the paper's recipe has {paper['lr']:g}"
+            planned = ((v.get("schedule") or {}).get("protocol") or {}).get("steps")
+            if planned is not None and v.get("steps") is not None and v["steps"] != planned:
+                cut += f"; this run trained {v['steps']:,} steps (--steps)"
+            cuts.setdefault(cut, set()).add(v["task"])
+        said = "; ".join(f"{_md(sorted(tasks))}: {markdown(cut)}" for cut, tasks in sorted(cuts.items()))
+        return [f"**Laptop scale**: the paper's protocol at about an hour a run on one CPU core, what it cuts from "
+                f"the recipe named ({said}; "
+                "docs/evaluate.md, \"Scales\"). The papers' figures are their whole recipe's: a verdict here reads "
+                "this budget's result beside them, not a reproduction.", ""]
+
     def _lrs_given(self):
         """A paragraph where --lr set the learning rates: what the runs would have taken without it."""
         given = self.settings.get("lrs")
@@ -153,6 +178,7 @@ class ReportText:
             out += [f"The tiny scale shrinks the papers' recipes (here: {here}; docs/evaluate.md), so the papers' "
                     "figures are a reference, not a target." + (f" Recipes: {'; '.join(recipes)}." if recipes
                                                                  else ""), ""]
+        out += self._laptop_cuts()
         in_dist = any(r.get("in_distribution") is not None for r in rows)
         free = any(r.get("position_prior") is not None for r in rows)
         head = ["task", "metric", markdown(self.name), *(["in-distribution"] if in_dist else []), "chance",
