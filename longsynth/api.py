@@ -295,7 +295,7 @@ def _check_memory(t, streams, keep, verifying=False):
                              f"now; verify without --deep checks every stored byte against the manifest's SHA-256")
     raise LongsynthError(f"splits: {split} ({big.count:,} rows) of {t.name}'s authors' stream keeps about "
                          f"{human(side)} in memory while it is written ({big.side_doc}), {human(avail)} available "
-                         f"now; lower its count")
+                         f"now; lower its count, or the parameters that size what it keeps")
 
 
 _CURSOR = {}  # the authors' stream authors_block last read: its key -> the Stream, where it stopped

@@ -397,7 +397,8 @@ def test_the_word_problem_estimate_counts_its_cayley_table(tmp_path, monkeypatch
                                  "--splits", "train=2", "-j", "1", "--out", str(tmp_path / "d")])
     line = one_error_line(r)
     assert line.startswith("Error: splits: train (2 rows) of word-problem's authors' stream keeps about 310.1 MB") and \
-        "S7's Cayley table), 209.7 MB available now; lower its count" in line, line
+        "S7's Cayley table), 209.7 MB available now; lower its count, or the parameters that size what it keeps" \
+        in line, line
     assert not (tmp_path / "d").exists()
 
 

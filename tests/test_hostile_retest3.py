@@ -155,7 +155,8 @@ def test_verify_deep_estimates_the_motif_index_of_our_fuzzy_recall_stream(fuzzy,
     from longsynth import api
 
     monkeypatch.setattr(api, "memory_available", lambda read=None: 10_000_000)  # our index of them: 16 MB a row
-    assert "motif" in one_error_line(invoke("verify", fuzzy, "--deep", "--samples", "1"))
+    line = one_error_line(invoke("verify", fuzzy, "--deep", "--samples", "1"))
+    assert "motif" in line and "vocab_size and the motif sizes set its size, whatever the count" in line, line
 
 
 # ---------------------------------------------------------------- import-hf: text a small file inflates to

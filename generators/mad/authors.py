@@ -315,7 +315,8 @@ def _side(name, cfg):
     if name != "mad-fuzzy-recall":
         return {}
     return {"side_bytes": fuzzy_side_bytes(cfg), "side_doc": "a shuffled index of every key and value motif, "
-                                                             "drawn again for each row"}
+                                                             "drawn again for each row: vocab_size and the motif "
+                                                             "sizes set its size, whatever the count"}
 
 
 def _blocks(make, draws, ahead, count, is_training, block):
