@@ -338,3 +338,26 @@ def test_a_laptop_report_says_what_its_scale_cut_from_the_papers_recipe():
     md = Report(identity={"model": "s6-nogate", "sha256": None}, suite="selective-copying", scale="laptop",
                 settings={}, runs=[longer]).to_markdown()
     assert "length 256; lr 0.003 where the paper's recipe has 0.0001; this run trained 10,000 steps (--steps)" in md
+
+
+def test_several_seeds_by_length_show_each_seed_beside_the_pooled_line():
+    """Three seeds that hold to 500 and one that fails pool into a curve that merely sags: the table and
+    lengths.png give each seed's own line beside the pooled one."""
+    def run(seed, accs):
+        cert = dict(_cert("chomsky-reverse-string", 0.9, scale="laptop"), seed=seed, scored_on="test sets")
+        cert["test_sets"] = {str(L): {"accuracy": a, "exact": {"accuracy": a, "count": 100}}
+                             for L, a in zip((41, 250, 500), accs)}
+        return cert
+
+    rep = Report(identity={"model": "stack-rnn", "sha256": None}, suite="chomsky-reverse-string", scale="laptop",
+                 settings={"seeds": 2}, runs=[run(0, (0.7, 0.55, 0.52)), run(1, (1.0, 1.0, 0.98))])
+    md = rep.to_markdown()
+    assert "| accuracy, 2 seeds pooled | 0.850 | 0.775 | 0.750 |" in md
+    assert "| seed 0 | 0.700 | 0.550 | 0.520 |" in md and "| seed 1 | 1.000 | 1.000 | 0.980 |" in md
+    fig = rep.lengths_figure()
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert any("each seed (2)" in label for label in labels) and any("2 seeds pooled" in label for label in labels)
+    _close(fig)
+    one = Report(identity={"model": "stack-rnn", "sha256": None}, suite="chomsky-reverse-string", scale="laptop",
+                 settings={}, runs=[run(0, (0.7, 0.55, 0.52))]).to_markdown()
+    assert "| accuracy | 0.700 | 0.550 | 0.520 |" in one and "seed 0 |" not in one

@@ -28,6 +28,14 @@ def _series(row):
                any(a != z for a, z, _, _ in cells))
 
 
+def _seed_series(row, kind):
+    """(seed, x, accuracy) of each seed's cells of ``kind``, binned as the pooled ones (``_series``)."""
+    for s in row.get("by_length_seeds") or []:
+        cells = binned([c for c in s["cells"] if c["kind"] == kind])
+        if cells:
+            yield s["seed"], [(a + z) / 2 for a, z, _, _ in cells], [acc for _, _, acc, _ in cells]
+
+
 def _strings(row):
     """[(test length, string accuracy)] of a row's test sets that record it (``string_metrics``), else []."""
     return [(c["at"], c["string_accuracy"]) for c in row["by_length"] if c.get("string_accuracy") is not None]
@@ -96,11 +104,16 @@ class ReportFigures:
         fig, ax = plt.subplots(figsize=(11, 4.5), dpi=110)
         xs = []
         for r in rows:
+            seeds = len(r.get("by_length_seeds") or [])
             for kind, x, y, ranged in _series(r):
                 xs += x
                 label = (f"{r['task']} (by {kind}{', each point a range of lengths' if ranged else ''}"
-                         f"{': the share of answer tokens right' if _strings(r) else ''})")
+                         f"{': the share of answer tokens right' if _strings(r) else ''}"
+                         f"{f'; {seeds} seeds pooled' if seeds else ''})")
                 line, = ax.plot(x, y, marker="o", label=drawn(label))
+                for i, (seed, sx, sy) in enumerate(_seed_series(r, kind)):  # each seed thin, the pooled curve bold
+                    ax.plot(sx, sy, lw=0.9, alpha=0.6, color=line.get_color(), linestyle=":",
+                            label=drawn(f"{r['task']}: each seed ({seeds})") if i == 0 else None)
             if _strings(r):  # Repeat After Me's get_score: the share of rows with every answer token right
                 x, y = zip(*_strings(r))
                 ax.plot(x, y, marker="s", linestyle=":", color=line.get_color(),
@@ -140,9 +153,13 @@ class ReportFigures:
                                  squeeze=False)
         for ax, r in zip(axes.flat, rows):
             xs = []
-            for _, x, y, _ in _series(r):
+            for kind, x, y, _ in _series(r):
                 xs += x
-                ax.plot(x, y, marker="o", ms=3, lw=1.2, color=MODEL_COLOR, label=drawn(f"{self.name}: test accuracy"))
+                pooled = " (seeds pooled)" if r.get("by_length_seeds") else ""
+                ax.plot(x, y, marker="o", ms=3, lw=1.2, color=MODEL_COLOR,
+                        label=drawn(f"{self.name}: test accuracy{pooled}"))
+                for seed, sx, sy in _seed_series(r, kind):
+                    ax.plot(sx, sy, lw=0.7, alpha=0.6, color=MODEL_COLOR, linestyle=":", label="each seed")
             if r["answer_chance"] is not None:
                 ax.axhline(r["answer_chance"], color=CHANCE_COLOR, linestyle=(0, (4, 3)), linewidth=1.0,
                            label="chance (a uniform guess)")

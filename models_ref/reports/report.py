@@ -153,6 +153,9 @@ class Report(ReportText, ReportFigures):
         if row["top_share"] is not None and row["top_share"] >= ONE_ANSWER:
             row["verdict"] += f" [one answer at {row['top_share']:.0%} of the scored positions]"
         row["by_length"] = by_length(by_lr[best])
+        seeds = sorted((r for r in by_lr[best] if r.get("seed") is not None), key=lambda r: r["seed"])
+        row["by_length_seeds"] = [{"seed": r["seed"], "cells": by_length([r])} for r in seeds] \
+            if len(seeds) > 1 and row["by_length"] else []  # a pooled curve hides a seed that failed
         row["by_set"] = by_set(by_lr[best])
         row["trained_at"] = _trained_at(runs[0])
         row["length_param"] = length_param(runs[0])

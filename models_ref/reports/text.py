@@ -375,13 +375,23 @@ class ReportText:
                + (" String accuracy: the share of test rows whose every scored target is right (Repeat After Me's "
                   "get_score: the answer's letters, given the true prefix)."
                   if any("string_accuracy" in c for r in rows for c in r["by_length"]) else ""), ""]
+        if any(r.get("by_length_seeds") for r in rows):
+            out += ["With several seeds, the first line pools their test rows (the accuracy over every seed's answers) "
+                    "and a line per seed follows: a pooled curve that falls may be one seed that failed among "
+                    "seeds that hold.", ""]
         for r in rows:
+            seeds = r.get("by_length_seeds") or []
             for kind in dict.fromkeys(c["kind"] for c in r["by_length"]):
                 cells = binned([c for c in r["by_length"] if c["kind"] == kind])
                 at = [f"{a:,}" if a == z else f"{a:,}-{z:,}" for a, z, _, _ in cells]
+                pooled = f"accuracy, {len(seeds)} seeds pooled" if seeds else "accuracy"
                 out += [f"{markdown(r['task'])}, by {kind}:", "", "| " + kind + " | " + " | ".join(at) + " |",
                         "|---" * (len(at) + 1) + "|",
-                        "| accuracy | " + " | ".join(f"{acc:.3f}" for _, _, acc, _ in cells) + " |"]
+                        f"| {pooled} | " + " | ".join(f"{acc:.3f}" for _, _, acc, _ in cells) + " |"]
+                for s in seeds:
+                    own = binned([c for c in s["cells"] if c["kind"] == kind])
+                    if [(a, z) for a, z, _, _ in own] == [(a, z) for a, z, _, _ in cells]:  # the same bins
+                        out += [f"| seed {s['seed']} | " + " | ".join(f"{acc:.3f}" for _, _, acc, _ in own) + " |"]
                 strings = [c.get("string_accuracy") for c in r["by_length"] if c["kind"] == kind]
                 if len(strings) == len(cells) and None not in strings:  # unbinned, each with its strings' share
                     out += ["| string accuracy | " + " | ".join(f"{v:.3f}" for v in strings) + " |"]
