@@ -9,7 +9,7 @@ command (docs/validation.md, "Findings"). This runs each cell of a plan through 
 --device cuda` (`--jobs N`: a cell's runs at once on the card; the cells run one after another), writes
 the reports under --out and a summary (gpu.json) there after each cell, so a plan stopped at ten minutes
 keeps what it finished; it commits nothing. A cell is (group, model, suite, scale, steps[, seeds]): its name is
-GROUP-MODEL, and `--only` takes names or groups; the Chomsky DCF and CS cells run 5 seeds each (`--seeds 5`: their
+GROUP-MODEL, and `--only` takes names or groups; the Chomsky DCF and CS cells run 3 seeds each (`--seeds 3`: their
 reports read the best of them, as Table 2 does). A budget cut below the protocol's steps makes the report
 say "budget cut: not a verdict" and show the curves; a cut can only hold a model back, so a contrast that
 shows at it still reads, and one that does not reads "not shown".
@@ -18,13 +18,13 @@ shows at it still reads, and one that does not reads "not shown".
 seq_icl's 8 x 128 Transformer on RegBench at their recipe cut to a third (their LSTM's side, 0.529, is a CPU run:
 docs/validation.md), Grazzi et al.'s DeltaNet parity pair at their lengths (train 3-40, test 40-256), zoology Figure
 2's (128, 8) cell with its attention (`zoology-attention`, the width x lr grid), one DLR Table 1 cell (cumsum, L
-4,096). `extra`, about an hour in all with the Chomsky seeds (five commands by `--only` groups; H3's cells one a
-command): the laptop-scale certificates (docs/validation.md, "Findings"), which a CPU session can also run (minutes
-to two hours each) and a GPU runs from about as fast to tens of times faster: Grazzi's Mamba pair, the Chomsky
-contrasts tested to 500, H3's induction head at safari's 62,800 steps, Mamba Table 1 at length 256, Figure 2's
-BaseConv. Not here: Mamba Table 1 at length 4,096 (the selective scan is a loop over positions: 475K torch ops a
-step, over a second a step on any GPU) and Table 2's s6 (the same loop at length 256: its 15,000 steps take ~30 min
-there as here).
+4,096). `extra`, about an hour in all with the Chomsky seeds (by `--only` groups; H3's cells and the Chomsky DCF and
+CS cells one a command): the laptop-scale certificates (docs/validation.md, "Findings"), which a CPU session can
+also run (minutes to two hours each) and a GPU runs from about as fast to tens of times faster: Grazzi's Mamba pair,
+the Chomsky contrasts tested to 500, H3's induction head at safari's 62,800 steps, Mamba Table 1 at length 256,
+Figure 2's BaseConv. Not here: Mamba Table 1 at length 4,096 (the selective scan is a loop over positions: 475K
+torch ops a step, over a second a step on any GPU) and Table 2's s6 (the same loop at length 256: its 15,000 steps
+take ~30 min there as here).
 
 `--smoke` runs the chosen plan at the tiny scale for 3 steps a cell (seq-icl-transformer, which has no tiny row:
 its laptop row for one step) on the CPU, so the script is tested without a GPU (tests/test_gpu_bench.py).
@@ -74,14 +74,15 @@ EXTRA = [
     ("chomsky-regular", "rnn", "chomsky-parity-check", "laptop", None),
     ("chomsky-regular", "chomsky-transformer", "chomsky-parity-check", "laptop", None),
     # DCF (reverse string: the Stack-RNN solves, the LSTM not): 7,215 and 3,333 ops at 68 positions, ~1.5 and
-    # ~1 min a seed (CPU: 4-8, 7-8 min), 5 seeds each: on the CPU one Stack-RNN seed of 4 failed where three
-    # reversed strings to 500 (docs/validation.md), and Table 2's columns are best-ofs
-    ("chomsky-dcf", "stack-rnn", "chomsky-reverse-string", "laptop", None, 5),
-    ("chomsky-dcf", "lstm", "chomsky-reverse-string", "laptop", None, 5),
+    # ~1 min a seed (CPU: 4-8, 7-8 min), 3 seeds each (one cell a command: 10 min at most): on the CPU one
+    # Stack-RNN seed of 4 failed where three reversed strings to 500 (docs/validation.md), and Table 2's columns
+    # are best-ofs
+    ("chomsky-dcf", "stack-rnn", "chomsky-reverse-string", "laptop", None, 3),
+    ("chomsky-dcf", "lstm", "chomsky-reverse-string", "laptop", None, 3),
     # CS (duplicate string: the Tape-RNN solves, the Stack-RNN not): 17,445 and 10,819 ops at 102 positions,
-    # ~2.3 and ~1.5 min a seed (CPU: 14, 6-7 min), 5 seeds each
-    ("chomsky-cs", "tape-rnn", "chomsky-duplicate-string", "laptop", None, 5),
-    ("chomsky-cs", "stack-rnn", "chomsky-duplicate-string", "laptop", None, 5),
+    # ~2.3 and ~1.5 min a seed (CPU: 14, 6-7 min), 3 seeds each (one cell a command)
+    ("chomsky-cs", "tape-rnn", "chomsky-duplicate-string", "laptop", None, 3),
+    ("chomsky-cs", "stack-rnn", "chomsky-duplicate-string", "laptop", None, 3),
     # H3 Table 1's induction head at safari's 62,800 steps (attention's run is committed: 0.619): ~800 ops,
     # 7-8 ms a step, 7-8 min each, one a command; the CPU is nearly as fast (its dry run: 8 and 16 min)
     ("h3-t1-induction", "s4d", "h3-induction", "laptop", None),

@@ -34,7 +34,7 @@ def test_every_cell_has_a_preset_on_the_gpu_and_in_the_smoke_plan(gpu):
     assert len(set(names)) == len(names)  # one report folder each, whichever plans share an --out
     for cells in gpu.PLANS.values():
         for group, model, suite, scale, steps, *seeds in cells:
-            assert seeds in ([], [5]), (group, model, seeds)  # a cell's runs: one seed, or a best-of
+            assert seeds in ([], [3]), (group, model, seeds)  # a cell's runs: one seed, or a best-of
             for at in (scale, gpu.SMOKE.get(model, ("tiny",))[0]):
                 for protocol, _ in suite_tasks(suite, at):
                     assert architecture(protocol, at, model) is not None, (group, model, protocol, at)
