@@ -25,6 +25,9 @@ from longsynth.models_ref.reports.records import (METRIC_NAMES, _level_text, _lr
 _NAME = re.compile(r"[\w.,+=:/-]+", re.ASCII)  # a suite's name (a comma list of them) as a code span holds it
 
 
+_SAYS_LR = re.compile(r"\blr\b|learning rate")  # a laptop cut that already names its learning rate
+
+
 def _md(items):
     """Items (strings or numbers) as report.md holds them: each ``escape.markdown``, joined by ", "."""
     return ", ".join(markdown(v) for v in items)
@@ -100,9 +103,9 @@ class ReportText:
             source = str(v.get("protocol_source") or "")
             cut = source.split("laptop scale: ", 1)[1] if "laptop scale: " in source else "fewer steps"
             paper = PROTOCOLS.get((v.get("protocol"), "paper")) or {}
-            if "lr" not in cut and not paper.get("lrs") and paper.get("lr") is not None and v.get("lr") is not None \
-                    and not math.isclose(v["lr"], paper["lr"]):
-                cut += f"; lr {v['lr']:g} where the paper's recipe has {paper['lr']:g}"
+            lr, theirs = v.get("lr"), None if paper.get("lrs") else paper.get("lr")  # the paper's one lr, if one
+            if lr is not None and theirs is not None and not math.isclose(lr, theirs) and not _SAYS_LR.search(cut):
+                cut += f"; lr {lr:g} where the paper's recipe has {theirs:g}"
             planned = ((v.get("schedule") or {}).get("protocol") or {}).get("steps")
             if planned is not None and v.get("steps") is not None and v["steps"] != planned:
                 cut += f"; this run trained {v['steps']:,} steps (--steps)"
