@@ -112,8 +112,10 @@ def info(root, as_json, samples):
               help="also make every split again with the authors' own code from CHECKOUT, a checkout of their "
                    "repository at the commit docs/authors-data.md names, and compare every row (datasets made with "
                    "--authors-stream). This RUNS that checkout's Python code (in a child Python): name one you trust")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=3600.0, show_default=True,
+              help="seconds the authors' code may run (with --authors); past it, it is ended with no verdict")
 @friendly
-def verify(root, deep, samples, checkout):
+def verify(root, deep, samples, checkout, time_limit):
     """Check checksums, structure and digests of a stored dataset; an unfinished one is
     told apart from a damaged one. With --authors, compare it with the authors' own code."""
     m = store.read_manifest(root)
@@ -142,15 +144,16 @@ def verify(root, deep, samples, checkout):
         deep_text = f", {count(regenerated)} of them regenerated and identical (up to {count(samples)} per split)"
     click.echo(f"OK: {count(shards)} shards, {count(c.total)} samples" + (deep_text if deep else ""))
     if checkout is not None:
-        _verify_authors(root, checkout)
+        _verify_authors(root, checkout, time_limit)
 
 
-def _verify_authors(root, checkout):
+def _verify_authors(root, checkout, time_limit):
     """verify --authors: every row against the authors' code (longsynth.crosscheck)."""
     from longsynth import crosscheck
 
     click.echo(f"running the authors' code from {shown(os.path.abspath(checkout))} ...", err=True)
-    r = crosscheck.compare(root, checkout, progress=lambda split: click.echo(f"  {split}: compared", err=True))
+    r = crosscheck.compare(root, checkout, progress=lambda split: click.echo(f"  {split}: compared", err=True),
+                           time_limit=time_limit)
     if r.problems:
         for p in r.problems:
             click.echo(shown(p), err=True)

@@ -500,15 +500,18 @@ def _said(e):
     return f"{name[:80]}: {text}"
 
 
-def compare(root, checkout, progress=None):
+def compare(root, checkout, progress=None, time_limit=None):
     """Make every split of the dataset in ``root`` again with the authors' code in ``checkout``
     and compare it with the stored rows, element for element (their streams are sequential, so a
     split is made whole). ``progress(split)`` after each split.
 
     Their code runs in a child Python (``_child``), which sends each split's rows back: a checkout that ends
     its process (``os._exit(0)``, a C library's exit) ends the child, whose missing rows are one line here,
-    never a verify that stops with status 0 and no verdict."""
+    never a verify that stops with status 0 and no verdict. ``time_limit`` (seconds, None for none): the child
+    is ended when it has run that long (a manifest's counts and parameters can keep their code busy for hours
+    within the memory estimate), and that is one line with no verdict."""
     import subprocess
+    import threading
 
     from longsynth.store import open as open_dataset
 
@@ -529,9 +532,26 @@ def compare(root, checkout, progress=None):
         child = subprocess.Popen([sys.executable, "-c", f"{NO_CWD}; from longsynth.crosscheck import _child; _child()",
                                   os.fspath(root), os.fspath(checkout)], stdin=subprocess.DEVNULL,
                                  stdout=subprocess.PIPE)
+        timed_out = threading.Event()
+
+        def stop():
+            timed_out.set()
+            child.kill()
+
+        timer = threading.Timer(time_limit, stop) if time_limit is not None else None
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
         try:
             for split, sp in ds.splits.items():
-                theirs = _received(child, split)
+                try:
+                    theirs = _received(child, split)
+                except LongsynthError:
+                    if timed_out.is_set():
+                        raise LongsynthError(f"--authors: the authors' code ran past the time limit ({time_limit:g} s) "
+                                             f"before giving the rows of {split}; ended, no verdict (a longer "
+                                             "--time-limit lets it finish)") from None
+                    raise
                 for i in range(len(sp)):
                     stored = sp[i]
                     for k in ("inputs", "targets"):
@@ -544,6 +564,8 @@ def compare(root, checkout, progress=None):
                 if progress is not None:
                     progress(split)
         finally:
+            if timer is not None:
+                timer.cancel()
             if child.poll() is None:
                 child.kill()
             child.stdout.close()

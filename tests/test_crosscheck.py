@@ -210,3 +210,28 @@ def test_verify_run_inside_a_strangers_folder_imports_nothing_from_it(tmp_path, 
     assert r.exit_code == 0 and "all 26 rows equal" in r.output, r.output
     assert not marker.exists()
     assert crosscheck._REGBENCH_CHILD.startswith(crosscheck.NO_CWD)  # RegBench's child starts the same way
+
+
+def test_an_authors_code_that_runs_past_the_time_limit_is_ended_with_one_line(tmp_path):
+    """A manifest's counts and parameters can keep their code busy for hours within the memory estimate:
+    --time-limit ends the child, and that is one line with no verdict, not a verify that waits for ever."""
+    import time
+
+    out = _gen(tmp_path, "--authors-stream")
+    checkout = _checkout(tmp_path, False)
+    (checkout / "zoology" / "data" / "multiquery_ar.py").write_text(
+        "import time\n\n\ndef multiquery_ar(**kw):\n    time.sleep(600)\n")
+    start = time.monotonic()
+    r = CliRunner().invoke(cli, ["verify", str(out), "--authors", str(checkout), "--time-limit", "2"])
+    assert time.monotonic() - start < 120, "the child was not ended at the limit"
+    assert r.exit_code == 1 and "Traceback" not in r.output and "OK: all" not in r.output, r.output
+    assert r.output.strip().splitlines()[-1] == ("Error: --authors: the authors' code ran past the time limit (2 s) "
+                                                 "before giving the rows of train; ended, no verdict (a longer "
+                                                 "--time-limit lets it finish)"), r.output
+
+
+def test_the_time_limit_leaves_a_quick_checkout_alone(tmp_path):
+    out = _gen(tmp_path, "--authors-stream")
+    checkout = _checkout(tmp_path, False)
+    r = CliRunner().invoke(cli, ["verify", str(out), "--authors", str(checkout), "--time-limit", "300"])
+    assert r.exit_code == 0 and "all 26 rows equal the authors' code's" in r.output, r.output
