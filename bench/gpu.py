@@ -52,7 +52,8 @@ MAIN = [
     # validations with checkpoints ~0.5 min: ~3 min (CPU: 4.6-6.3 s a step by the dry run, 13-22 s measured:
     # 2-8 days for the recipe)
     ("regbench", "seq-icl-transformer", "regbench", "paper", 10_000),
-    # 3,000 of 20,000 steps of 256: 1,198 ops, 9 ms a step, ~45 s each (CPU: 0.9-1.3 s a step, 5-8 h)
+    # 3,000 of 20,000 steps of 256: 1,198 ops, 9 ms a step, ~45 s each (CPU: 0.9-1.3 s a step, 5-8 h; the laptop
+    # scale's 2,000 steps took 53 and 62 min: deltanet-signed 0.908 against deltanet 0.504, docs/validation.md)
     ("grazzi-parity", "deltanet-signed", "parity", "paper", 3000),
     ("grazzi-parity", "deltanet", "parity", "paper", 3000),
     # 1,000 of 12,500 steps of 512, 16 runs (4 widths x 4 lrs), two at a time: 284 ops, 3-9 ms a step by width,
@@ -64,7 +65,8 @@ MAIN = [
 ]
 EXTRA = [
     # Grazzi Table 3's Mamba pair, 3,000 of 20,000 steps of 256: 5,000 ops (the scan's loop), 24 ms, ~1.5 min
-    # each (CPU: 0.25-2.3 s a step; the laptop scale's 2,000 steps are CPU runs of 10-80 min)
+    # each (CPU: the laptop scale's 2,000 steps took 42 and 57 min, s6-signed 0.995 against s6 0.495 over 40-256:
+    # docs/validation.md)
     ("grazzi-parity", "s6-signed", "parity", "paper", 3000),
     ("grazzi-parity", "s6", "parity", "paper", 3000),
     # Chomsky, trained 1-40, tested 41-500, the laptop protocols whole (the ops grow with the row: counted at
