@@ -2,6 +2,7 @@
 and ``verify``."""
 import dataclasses
 import json
+import math
 import os
 
 import click
@@ -103,6 +104,14 @@ def info(root, as_json, samples):
         click.echo(f"validation: {json.dumps(v.get('final', v.get('metrics', {})))} ({shown(v['path'])})")
 
 
+def _seconds(ctx, param, value):
+    """--time-limit: a finite number of seconds > 0 and at most 1e9 (a thread's timer takes no more; nan and inf are
+    refused, which a FloatRange lets through)."""
+    if not (math.isfinite(value) and 0 < value <= 1e9):
+        raise click.BadParameter(f"must be a number of seconds > 0 and at most 1e9, got {value!r}")
+    return value
+
+
 @click.command()
 @click.argument("root", type=click.Path())
 @click.option("--deep", is_flag=True, help="also regenerate sampled indices and compare bytes")
@@ -112,8 +121,9 @@ def info(root, as_json, samples):
               help="also make every split again with the authors' own code from CHECKOUT, a checkout of their "
                    "repository at the commit docs/authors-data.md names, and compare every row (datasets made with "
                    "--authors-stream). This RUNS that checkout's Python code (in a child Python): name one you trust")
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=3600.0, show_default=True,
-              help="seconds the authors' code may run (with --authors); past it, it is ended with no verdict")
+@click.option("--time-limit", type=float, default=3600.0, show_default=True, callback=_seconds,
+              help="seconds the authors' code may run (with --authors; > 0, at most 1e9); past it, it is ended with "
+                   "no verdict")
 @friendly
 def verify(root, deep, samples, checkout, time_limit):
     """Check checksums, structure and digests of a stored dataset; an unfinished one is

@@ -235,3 +235,13 @@ def test_the_time_limit_leaves_a_quick_checkout_alone(tmp_path):
     checkout = _checkout(tmp_path, False)
     r = CliRunner().invoke(cli, ["verify", str(out), "--authors", str(checkout), "--time-limit", "300"])
     assert r.exit_code == 0 and "all 26 rows equal the authors' code's" in r.output, r.output
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1", "1e10", "1e309"])
+def test_a_time_limit_that_is_not_a_finite_positive_number_is_one_line(tmp_path, value):
+    """nan and inf pass a click FloatRange, and a thread's timer refuses more than about 9.2e9 s (with a traceback in
+    the timer's thread, and no limit): each is refused on the command line, before anything runs."""
+    r = CliRunner().invoke(cli, ["verify", str(tmp_path), "--time-limit", value])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert r.output.strip().splitlines()[-1].startswith("Error: Invalid value for '--time-limit': must be a number "
+                                                        "of seconds > 0 and at most 1e9"), r.output
