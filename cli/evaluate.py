@@ -161,6 +161,8 @@ def evaluate(model, suite, scale, steps, lrs, seeds, device, jobs, dask, data, o
       dlr-prod, dlr-real, dlr-6, dlr-d1, s6, s6-signed, s6-nogate, s4d-nogate,
       gru, deltanet, deltanet-signed;
       on mqar: zoology-attention, base-conv, hyena, h3;
+      on h3-synthetics (H3's Table 1 as safari builds it): safari-attention,
+      safari-s4d, h3;
       on regbench: seq-icl-transformer, seq-icl-lstm;
       on the chomsky suites: rnn, lstm, stack-rnn, tape-rnn,
       chomsky-transformer;

@@ -10,7 +10,9 @@ A factory is ``factory(spec: longsynth.ModelSpec) -> torch.nn.Module`` (docs/eva
   of ``protocols.registry.architecture`` for the spec's protocol and scale (the recurrent ones and the "No gate"
   blocks run causal on every protocol: they have no bidirectional form); ``zoology-attention``,
   zoology's Figure 2 attention model (models_ref/models/zoology.py), and the same LanguageModel with Figure 2's
-  ``base-conv``, ``hyena``, ``h3`` mixers (models_ref/models/zoology_mixers.py), on the ``mqar`` protocols only;
+  ``base-conv``, ``hyena``, ``h3`` mixers (models_ref/models/zoology_mixers.py), on the ``mqar`` protocols; H3's
+  Table 1 models as safari builds them, ``safari-attention``, ``safari-s4d`` and ``h3`` (the same LanguageModel
+  with an MLP block; models_ref/models/safari_s4d.py), on H3's synthetics (``h3-induction``, ``h3-recall``);
   Akyürek et al.'s RegBench models as their berlino/seq_icl builds them, ``seq-icl-transformer`` (the same
   LanguageModel with seq_icl's MLP block) and ``seq-icl-lstm`` (models_ref/models/seq_icl.py), on ``regbench``
   only;
@@ -174,7 +176,8 @@ BUILTIN = {name: Reference(name) for name in ("dlr", "dss", "s4", "s4d", "essm",
                                                "dlr-d1", "attention", "attention-ff", "local-attention", "s6",
                                                "s6-signed", "gru", "deltanet", "deltanet-signed", "s6-nogate",
                                                "s4d-nogate")}
-for _name in ("zoology-attention", "base-conv", "hyena", "h3", "seq-icl-transformer"):
+for _name in ("zoology-attention", "base-conv", "hyena", "h3", "seq-icl-transformer", "safari-attention",
+              "safari-s4d"):
     BUILTIN[_name] = Zoology(_name)
 BUILTIN["seq-icl-lstm"] = SeqIcl("seq-icl-lstm")
 for _name in ("rnn", "lstm", "stack-rnn", "tape-rnn", "chomsky-transformer"):

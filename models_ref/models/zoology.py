@@ -59,7 +59,7 @@ import torch.nn.functional as F
 from longsynth.errors import LongsynthError
 from longsynth.models_ref.models.zoology_mixers import make_mixer
 
-MIXERS = ("attention", "base-conv", "hyena", "h3")
+MIXERS = ("attention", "base-conv", "hyena", "h3", "s4d")  # s4d: safari's, H3 Table 1's (safari_s4d.py)
 STATE_MIXERS = ("identity", "mlp")  # zoology's Figure 2 (Identity); seq_icl's transformer (Mlp, simple_lm.py 236-256)
 
 
@@ -78,6 +78,9 @@ class ZoologyConfig:
     l_max: int = 0  # the mixers' l_max: the input length (configs.py 65, 71, 76, 85); attention: unused
     state_mixer: str = "identity"  # STATE_MIXERS: zoology's Identity, or seq_icl's Mlp (simple_lm.py 236-256)
     d_inner: int | None = None  # the Mlp's hidden width; None: 4 d_model (simple_lm.py 383-386)
+    head_dim: int = 2  # h3's: zoology's Figure 2 (configs.py 87); safari's Table 1 runs have 1 (layer/h3.yaml 3)
+    d_state: int | None = None  # h3's and s4d's N; None: l_max (zoology configs.py 85-86); safari's 64
+    ssm_lr: float | None = None  # safari's _optim: the SSM kernels' lr, no weight decay; None: one group (zoology)
     layer: str = "zoology-attention"  # what trainer.load_model rebuilds: zoology's LanguageModel, any mixer
 
     def __post_init__(self):
@@ -96,8 +99,12 @@ class ZoologyConfig:
             raise LongsynthError(f"max_position_embeddings: must be >= 0, got {self.max_position_embeddings}")
         if self.sequence_mixer == "base-conv" and self.n_layers > 4:  # base_conv.py 38-41: a kernel size per layer
             raise LongsynthError(f"n_layers: base-conv has kernel sizes for 4 layers, got {self.n_layers}")
-        if self.sequence_mixer == "h3" and self.d_model % 2:
-            raise LongsynthError(f"d_model: h3's head_dim 2 must divide it, got {self.d_model}")
+        if self.sequence_mixer == "h3" and (self.head_dim < 1 or self.d_model % self.head_dim):
+            raise LongsynthError(f"head_dim: must be >= 1 and divide d_model = {self.d_model}, got {self.head_dim}")
+        if self.d_state is not None and (self.d_state < 2 or self.d_state % 2):
+            raise LongsynthError(f"d_state: N/2 modes are kept, N must be even and >= 2, got {self.d_state}")
+        if self.ssm_lr is not None and not 0 < self.ssm_lr < math.inf:
+            raise LongsynthError(f"ssm_lr: must be a positive number, got {self.ssm_lr}")
         if self.d_model % self.num_heads:
             raise LongsynthError(f"num_heads: must divide d_model = {self.d_model}, got {self.num_heads}")
 
@@ -150,7 +157,7 @@ class Block(nn.Module):
         self.drop1 = nn.Dropout(cfg.embed_dropout if i == 0 else cfg.resid_dropout)  # model.py 198
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)  # model.py 200, 203
         self.mixer = (MHA(cfg.d_model, cfg.num_heads, cfg.attn_dropout) if cfg.sequence_mixer == "attention"
-                      else make_mixer(cfg.sequence_mixer, cfg.d_model, cfg.l_max, i))  # model.py 190-193
+                      else make_mixer(cfg, i))  # model.py 190-193
         self.drop2 = nn.Dropout(cfg.resid_dropout)  # model.py 201 (drop_path 0: StochasticDepth is the identity)
         self.state_mixer = (Mlp(cfg.d_model, cfg.d_inner or 4 * cfg.d_model) if cfg.state_mixer == "mlp"
                             else nn.Identity())  # zoology configs.py 145; seq_icl simple_lm.py 297, 405-406

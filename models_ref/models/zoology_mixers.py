@@ -7,7 +7,8 @@ names follow zoology's so that its state_dict loads into ours (H3's kernels: ``s
 ``ssm_k_kernel.kernel.``, ``diag.`` for ``kernel.kernel.``). Long convolutions are FFTs of size 2L
 (zoology's ``rfft(k, n) / n`` with ``irfft(.., norm="forward")`` is the same product). zoology's
 ``_optim`` hints are not kept: its train.py gives every parameter to AdamW at one lr (train.py 185-189),
-as the harness does for a model that ``decays_every_parameter``.
+as the harness does for a model that ``decays_every_parameter``; safari's train.py keeps them, and its H3 (H3's
+Table 1) is this H3 with head_dim 1 and ``ssm_lr``: the kernels' log_dt, A and B at their own lr, no weight decay.
 
 - BaseConv (mixers/base_conv.py 13-63; configs.py 74-81: kernel_size [3, -1, 3, -1] indexed by the layer):
   y = conv(u) * (u W + b) + u, conv a short depthwise Conv1d of 3 taps (convolution.py 32-62) or, for -1,
@@ -198,7 +199,7 @@ class DiagSSM(nn.Module):
 class H3(nn.Module):
     """H3 (h3.py 16-184) with its kernels at length min(L, l_max)."""
 
-    def __init__(self, D, l_max, d_state=None, head_dim=2):
+    def __init__(self, D, l_max, d_state=None, head_dim=2, ssm_lr=None):
         super().__init__()
         if D % head_dim:
             raise ValueError(f"h3: head_dim {head_dim} must divide d_model {D}")
@@ -210,6 +211,9 @@ class H3(nn.Module):
         self.diag = DiagSSM(self.H, N)
         self.D = nn.Parameter(torch.randn(self.H))  # [H]
         self.output_linear = nn.Linear(D, D)  # [D, D] + [D]
+        if ssm_lr is not None:  # safari's: SSKernel's lr (h3.py 67-70; ss_kernel_diag.py 83-86, ss_kernel_shift.py 33)
+            for p in (self.shift.B, self.diag.log_dt, self.diag.B, self.diag.inv_A_real, self.diag.A_imag):
+                p._optim = {"lr": ssm_lr, "weight_decay": 0.0}  # src/utils/train.py 145-156
 
     def forward(self, u):  # u [b, L, D]
         b, L, D = u.shape
@@ -227,12 +231,18 @@ class H3(nn.Module):
         return self.output_linear(y.transpose(1, 2).to(u.dtype))  # [b, L, D]
 
 
-def make_mixer(name, D, l_max, layer_idx):
-    """Figure 2's mixer ``name`` at width D for one layer (configs.py 62-89)."""
+def make_mixer(cfg, layer_idx):
+    """The mixer ``cfg.sequence_mixer`` of a ZoologyConfig for one layer: Figure 2's (configs.py 62-89) or
+    safari's S4D (safari_s4d.py)."""
+    name, D, l_max = cfg.sequence_mixer, cfg.d_model, cfg.l_max
     if name == "base-conv":
         return BaseConv(D, l_max, kernel_size=BASE_CONV_KERNELS[layer_idx])
     if name == "hyena":
         return Hyena(D, l_max)
     if name == "h3":
-        return H3(D, l_max, d_state=l_max, head_dim=2)
-    raise ValueError(f"sequence_mixer: one of attention, base-conv, hyena, h3, got {name!r}")
+        return H3(D, l_max, d_state=cfg.d_state or l_max, head_dim=cfg.head_dim, ssm_lr=cfg.ssm_lr)
+    if name == "s4d":
+        from longsynth.models_ref.models.safari_s4d import SafariS4D
+
+        return SafariS4D(D, N=cfg.d_state or l_max, ssm_lr=cfg.ssm_lr)
+    raise ValueError(f"sequence_mixer: one of attention, base-conv, hyena, h3, s4d, got {name!r}")

@@ -72,15 +72,19 @@ for _name, _figs in _MQAR_FIG.items():
 # *-vs10.yaml) and src/dataloaders/synthetics.py: 5,000 training and 500 test sequences, batch 32,
 # AdamW lr 5e-4, weight decay 0.1; induction head 400 epochs (62,800 steps) with a cosine schedule
 # after 6,280 warmup steps, recall 200 epochs (31,400 steps) with a linear one after 3,140; the
-# test scores the last token only; models of width 32, two layers.
+# test scores the last token only; models of width 32, two layers. The induction head's schedule is timm's cosine
+# stepped per update (induction_head/base.yaml 4, 18-23: warmup from 1e-6, floor 0.1 x lr), the recall's
+# transformers' linear warmup and decay to 0 (associative_recall/base.yaml 2-4, 19-21).
 _H3 = "H3 paper Table 1 (safari configs/experiment/synthetics, src/dataloaders/synthetics.py)"
+_H3_SCHEDULES = {"h3-induction": dict(schedule="timm-cosine", warmup_lr_init=1e-6, min_lr=5e-5),
+                 "h3-recall": dict(schedule="linear")}
 for _name, _task, _figs, _steps, _sched in (
         ("h3-induction", "induction-head", (.05, .356, .068, 1.0, 1.0), 62_800, "cosine"),
         ("h3-recall", "associative-recall", (.25, .86, .78, .998, 1.0), 31_400, "linear")):
     PROTOCOLS[(_name, "paper")] = dict(
         TOKENS, task=_task, data={"preset": "h3"}, batch_size=32, steps=_steps, lr=5e-4, weight_decay=0.1,
-        schedule=_sched, warmup_steps=_steps // 10, eval_every=_steps // 40, eval_batches=16, train_samples=5000,
-        source=_H3)
+        **_H3_SCHEDULES[_name], warmup_steps=_steps // 10, eval_every=_steps // 40, eval_batches=16,
+        train_samples=5000, source=_H3)
     PROTOCOLS[(_name, "tiny")] = dict(
         TOKENS, task=_task, data={"preset": "h3"}, batch_size=32, steps=1500, lr=2e-3, weight_decay=0.1,
         schedule=_sched, warmup_steps=150, eval_every=250, eval_batches=16, train_samples=5000,
@@ -208,32 +212,47 @@ for (_name, _scale), _row in list(PROTOCOLS.items()):
                 source=f"zoology's Figure 2 {_key} model (configs.py 62-89, 138-146; "
                        f"models_ref/models/zoology_mixers.py), "
                        f"two blocks of width {_H} unless the grid sets it, lr {_row['lr']:g} ({_row['source']})")
-# h3 on H3's synthetics (Table 1's H3 row): safari's model there is lm_simple (configs/experiment/synthetics/
-# induction_head/h3.yaml 1-13, associative_recall/h3.yaml 1-13, configs/model/layer/h3.yaml 1-6): width 32, two
-# layers, H3 of d_state 64 and head_dim 1, S4D-Lin kernel, no l_max (a kernel as long as the input: h3.py 107). Kept:
-# width, depth, embed dropout 0.1 and none elsewhere, no position table, tied head, prenorm residual stream, N(0, .02)
-# init. l_max 64 makes the port's d_state (= l_max, zoology configs.py 85-86) safari's 64; the input (31, 22) is
-# shorter, so the kernels span it as safari's do. Differences in the source below.
-_SAFARI_H3 = (
-    "safari's H3 model (configs/experiment/synthetics/{induction_head,associative_recall}/h3.yaml 1-13, "
-    "configs/model/layer/h3.yaml 1-6, src/models/sequence/simple_lm.py, src/models/sequence/h3.py) as zoology's "
-    "LanguageModel with its H3 mixer (models_ref/models/zoology.py, zoology_mixers.py): two blocks of width 32, "
-    "d_state 64 "
-    "(l_max 64 >= the input), embed dropout 0.1, no position table, tied head, as safari. Differs from safari: "
-    "(1) no MLP: zoology's state mixer is Identity (zoology configs.py 145) where safari's block has Mlp 32-128-32 "
-    "with tanh GELU after norm2 (simple_lm.py 279-286, 325-332; d_inner 4 x 32 in h3.yaml 10), so norm2's output "
-    "is added to the residual stream again by the next block (zoology model.py 205-215); (2) head_dim 2, 16 heads "
-    "of 2 x 2 state products (zoology configs.py 87) where safari's is head_dim 1, 32 heads (layer/h3.yaml 3; "
-    "h3.py 47-48, 143-155); (3) one AdamW group at the protocol's lr and weight decay 0.1 on every parameter "
-    "(zoology train.py 185-189) where safari gives the SSM kernels' log_dt, B, A (ss_kernel_diag.py 83-86) and "
-    "the shift kernel's B (ss_kernel_shift.py 33) lr min(1e-3, lr) and no weight decay (layer/h3.yaml 6; "
-    "src/utils/train.py 145-156; train.py 467-491)")
+# H3 Table 1's models on its synthetics: safari's lm_simple (configs/experiment/synthetics/{induction_head,
+# associative_recall}/{transformer,s4d,h3}.yaml 1-17; src/models/sequence/simple_lm.py), which is zoology's
+# LanguageModel with seq_icl's MLP block (models_ref/models/zoology.py, ``state_mixer="mlp"``): two blocks of width
+# 32 with an Mlp of 4 x 32 = 128 (d_inner), embed dropout 0.1 and none elsewhere, tied head, N(0, .02) init, AdamW
+# weight decay on every parameter but those with safari's ``_optim`` hint (src/train.py 467-491). The mixers:
+# - attention (transformer.yaml): one head, dropout 0.1 on its weights, a learned position table of
+#   max_position_embeddings = the dataset's __l_max = input_seq_len + 2 (configs/dataset/icl_synthetics.yaml 9:
+#   32 for the induction head's 30, 22 for the recall's 20, pipeline/induction_head.yaml 11, vocab_size_10.yaml 8);
+# - s4d (layer/s4d.yaml 1-3): safari's S4D (models_ref/models/safari_s4d.py), d_state 64, no position table;
+# - h3 (layer/h3.yaml 1-6): d_state 64, head_dim 1, S4D-Lin diagonal kernel, no position table.
+# The SSM kernels' parameters take lr min(1e-3, lr) and no weight decay (the yamls' ``lr``; ss_kernel_diag.py
+# 83-86, ss_kernel_shift.py 33, s4d.py 127-132). l_max 64 (>= the input) is the port's bound on the kernels'
+# length, which span the whole input as safari's (l_max None) do.
+_SAFARI_LM = ("safari's lm_simple (configs/experiment/synthetics/{induction_head,associative_recall}/*.yaml 1-17, "
+              "src/models/sequence/simple_lm.py) as zoology's LanguageModel with the Mlp block "
+              "(models_ref/models/zoology.py): two blocks of width 32, Mlp 32-128-32, embed dropout 0.1, tied head")
+_SAFARI_MIXERS = {
+    "safari-attention": ("attention", dict(num_heads=1), "one-head attention (dropout 0.1 on its weights) with a "
+                         "learned position table of {P} (transformer.yaml 13-17, icl_synthetics.yaml 9)"),
+    "safari-s4d": ("s4d", dict(sequence_mixer="s4d", l_max=64, d_state=64), "safari's S4D "
+                   "(models_ref/models/safari_s4d.py; layer/s4d.yaml 1-3): d_state 64, S4D-Inv, one A for every "
+                   "channel, GELU then Linear, no gate; its log_dt and A at lr {S} without weight decay"),
+    "h3": ("h3", dict(sequence_mixer="h3", l_max=64, d_state=64, head_dim=1), "H3 (layer/h3.yaml 1-6; "
+           "src/models/sequence/h3.py; models_ref/models/zoology_mixers.py): d_state 64, head_dim 1, the S4D-Lin "
+           "diagonal and shift kernels; their log_dt, A and B at lr {S} without weight decay"),
+}
+_SAFARI_POSITIONS = {"h3-induction": 32, "h3-recall": 22}  # __l_max = input_seq_len + 2
 for (_name, _scale), _row in list(PROTOCOLS.items()):
-    if _name in ("h3-induction", "h3-recall"):
-        ARCHITECTURES[(_name, _scale, "h3")] = dict(
-            arch=dict(d_model=32, n_layers=2, max_position_embeddings=0, sequence_mixer="h3", l_max=64),
-            lr=_row["lr"], column="h3",  # Table 1's H3 row
-            source=f"{_SAFARI_H3}; lr {_row['lr']:g} ({_row['source']})")
+    if _name in _SAFARI_POSITIONS:
+        _ssm_lr = min(1e-3, _row["lr"])  # the yamls' lr: min(0.001, optimizer.lr)
+        for _model, (_column, _mixer, _what) in _SAFARI_MIXERS.items():
+            _arch = dict(d_model=32, n_layers=2, state_mixer="mlp", d_inner=128, **_mixer)
+            if _column == "attention":
+                _arch["max_position_embeddings"] = _SAFARI_POSITIONS[_name]
+            else:
+                _arch.update(max_position_embeddings=0, ssm_lr=_ssm_lr)
+            ARCHITECTURES[(_name, _scale, _model)] = dict(
+                arch=_arch, lr=_row["lr"], column=_column,  # Table 1's row of this model
+                source=f"H3 Table 1's {_column} model: {_SAFARI_LM}, its mixer "
+                       f"{_what.format(P=_SAFARI_POSITIONS[_name], S=f'{_ssm_lr:g}')}; lr {_row['lr']:g} "
+                       f"({_row['source']})")
 
 # ----------------------------------------------------------------- certificates (controls.py)
 VALIDATE = {  # task -> (its protocol, the positive control there)
