@@ -302,3 +302,19 @@ def test_indexed_batches_are_a_function_of_the_step():
     seen = torch.cat([a(s)[0] for s in range(3)]).flatten()
     assert len(set(seen.tolist())) == 9  # one epoch: 3 batches of distinct samples
     assert torch.equal(a(4)[0], b(4)[0]) and torch.equal(a(1)[0], b(1)[0])
+
+
+def test_loss_per_row_scales_the_gradient_by_the_scored_positions_of_a_row(monkeypatch):
+    """``loss_per_row`` (the Chomsky hierarchy's loss: each row's sum, averaged over rows) is the mean over scored
+    positions times the positions a row scores: the same direction, a gradient that many times larger, so the clip
+    at norm 1 and Adam see the authors' step. The norm before clipping is read from clip_grad_norm_ itself."""
+    norms = []
+    clip = torch.nn.utils.clip_grad_norm_
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", lambda ps, m: norms.append(float(clip(ps, m))) or norms[-1])
+    cfg = ModelConfig(d_input=3, d_output=8, H=16, N=16, n_layers=1)
+    data = lambda s: _shift_batch(s, B=4, L=32)  # noqa: E731
+    x, y = data(0)
+    for per_row in (False, True):
+        tc = TrainConfig(steps=1, lr=1e-3, grad_clip=1e9, eval_every=1, seed=3, loss_per_row=per_row)
+        train(cfg, tc, data, None, None)
+    assert norms[1] == pytest.approx(norms[0] * y.numel() / y.shape[0], rel=1e-5)

@@ -58,6 +58,8 @@ class Protocol:
     min_lr: float | None = None  # where the schedule ends (MAD, Grazzi et al.: 1e-6); None: 0
     warmup_lr_init: float | None = None  # the "timm-cosine" warmup's first lr (seq_icl's 1e-6); None: 0
     grad_clip: float | None = None  # max global gradient norm (the Chomsky hierarchy's 1.0); None: no clipping
+    loss_per_row: bool = False  # the gradient of each row's summed loss averaged over rows (the Chomsky hierarchy's,
+    # experiments/example.py 100-102), not of the mean over scored positions (TrainConfig.loss_per_row)
     score_test_sets: bool = False  # the verdict reads the mean over the test sets (the Chomsky hierarchy's score)
     length_per_batch: bool = False  # every batch one length, uniform in data's min_length..max_length (``ByLength``)
     model_options: dict | None = None  # {built-in: ({arch option: value}, ...)}: the configurations of a built-in
@@ -97,7 +99,8 @@ class Protocol:
                            min_lr_ratio=0.0 if self.min_lr is None else min(1.0, self.min_lr / lr),
                            warmup_init_ratio=0.0 if self.warmup_lr_init is None else min(1.0, self.warmup_lr_init / lr),
                            compile=compile, checkpoint_activations=checkpoint_activations,
-                           checkpoint_every=checkpoint_every, grad_clip=self.grad_clip, trim=self.trims,
+                           checkpoint_every=checkpoint_every, grad_clip=self.grad_clip,
+                           loss_per_row=self.loss_per_row, trim=self.trims,
                            string_metrics=self.string_metrics, dfa_metric=self.dfa_metric)
 
 

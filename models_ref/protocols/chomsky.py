@@ -13,8 +13,9 @@ Here: one protocol per task (named as the task); the test lengths are the protoc
 fixed length each (every 20th length of 41-500 and 500: the paper evaluates all 460), so the report shows
 accuracy by length, and the verdict reads their mean (``score_test_sets``), the paper's score. Each protocol's
 training lengths are its ``data`` (min_length, max_length). Differences from the authors', written in
-each row's source: the loss is the mean cross-entropy over scored positions (theirs: the sum over a row's
-output positions, averaged over rows); 24 test lengths of 512 samples (theirs: all 460). As theirs, every
+each row's source: 24 test lengths of 512 samples (theirs: all 460). The loss is theirs (example.py 100-102: the
+cross-entropy summed over a row's output positions, averaged over rows: ``loss_per_row``), which with the clip at
+norm 1 sets each step's size as their runs do; the training loss logged is the mean over positions. As theirs, every
 training and validation batch is of one length, uniform in 1-40 (``length_per_batch``), so no row is padded.
 
 ``scale="tiny"`` shrinks the recipe for one CPU core but keeps its question, lengths beyond the training
@@ -55,8 +56,7 @@ _SCALES = {
 TINY_STEPS = {"chomsky-even-pairs": 2_000, "chomsky-reverse-string": 10_000}
 _SOURCE = ("Delétang et al. 2023 (google-deepmind/neural_networks_chomsky_hierarchy @ 2b8eb4be experiments/"
            "example.py, training.py; the paper's section 4)")
-_DIFFERS = ("the mean cross-entropy over scored positions (theirs: summed over a row's outputs), a grid of test "
-            "lengths (theirs: every length)")
+_DIFFERS = "a grid of test lengths (theirs: every length)"
 
 
 def _range(lo, hi):
@@ -74,8 +74,10 @@ for _task in TASKS:
             lrs=PAPER_LRS if _scale == "paper" else None, grad_clip=1.0, eval_every=_every,
             eval_batches=_batches, score_test_sets=True, test_sets={str(n): _range(n, n) for n in _test},
             length_per_batch=True, whole_row=True, model_options=MODEL_OPTIONS if _scale == "paper" else None,
+            loss_per_row=True,
             source=(f"{_SOURCE}: train lengths {_train[0]}-{_train[1]}, test {_test[0]}-{_test[-1]} "
-                    f"({len(_test)} lengths, {_batches * _B} samples each), batch {_B}, Adam (clip 1), "
+                    f"({len(_test)} lengths, {_batches * _B} samples each), batch {_B}, Adam (clip 1) on the loss "
+                    f"summed over a row's outputs and averaged over rows, "
                     f"{_steps:,} steps" + (f", lr in {', '.join(map(str, PAPER_LRS))} over {PAPER_SEEDS} seeds "
                                            "(--seeds 10; the paper reports the best)" if _scale == "paper" else
                                            f" at lr {_lr:g}: shrunk for one CPU core; tested to {_test[-1]} where "

@@ -34,6 +34,10 @@ class TrainConfig:
     min_lr_ratio: float = 0.0
     warmup_init_ratio: float = 0.0  # timm-cosine: the factor the warmup starts from (timm's warmup_lr_init / lr)
     grad_clip: float | None = None  # max global grad norm
+    # the loss the gradient is of: the mean over scored positions (False), or each row's sum over its scored positions
+    # averaged over rows (True: the Chomsky hierarchy's loss, experiments/example.py 100-102); the logged training
+    # loss is the mean over positions either way
+    loss_per_row: bool = False
     eval_every: int = 100
     eval_batches: int | None = None  # cap on val/test batches per evaluation
     checkpoint_every: int | None = None

@@ -127,7 +127,7 @@ def step_seconds(build, cfg: TrainConfig, train_batch, val_batches=None, *, devi
         with _autocast(device, cfg):
             _, loss_sum, count = _forward(model, x, y, cfg)
         opt.zero_grad(set_to_none=True)
-        (loss_sum / max(count, 1)).backward()
+        (loss_sum / max(y.shape[0] if cfg.loss_per_row else count, 1)).backward()
         opt.step()
 
     t0 = time.perf_counter()
@@ -254,15 +254,16 @@ def train(model, train_cfg: TrainConfig, train_batch, val_batches=None,
         with _autocast(device, train_cfg):
             _, loss_sum, count = _forward(fwd_model, x, y, train_cfg)
         # global mean over ranks: sum / global count; DDP averages gradients over the world
-        tot = all_sum(torch.tensor([float(loss_sum.detach()), float(count)], dtype=torch.float64,
+        tot = all_sum(torch.tensor([float(loss_sum.detach()), float(count), float(y.shape[0])], dtype=torch.float64,
                                    device=device if world > 1 and dist.get_backend() == "nccl" else "cpu"))
         loss = float(tot[0] / max(float(tot[1]), 1.0))
+        per = float(tot[2] if train_cfg.loss_per_row else tot[1])  # rows, or scored positions, over the ranks
         if not math.isfinite(loss):  # the same on every rank: the loss is summed over them
             diverged = {"step": step + 1, "where": "training loss"}
             end = step  # the steps that finished; the model keeps their (finite) weights
             break
         opt.zero_grad(set_to_none=True)
-        (loss_sum * (world / max(float(tot[1]), 1.0))).backward()
+        (loss_sum * (world / max(per, 1.0))).backward()
         if train_cfg.grad_clip is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), train_cfg.grad_clip)
         opt.step()
