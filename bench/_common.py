@@ -39,3 +39,10 @@ def write_json(path, results):
     with open(path, "w") as f:
         json.dump(results, f, indent=1)
     print(f"wrote {path}")
+
+
+def write_fixtures(path, fixtures, sha256):
+    """The authors' fixtures of a model comparison and the SHA-256 of the sources that made them, as one npz."""
+    fixtures.update({f"sha256/{f}": np.array(h) for f, h in sha256.items()})
+    np.savez_compressed(path, **fixtures)
+    print(f"wrote {path} ({os.path.getsize(path):,} bytes)")

@@ -57,7 +57,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import finish, machine, write_json  # noqa: E402
+from _common import finish, machine, write_fixtures, write_json  # noqa: E402
 from seq_icl_models import transformer_names  # noqa: E402  (safari's simple_lm.py is seq_icl's: the same names)
 
 V = 20  # configs/pipeline/induction_head.yaml -> dataset vocab_size 20 (H3 Table 1)
@@ -398,9 +398,7 @@ def main():
         for kind_, (so, st, mo, mt) in rec["init"].items():
             print(f"    init {kind_:24s} std ours {so:.5f} theirs {st:.5f}   mean ours {mo:+.5f} theirs {mt:+.5f}")
     if fixtures is not None:
-        fixtures.update({f"sha256/{f}": np.array(h) for f, h in results["sha256"].items()})
-        np.savez_compressed(args.fixtures, **fixtures)
-        print(f"wrote {args.fixtures} ({os.path.getsize(args.fixtures):,} bytes)")
+        write_fixtures(args.fixtures, fixtures, results["sha256"])
     finish(results["machine"])
     if args.json:
         write_json(args.json, results)

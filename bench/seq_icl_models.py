@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import finish, machine, write_json  # noqa: E402
+from _common import finish, machine, write_fixtures, write_json  # noqa: E402
 
 V = 20  # configs/pipeline/dfa.yaml: dataset.vocab_size
 L_MAX = 4096 + 2  # configs/dataset/icl_dfa.yaml: __l_max = input_seq_len + 2
@@ -302,9 +302,7 @@ def main():
     print(f"laws at their settings: out_proj/fc2 std {0.02 / math.sqrt(2 * L):.5f}; the LSTM's weight_ih "
           f"{math.sqrt(2 / (5 * D)):.5f}, weight_hh {1 / math.sqrt(4 * D):.5f}")
     if fixtures is not None:
-        fixtures.update({f"sha256/{f}": np.array(h) for f, h in results["sha256"].items()})
-        np.savez_compressed(args.fixtures, **fixtures)
-        print(f"wrote {args.fixtures} ({os.path.getsize(args.fixtures):,} bytes)")
+        write_fixtures(args.fixtures, fixtures, results["sha256"])
     finish(results["machine"])
     if args.json:
         write_json(args.json, results)
