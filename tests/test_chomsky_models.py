@@ -50,7 +50,7 @@ def twin_rnn(layer, x):
     for b in range(B):
         h = np.zeros(H)
         for t in range(L):
-            h = np.tanh(Wx @ x[b, t] + bx + Wh @ h + bh)  # hk.VanillaRNN
+            h = np.maximum(0.0, Wx @ x[b, t] + bx + Wh @ h + bh)  # hk.VanillaRNN
             out[b, t] = h
     return out
 
@@ -76,7 +76,7 @@ def twin_stack(layer, x, s, k):
     for b in range(B):
         h, S = np.zeros(H), np.zeros((s, k))
         for t in range(L):
-            h = np.tanh(Wx @ np.concatenate([x[b, t], S[0]]) + bx + Wh @ h + bh)
+            h = np.maximum(0.0, Wx @ np.concatenate([x[b, t], S[0]]) + bx + Wh @ h + bh)
             v, a = Wv @ h + bv, _softmax(Wa @ h + ba)
             new = np.zeros((s, k))
             for i in range(s):  # stack_rnn.py _update_stack, cell by cell
@@ -96,7 +96,7 @@ def twin_tape(layer, x, n, m, k, tapes=1):
     for b in range(B):
         h, M = np.zeros(H), np.zeros((tapes, m, k))
         for t in range(L):
-            h = np.tanh(Wx @ np.concatenate([x[b, t], *(M[j, 0] for j in range(tapes))]) + bx + Wh @ h + bh)
+            h = np.maximum(0.0, Wx @ np.concatenate([x[b, t], *(M[j, 0] for j in range(tapes))]) + bx + Wh @ h + bh)
             w = h
             for i, (W, bias) in enumerate(mlp):
                 w = W @ w + bias

@@ -4,7 +4,7 @@
 256 from experiments/example.py 68-72). Haiku's core (haiku/_src/recurrent.py, VanillaRNN.__call__):
 two linear maps, both with a bias (``double_bias`` on), state h_0 = 0:
 
-    h_t = tanh(W_x x_t + b_x + W_h h_{t-1} + b_h)          the core's output y_t = h_t
+    h_t = relu(W_x x_t + b_x + W_h h_{t-1} + b_h)          the core's output y_t = h_t
 
 ``models_ref/models/chomsky.py`` wraps every core of this family as models/rnn.py 48-73 does: the one-hot
 input (the I input symbols and the empty token), the core over the whole row, ReLU, one linear map to the
@@ -28,6 +28,6 @@ class VanillaRNN(nn.Module):
         h = x.new_zeros(x.shape[0], self.H)  # [B, H]  h_0 = 0 (hk.VanillaRNN.initial_state)
         out = []
         for t in range(x.shape[1]):
-            h = torch.tanh(u[:, t] + self.hidden_to_hidden(h))  # [B, H]
+            h = torch.relu(u[:, t] + self.hidden_to_hidden(h))  # [B, H]
             out.append(h)
         return torch.stack(out, dim=1)  # [B, L, H]

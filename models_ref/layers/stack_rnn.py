@@ -8,7 +8,7 @@ longer row (A.2: "manually increase their sizes when testing on longer sequences
 every push of the row, so no deeper one changes an output). Per step, with S_{t-1} [s, k] (row 0 the top,
 S_0 = 0) and h_0 = 0:
 
-    h_t = tanh(W_x [x_t; S_{t-1}[0]] + b_x + W_h h_{t-1} + b_h)     the top is read (stack_rnn.py 166-172)
+    h_t = relu(W_x [x_t; S_{t-1}[0]] + b_x + W_h h_{t-1} + b_h)     the top is read (stack_rnn.py 166-172)
     v_t = W_v h_t + b_v                                              the value to push [k] (173-176)
     (a_push, a_pop, a_noop) = softmax(W_a h_t + b_a)                 the soft actions [3] (178-182)
     S_t[0] = a_push v_t       + a_pop S_{t-1}[1]   + a_noop S_{t-1}[0]             (_update_stack 87-91)
@@ -43,7 +43,7 @@ class StackRNN(nn.Module):
         ux = torch.nn.functional.linear(x, W[:, :D], b)  # [B, L, H]  x's part of W_x [x; read] + b_x, all steps
         for t in range(x.shape[1]):
             u = ux[:, t] + S[:, 0] @ W[:, D:].T  # [B, H]
-            h = torch.tanh(u + self.hidden_to_hidden(h))  # [B, H]
+            h = torch.relu(u + self.hidden_to_hidden(h))  # [B, H]
             v = self.push(h)  # [B, k]
             a = torch.softmax(self.actions(h), dim=-1)[:, :, None, None]  # [B, 3, 1, 1]
             down = torch.cat([v[:, None], S[:, :-1]], dim=1)  # [B, s, k]  after a push

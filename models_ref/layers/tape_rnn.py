@@ -8,7 +8,7 @@ when testing on longer sequences"), the write MLP 64-64 (tape_rnn.py 41).
 Per step, with M_{t-1} [m, k] (row 0 under the head, M_0 = 0), h_0 = 0 and n the input length (the row's
 symbols before the first empty token; tape_rnn.py 115-116 reads it per batch, here per row):
 
-    h_t = tanh(W_x [x_t; M_{t-1}[0]] + b_x + W_h h_{t-1} + b_h)            the head's cell is read (96-101)
+    h_t = relu(W_x [x_t; M_{t-1}[0]] + b_x + W_h h_{t-1} + b_h)            the head's cell is read (96-101)
     w_t = MLP(h_t)                   Linear 64, ReLU, Linear 64, ReLU, Linear k (hk.nets.MLP, 102-106)
     a_t = softmax(W_a h_t + b_a)     5 actions: stay, left, right, jump left n, jump right n (108-113, 172-182)
     M' = [w_t; M_{t-1}[1:]]          write under the head (146-147)
@@ -61,7 +61,7 @@ class TapeRNN(nn.Module):
         ux = torch.nn.functional.linear(x, W[:, :D], b)  # [B, L, H]  x's part of W_x [x; read] + b_x, all steps
         for t in range(x.shape[1]):
             u = ux[:, t] + M[:, 0].reshape(B, self.n * self.k) @ W[:, D:].T  # [B, H]  the heads' cells side by side
-            h = torch.tanh(u + self.hidden_to_hidden(h))  # [B, H]
+            h = torch.relu(u + self.hidden_to_hidden(h))  # [B, H]
             w = self.write(h).reshape(B * self.n, self.k)  # [B n, k]
             a = torch.stack([torch.softmax(act(h), dim=-1) for act in self.actions], 1)  # [B, n, 5]
             a = a.reshape(B * self.n, 5)[:, :, None, None]  # [B n, 5, 1, 1]
