@@ -114,9 +114,13 @@ def lines(panels, path=None, *, title=None, width=900, panel_height=120, robust=
     A panel is ``(label, y)`` (x = 0, 1, ...) or ``(label, y, x)`` with x[T] increasing
     (e.g. the training steps of evaluations). Integer x values get integer ticks (one
     evaluation at step 20 is not drawn at 19.5..20.5); a series of up to 60 points marks
-    each one. ``robust``: the y range spans the 0.5-99.5 percentiles, so a few outliers
-    (a first step's loss) do not flatten the rest; points outside are drawn at the edge.
+    each one. ``robust`` (True for every panel, or one bool per panel): the y range spans the
+    0.5-99.5 percentiles, so a few outliers (a first step's loss) do not flatten the rest; points
+    outside are drawn at the edge. Meant for long series: on a few points it would move a real one.
     """
+    robust = [robust] * len(panels) if isinstance(robust, bool) else list(robust)
+    if len(robust) != len(panels):
+        raise ValueError(f"robust: {len(robust)} flags for {len(panels)} panels")
     fig = _figure(width, (panel_height + 50) * len(panels) + (30 if title else 0))
     for p, panel in enumerate(panels):
         ax = fig.add_subplot(len(panels), 1, p + 1)
@@ -126,7 +130,7 @@ def lines(panels, path=None, *, title=None, width=900, panel_height=120, robust=
         T = v.shape[0]
         xs = np.asarray(panel[2], dtype=np.float64) if len(panel) > 2 else np.arange(T, dtype=np.float64)
         finite = v[np.isfinite(v)]
-        if robust and finite.size:
+        if robust[p] and finite.size:
             lo, hi = (float(q) for q in np.percentile(finite, [0.5, 99.5]))
             v = np.clip(v, lo, hi)
             pad = (hi - lo) * 0.05 or max(abs(hi) * 0.05, 0.05)  # a flat series: a band about its value

@@ -319,6 +319,17 @@ def test_certificate_curves_draw_accuracy_by_test_length():
     assert len(curves(history, "accuracy", None, "t", {"train": {"accuracy": 1.0}}).axes) == len(plain.axes)
 
 
+def test_certificate_curves_do_not_clip_a_lone_validation_reading():
+    """Only the training loss is clipped to its percentiles: a first validation accuracy of 0.90 before 99 readings
+    of 1.000 is drawn at 0.90, inside the frame."""
+    from longsynth.models_ref.reports.curves import curves
+
+    history = {"train": [{"loss": 0.5}] * 100,
+               "val": [{"step": 100 * (i + 1), "loss": 0.1, "accuracy": 0.9 if i == 0 else 1.0} for i in range(100)]}
+    ax = curves(history, "accuracy", None, "t").axes[2]
+    assert ax.lines[0].get_ydata()[0] == 0.9 and ax.get_ylim()[0] < 0.9
+
+
 def _chomsky_run(task, acc):
     return {"task": task, "family": "tokens", "protocol": task, "model": "lstm",
             "scale": "tiny", "lr": 1e-3, "weight_decay": None, "width": None, "seed": 0, "primary_metric": "accuracy",

@@ -1,5 +1,6 @@
 """longsynth.plot: the figures behind previews, dataset summaries and certificates."""
 import numpy as np
+import pytest
 
 from longsynth import plot
 
@@ -9,6 +10,17 @@ def test_robust_range_keeps_an_outlier_from_flattening_the_rest():
     plain = plot.lines([("loss", series)], panel_height=100).axes[0].get_ylim()
     robust = plot.lines([("loss", series)], panel_height=100, robust=True).axes[0].get_ylim()
     assert plain[1] >= 100 and robust[1] < 3  # the 1..2 wiggle now fills the panel
+
+
+def test_robust_is_chosen_per_panel():
+    """A few-point panel keeps its real range beside a clipped long one; a flag list of the wrong size is refused."""
+    loss = np.r_[100.0, np.tile([1.0, 2.0], 200)]
+    val = np.r_[0.9, np.ones(99)]  # a lone first reading below a flat 1.0
+    fig = plot.lines([("loss", loss), ("val", val)], robust=[True, False])
+    assert fig.axes[0].get_ylim()[1] < 3 and fig.axes[1].get_ylim()[0] <= 0.9
+    assert fig.axes[1].lines[0].get_ydata()[0] == 0.9  # drawn where it is, not at an edge
+    with pytest.raises(ValueError, match="2 flags for 1 panels"):
+        plot.lines([("loss", loss)], robust=[True, False])
 
 
 def test_one_evaluation_has_integer_ticks_and_nan_is_skipped(tmp_path):

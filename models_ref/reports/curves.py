@@ -24,6 +24,8 @@ def curves(history, primary, path, title, test_sets=None):
     at = (f"at step {val[0]['step']}" if len(val) == 1 else f"at steps {val[0]['step']}..{val[-1]['step']}"
           if val else "")
     train_rows = history["train"]
+    # Only the training loss is clipped to its 0.5-99.5th percentiles (a first step's spike); the
+    # validation panels have few points, and clipping them would move a real one (a lone first reading).
     panels = [("training loss at each step (y: 0.5-99.5th percentile)", [r["loss"] for r in train_rows],
                np.arange(1, len(train_rows) + 1))]
     if val:
@@ -35,7 +37,7 @@ def curves(history, primary, path, title, test_sets=None):
         mean = sum(test_sets[k][primary] for k in at) / len(at)
         panels.append((f"test {primary} by test length (the best model; mean {mean:.3f}, the score)",
                        [test_sets[k][primary] for k in at], [int(k) for k in at]))
-    return plot.lines(panels, path, title=title, robust=True)
+    return plot.lines(panels, path, title=title, robust=[True] + [False] * (len(panels) - 1))
 
 
 def _grey(image, side):
