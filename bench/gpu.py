@@ -18,10 +18,10 @@ shows at it still reads, and one that does not reads "not shown".
 seq_icl's 8 x 128 Transformer on RegBench at their recipe cut to a third (their LSTM's side, 0.529, is a CPU run:
 docs/validation.md), Grazzi et al.'s DeltaNet parity pair at their lengths (train 3-40, test 40-256), zoology Figure
 2's (128, 8) cell with its attention (`zoology-attention`, the width x lr grid), one DLR Table 1 cell (cumsum, L
-4,096). `extra`, about an hour in all with the Chomsky seeds (by `--only` groups; H3's cells and the Chomsky DCF and
-CS cells one a command): the laptop-scale certificates (docs/validation.md, "Findings"), which a CPU session can
+4,096). `extra`, about an hour in all with the Chomsky seeds (by `--only` groups; the Chomsky DCF and CS cells one a
+command): the laptop-scale certificates (docs/validation.md, "Findings"), which a CPU session can
 also run (minutes to two hours each) and a GPU runs from about as fast to tens of times faster: Grazzi's Mamba pair,
-the Chomsky contrasts tested to 500, H3's induction head at safari's 62,800 steps, Mamba Table 1 at length 256,
+the Chomsky contrasts tested to 500, Mamba Table 1 at length 256,
 Figure 2's BaseConv. Not here: Mamba Table 1 at length 4,096 (the selective scan is a loop over positions: 475K
 torch ops a step, over a second a step on any GPU) and Table 2's s6 (the same loop at length 256: its 15,000 steps
 take ~30 min there as here).
@@ -86,10 +86,6 @@ EXTRA = [
     # the authors' own code is at that budget (docs/validation.md)
     ("chomsky-cs", "tape-rnn", "chomsky-duplicate-string", "laptop", 5000, 3),
     ("chomsky-cs", "stack-rnn", "chomsky-duplicate-string", "laptop", 5000, 3),
-    # H3 Table 1's induction head at safari's 62,800 steps with safari's S4D, 3 seeds (the paper's loser: on the CPU
-    # safari-attention and h3 solved it in 1 and 2 seeds of 3, docs/validation.md): ~800 ops, 7-8 ms a step,
-    # 7-8 min a seed, 2 at once; the CPU is nearly as fast (15 min a seed)
-    ("h3-t1-induction", "safari-s4d", "h3-induction", "laptop", None, 3),
     # Mamba Table 1 at length 256 (224 noise, 16 to copy), 2,500 steps of 64 at lr 3e-3: s6-nogate's scan 30,102
     # ops, ~0.13 s a step, ~5.5 min; s4d-nogate ~0.8 min (CPU, measured: 21 and 9 min; committed, one seed each)
     ("mamba-t1", "s6-nogate", "selective-copying", "laptop", None),
