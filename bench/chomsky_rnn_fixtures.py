@@ -9,16 +9,20 @@ code is run, never copied: ``experiments/constants.py``'s MODEL_BUILDERS for ``r
 duplicate string (2 input symbols, 2 output classes) at length 7 (rows of 7 inputs and 14 empty tokens), 3 rows, at
 small sizes (hidden 16, cells of 8, a stack and a tape of 40 cells: longer than the row, so none wraps), their
 Haiku init moved by 0.1 N(0, 1) so that every term counts. Stored per model: every parameter (Haiku's name,
-``w`` as [in, out]), the input symbols and their logits at the 14 output positions. tests/test_chomsky_rnns_authors.py
-loads them into ours.
+``w`` as [in, out]), the input symbols and their logits at the 14 output positions; and ``sha256/FILE`` of the
+checkout's files that built them (as bench/_common.write_fixtures stores, which the JAX venv cannot import: it
+needs numba and longsynth). tests/test_chomsky_rnns_authors.py loads them into ours.
 """
 import argparse
+import hashlib
 import os
 import sys
 
 import numpy as np
 
 SIZES = {"rnn": {}, "lstm": {}, "stack_rnn": {"stack_size": 40}, "tape_rnn": {"memory_size": 40}}
+SOURCES = ["experiments/constants.py", "experiments/utils.py", "models/rnn.py", "models/stack_rnn.py",
+           "models/tape_rnn.py", "tasks/cs/duplicate_string.py"]
 
 
 def main():
@@ -51,8 +55,12 @@ def main():
         for module, d in params.items():
             for name, value in d.items():
                 out[f"{arch}/params/{module}/{name}"] = np.asarray(value)
+    for f in SOURCES:
+        with open(os.path.join(a.checkout, f), "rb") as src:
+            out[f"sha256/{f}"] = np.array(hashlib.sha256(src.read()).hexdigest())
     np.savez_compressed(a.out, **out)
-    print(f"wrote {a.out} ({os.path.getsize(a.out):,} bytes): " + ", ".join(sorted(k for k in out if "/params/" in k)))
+    stored = sorted(k for k in out if "/params/" in k or k.startswith("sha256/"))
+    print(f"wrote {a.out} ({os.path.getsize(a.out):,} bytes): " + ", ".join(stored))
 
 
 if __name__ == "__main__":

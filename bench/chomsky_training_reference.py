@@ -35,9 +35,10 @@ import haiku as hk, jax.numpy as jnp
 from neural_networks_chomsky_hierarchy.experiments import constants, curriculum, training, utils
 task_name, arch, steps, seed = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 task = constants.TASK_BUILDERS[task_name]()
-sizes = {"tape_rnn": {"memory_size": 256}, "stack_rnn": {"stack_size": 128}}.get(arch, {})
+sizes = {"tape_rnn": {"memory_size": 256, "memory_cell_size": 8},
+         "stack_rnn": {"stack_size": 128, "stack_cell_size": 8}}.get(arch, {})  # rnn, lstm: the core's size alone
 model = constants.MODEL_BUILDERS[arch](output_size=task.output_size, return_all_outputs=True, hidden_size=256,
-                                       memory_cell_size=8, **sizes)
+                                       **sizes)
 model = hk.transform(utils.make_model_with_empty_targets(model, task, 0, task.output_length(10) == 1))
 def loss_fn(output, target):
     return jnp.mean(jnp.sum(task.pointwise_loss_fn(output, target), axis=-1)), {}
