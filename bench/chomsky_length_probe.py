@@ -18,12 +18,22 @@ import torch
 from longsynth.models_ref.training.checkpoints import load_model
 
 
+def reverse_rows(bits, empty):
+    """bits [rows, n] -> (inputs [rows, 2n], targets [rows, n]): the task's rows of length n, unpadded."""
+    inputs = torch.cat([bits, torch.full_like(bits, empty)], dim=1)  # [rows, 2n]  inputs, then empty tokens
+    return inputs, bits.flip(1)  # the targets of the n empty tokens
+
+
+def orbit(n, m):
+    """The cells a run of jumps by n reaches from one cell of a cyclic tape of m cells."""
+    return m // math.gcd(n, m)
+
+
 def accuracy(model, n, rows, generator):
-    bits = torch.randint(0, 2, (rows, n), generator=generator)  # [rows, n]
-    x = torch.cat([bits, torch.full((rows, n), model.cfg.I)], dim=1)  # [rows, 2n]  inputs, then empty tokens
+    x, y = reverse_rows(torch.randint(0, 2, (rows, n), generator=generator), model.cfg.I)  # [rows, 2n], [rows, n]
     with torch.no_grad():
         pred = model(x)[:, n:, :model.cfg.O].argmax(-1)  # [rows, n]
-    return (pred == bits.flip(1)).float().mean().item()
+    return (pred == y).float().mean().item()
 
 
 def main():
@@ -47,9 +57,9 @@ def main():
         line = f"n {n:4d}  accuracy {acc:.3f}" + ("  FAIL" if failed else "")
         if tape:
             m = max(model.cfg.arch["memory_size"], 2 * n)
-            orbit = m // math.gcd(n, m)
-            agree[failed][0 if (orbit < n) == failed else 1] += 1
-            line += f"  tape {m}, orbit of jumps {orbit}" + (" < n" if orbit < n else "")
+            cells = orbit(n, m)
+            agree[failed][0 if (cells < n) == failed else 1] += 1
+            line += f"  tape {m}, orbit of jumps {cells}" + (" < n" if cells < n else "")
         if failed or not tape:
             print(line)
     if tape:
